@@ -1,0 +1,21 @@
+/// A customer's alerts as an `AsyncSequence`: every alert raised for the customer after the inbox was made,
+/// in order, buffered so that a slow reader never holds up the store.
+///
+/// The inbox observes the store for as long as it or an iterator of it lives: when the reading task is
+/// cancelled, or the inbox is released, its observer is unregistered.
+public struct CustomerInbox: AsyncSequence, Sendable {
+    public typealias Element = RestockAlert
+
+    private let stream: AsyncStream<RestockAlert>
+
+    init(customer: CustomerID, registry: ObserverRegistry) {
+        let (stream, continuation) = AsyncStream.makeStream(of: RestockAlert.self, bufferingPolicy: .unbounded)
+        let token = registry.add(ClosureObserver { continuation.yield($0) }, for: customer)
+        continuation.onTermination = { _ in token.cancel() }
+        self.stream = stream
+    }
+
+    public func makeAsyncIterator() -> AsyncStream<RestockAlert>.Iterator {
+        stream.makeAsyncIterator()
+    }
+}

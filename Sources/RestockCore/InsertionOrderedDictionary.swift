@@ -1,0 +1,90 @@
+/// A dictionary that keeps its entries in insertion order, with O(1) insertion, lookup and removal
+/// (amortized) and iteration as fast as an array's.
+///
+/// Entries live in an array of slots; a key maps to its slot. Removal empties the slot (a tombstone)
+/// instead of shifting the array, and the slots are compacted once tombstones outnumber live entries,
+/// so no single removal ever scans the list.
+struct InsertionOrderedDictionary<Key: Hashable, Value> {
+    private var slots: [(key: Key, value: Value)?] = []
+    private var slotOfKey: [Key: Int] = [:]
+
+    init() {}
+
+    /// The number of entries.
+    var count: Int { slotOfKey.count }
+
+    var isEmpty: Bool { slotOfKey.isEmpty }
+
+    /// The value for `key`, if present.
+    subscript(key: Key) -> Value? {
+        guard let slot = slotOfKey[key] else { return nil }
+        return slots[slot]?.value
+    }
+
+    /// Appends `value` at the end when `key` is new, or replaces the value in place, keeping its order.
+    mutating func updateValue(_ value: Value, forKey key: Key) {
+        if let slot = slotOfKey[key] {
+            slots[slot] = (key, value)
+        } else {
+            slotOfKey[key] = slots.count
+            slots.append((key, value))
+        }
+    }
+
+    /// Removes and returns the value for `key`.
+    @discardableResult
+    mutating func removeValue(forKey key: Key) -> Value? {
+        guard let slot = slotOfKey.removeValue(forKey: key) else { return nil }
+        let removed = slots[slot]?.value
+        slots[slot] = nil
+        compactIfSparse()
+        return removed
+    }
+
+    /// Visits every entry in order and lets `body` change its value or remove it (by returning `false`).
+    mutating func updateEach(_ body: (inout Value) throws -> Bool) rethrows {
+        var removedAny = false
+        for slot in slots.indices {
+            guard var entry = slots[slot] else { continue }
+            if try body(&entry.value) {
+                slots[slot] = entry
+            } else {
+                slots[slot] = nil
+                slotOfKey[entry.key] = nil
+                removedAny = true
+            }
+        }
+        if removedAny { compactIfSparse() }
+    }
+
+    /// Calls `body` with every entry's value, in insertion order.
+    func forEachValue(_ body: (Value) throws -> Void) rethrows {
+        for case let entry? in slots { try body(entry.value) }
+    }
+
+    /// The values in insertion order.
+    var values: [Value] {
+        var result: [Value] = []
+        result.reserveCapacity(count)
+        forEachValue { result.append($0) }
+        return result
+    }
+
+    private mutating func compactIfSparse() {
+        let tombstones = slots.count - slotOfKey.count
+        guard tombstones > 16, tombstones > slotOfKey.count else { return }
+        if slotOfKey.isEmpty {
+            slots = []
+            return
+        }
+        var compacted: [(key: Key, value: Value)?] = []
+        compacted.reserveCapacity(slotOfKey.count)
+        for case let entry? in slots {
+            slotOfKey[entry.key] = compacted.count
+            compacted.append(entry)
+        }
+        slots = compacted
+    }
+}
+
+extension InsertionOrderedDictionary: Sendable where Key: Sendable, Value: Sendable {}

@@ -1,0 +1,31 @@
+/// Keeps an observer registered. Cancelling it, or releasing the last reference to it, unregisters the
+/// observer: after `cancel()` returns, the observer is not called again (a call already running on another
+/// thread finishes). This rules out lapsed listeners.
+public final class ObservationToken: Sendable, Hashable {
+    private let registration: ObserverRegistration
+    private let registry: ObserverRegistry
+
+    init(registration: ObserverRegistration, registry: ObserverRegistry) {
+        self.registration = registration
+        self.registry = registry
+    }
+
+    deinit { cancel() }
+
+    /// Unregisters the observer. Calling it again does nothing.
+    public func cancel() {
+        registry.remove(registration)
+    }
+
+    /// Whether the observer is still registered.
+    public var isActive: Bool { registration.isActive }
+
+    /// Keeps the token in `set`, Combine-style, so the observer lives as long as the set holds it.
+    public func store(in set: inout Set<ObservationToken>) {
+        set.insert(self)
+    }
+
+    public static func == (lhs: ObservationToken, rhs: ObservationToken) -> Bool { lhs === rhs }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

@@ -1,0 +1,51 @@
+/// Why the store refused a request. Every case leaves the store unchanged.
+public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// An identifier does not match `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.
+    case invalidIdentifier(kind: String, value: String)
+    /// A watch's minimum quantity is below 1.
+    case invalidMinQuantity(Int)
+    /// A stock `set` names a negative quantity.
+    case negativeStock(Int)
+    /// A quantity would leave the range the store accepts (0 through ``Store/maximumQuantity``).
+    case quantityOutOfRange(sku: String, requested: String)
+    /// The fair-release factor is negative or too large.
+    case invalidAlertsPerUnit(Int)
+
+    /// A short, stable, machine-readable code, as used on the errors topics.
+    public var code: String {
+        switch self {
+        case .invalidIdentifier(let kind, _):
+            switch kind {
+            case SKUKind.name: "invalid-sku"
+            case CustomerKind.name: "invalid-customer"
+            case StoreKind.name: "invalid-store"
+            default: "invalid-identifier"
+            }
+        case .invalidMinQuantity: "invalid-min-quantity"
+        case .negativeStock, .quantityOutOfRange: "invalid-quantity"
+        case .invalidAlertsPerUnit: "invalid-alerts-per-unit"
+        }
+    }
+
+    /// One human sentence that names the problem.
+    public var description: String {
+        switch self {
+        case .invalidIdentifier(let kind, let value):
+            "invalid \(kind) \(Self.quoted(value)): use 1 to 64 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
+        case .invalidMinQuantity(let value):
+            "invalid minQuantity \(value): it must be an integer of at least 1"
+        case .negativeStock(let value):
+            "invalid stock quantity \(value): it cannot be negative"
+        case .quantityOutOfRange(let sku, let requested):
+            "stock of \(sku) cannot become \(requested): it must stay between 0 and \(Store.maximumQuantity)"
+        case .invalidAlertsPerUnit(let value):
+            "invalid alertsPerUnit \(value): use 0 (off) through \(Store.maximumAlertsPerUnit)"
+        }
+    }
+
+    /// Quotes a value for a message, escaping control characters and cutting it short.
+    private static func quoted(_ value: String) -> String {
+        let shown = value.count > 80 ? String(value.prefix(80)) + "…" : value
+        return String(reflecting: shown)
+    }
+}

@@ -1,0 +1,22 @@
+/// An observer of a ``Store``: it is told of each alert raised for the customers it observes.
+///
+/// The store knows observers only through this protocol. It calls `restockAlertRaised(_:)` synchronously,
+/// outside its locks, on the thread that caused the alert, in ascending watch position. An observer must
+/// not block: hand slow work to your own task or queue, or consume ``Store/alerts(for:)`` instead, which
+/// buffers. An error thrown here is reported to the store's failure handler and stops no other observer.
+public protocol RestockObserver: Sendable {
+    /// Called once for each alert raised for an observed customer.
+    func restockAlertRaised(_ alert: RestockAlert) throws
+}
+
+/// An observer made of a closure.
+public struct ClosureObserver: RestockObserver {
+    private let handler: @Sendable (RestockAlert) throws -> Void
+
+    /// Wraps `handler`.
+    public init(_ handler: @escaping @Sendable (RestockAlert) throws -> Void) {
+        self.handler = handler
+    }
+
+    public func restockAlertRaised(_ alert: RestockAlert) throws { try handler(alert) }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Synchronization
+
+/// The subject of the Observer pattern: a store that keeps the customers waiting for sold-out SKUs and
+/// alerts them, in signup order, when stock is back (DESIGN §4).
+///
+/// A `Store` is thread-safe and does no I/O. Requests change its state under one lock and return what they
+/// did (an outcome), so a caller can persist and publish it; alerts also go to in-process observers
+/// registered with ``observe(_:with:)`` or read through ``alerts(for:)``, after the lock is released.
+public final class Store: Sendable {
+    /// The largest on-hand quantity of one SKU.
+    public static let maximumQuantity = 1_000_000_000
+    /// The largest fair-release factor.
+    public static let maximumAlertsPerUnit = 1_000_000
+
+    /// The store's identifier, the `{store}` of its topics.
+    public let id: StoreID
+    /// Fair release: at most this many alerts per unit of stock that arrives; 0 turns it off.
+    public let alertsPerUnit: Int
+
+    private let state: Mutex<StoreState>
+    private let observers: ObserverRegistry
+    private let clock: @Sendable () -> Date
+
+    /// Creates a store, empty or restored from a snapshot.
+    /// - Parameters:
+    ///   - id: The store's identifier.
+    ///   - alertsPerUnit: The fair-release factor K; 0 (the default) alerts every waiting watch.
+    ///   - snapshot: State to carry on from, as saved from ``snapshot``.
+    ///   - clock: Where `since` and `at` times come from.
+    ///   - observerFailureHandler: Told of each error an observer throws.
+    /// - Throws: ``RestockError/invalidAlertsPerUnit(_:)``.
+    public init(
+        id: StoreID, alertsPerUnit: Int = 0, restoring snapshot: StoreSnapshot? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        observerFailureHandler: (@Sendable (any Error, RestockAlert) -> Void)? = nil
+    ) throws(RestockError) {
+        guard (0...Self.maximumAlertsPerUnit).contains(alertsPerUnit) else {
+            throw .invalidAlertsPerUnit(alertsPerUnit)
+        }
+        self.id = id
+        self.alertsPerUnit = alertsPerUnit
+        self.clock = clock
+        self.observers = ObserverRegistry(failureHandler: observerFailureHandler)
+        if let snapshot {
+            state = Mutex(StoreState(store: id, alertsPerUnit: alertsPerUnit, restoring: snapshot))
+        } else {
+            state = Mutex(StoreState(store: id, alertsPerUnit: alertsPerUnit))
+        }
+    }
+
+    // MARK: Requests
+
+    /// Adds a watch, or changes the terms of an existing one, which keeps its position.
+    ///
+    /// When the SKU is already in stock enough to satisfy the watch, the alert is raised at once
+    /// (and a `once` watch is not kept). Subscribing again on the same terms changes nothing.
+    /// - Throws: ``RestockError/invalidMinQuantity(_:)``.
+    @discardableResult
+    public func subscribe(
+        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1
+    ) throws(RestockError) -> SubscribeOutcome {
+        let now = clock()
+        let outcome = try state.withLock { state throws(RestockError) in
+            try state.subscribe(customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, now: now)
+        }
+        if let alert = outcome.alert { observers.deliver([alert]) }
+        return outcome
+    }
+
+    /// Removes a customer's watch of a SKU; returns it, or `nil` when there was none (not an error).
+    @discardableResult
+    public func unsubscribe(_ customer: CustomerID, from sku: SKU) -> Watch? {
+        state.withLock { $0.unsubscribe(customer: customer, sku: sku) }
+    }
+
+    /// Removes every watch of a customer; returns them in position order.
+    @discardableResult
+    public func unsubscribeAll(_ customer: CustomerID) -> [Watch] {
+        state.withLock { $0.unsubscribeAll(customer: customer) }
+    }
+
+    /// Changes the on-hand stock of a SKU and raises the alerts that causes, in ascending position.
+    /// - Throws: ``RestockError`` for a negative `set` or a quantity out of range; nothing changes then.
+    @discardableResult
+    public func changeStock(of sku: SKU, _ change: StockChange) throws(RestockError) -> StockOutcome {
+        let now = clock()
+        let outcome = try state.withLock { state throws(RestockError) in
+            try state.changeStock(sku: sku, change: change, now: now)
+        }
+        observers.deliver(outcome.alerts)
+        return outcome
+    }
+
+    // MARK: Queries (the pull model)
+
+    /// The on-hand quantity of a SKU.
+    public func quantity(of sku: SKU) -> Int { state.withLock { $0.quantity(of: sku) } }
+
+    /// Every SKU with stock on hand, and its quantity.
+    public var inventory: [SKU: Int] { state.withLock { $0.stockedSKUs } }
+
+    /// The watches of a SKU, in signup order.
+    public func watchers(of sku: SKU) -> [Watch] { state.withLock { $0.watchers(of: sku) } }
+
+    /// What a customer watches, in signup order.
+    public func watchlist(of customer: CustomerID) -> [Watch] { state.withLock { $0.watchlist(of: customer) } }
+
+    /// One customer's watch of one SKU.
+    public func watch(_ customer: CustomerID, of sku: SKU) -> Watch? {
+        state.withLock { $0.watch(customer: customer, sku: sku) }
+    }
+
+    /// The number of watches in the store.
+    public var watchCount: Int { state.withLock { $0.watchCount } }
+
+    /// Everything needed to restore this store later.
+    public var snapshot: StoreSnapshot { state.withLock { $0.snapshot } }
+
+    // MARK: Observers (the push model)
+
+    /// Registers an observer of one customer's alerts.
+    /// - Returns: The token that keeps it registered; cancel or release it to unregister.
+    public func observe(_ customer: CustomerID, with observer: some RestockObserver) -> ObservationToken {
+        observers.add(observer, for: customer)
+    }
+
+    /// Registers a closure for one customer's alerts.
+    public func observe(
+        _ customer: CustomerID, _ handler: @escaping @Sendable (RestockAlert) throws -> Void
+    ) -> ObservationToken {
+        observers.add(ClosureObserver(handler), for: customer)
+    }
+
+    /// Registers an observer of every alert the store raises.
+    public func observeAll(with observer: some RestockObserver) -> ObservationToken {
+        observers.add(observer, for: nil)
+    }
+
+    /// A customer's alerts from now on, as an `AsyncSequence`.
+    public func alerts(for customer: CustomerID) -> CustomerInbox {
+        CustomerInbox(customer: customer, registry: observers)
+    }
+
+    /// The number of registered in-process observers.
+    public var observerCount: Int { observers.count }
+
+    /// The number of registered in-process observers of one customer.
+    public func observerCount(for customer: CustomerID) -> Int { observers.count(for: customer) }
+}

@@ -1,0 +1,204 @@
+import Foundation
+
+/// The rules of DESIGN §4 over plain values: watches, inventory, counters. ``Store`` keeps one under a lock.
+struct StoreState: Sendable {
+    let store: StoreID
+    let alertsPerUnit: Int
+
+    /// Watches of each SKU in signup order, keyed by customer.
+    private var watchers: [SKU: InsertionOrderedDictionary<CustomerID, Watch>] = [:]
+    /// The SKUs each customer watches.
+    private var watchlists: [CustomerID: Set<SKU>] = [:]
+    private var inventory: [SKU: Int] = [:]
+    /// Per SKU, how many satisfied watches fair release holds back: while any wait, newcomers wait behind them.
+    private var heldBack: [SKU: Int] = [:]
+    private(set) var nextPosition: UInt64 = 1
+    private(set) var nextAlertSequence: UInt64 = 1
+    private(set) var watchCount = 0
+
+    init(store: StoreID, alertsPerUnit: Int) {
+        self.store = store
+        self.alertsPerUnit = alertsPerUnit
+    }
+
+    init(store: StoreID, alertsPerUnit: Int, restoring snapshot: StoreSnapshot) {
+        self.init(store: store, alertsPerUnit: alertsPerUnit)
+        inventory = snapshot.inventory.filter { $0.value > 0 }
+        for watch in snapshot.watches.sorted(by: { $0.position < $1.position }) {
+            insert(watch)
+            if watch.isWaiting, watch.isSatisfied(by: quantity(of: watch.sku)) {
+                heldBack[watch.sku, default: 0] += 1
+            }
+        }
+        let lastPosition = snapshot.watches.map(\.position).max() ?? 0
+        nextPosition = max(snapshot.nextPosition, lastPosition + 1)
+        nextAlertSequence = snapshot.nextAlertSequence
+    }
+
+    // MARK: Queries (the pull model)
+
+    func quantity(of sku: SKU) -> Int { inventory[sku] ?? 0 }
+
+    var stockedSKUs: [SKU: Int] { inventory }
+
+    func watch(customer: CustomerID, sku: SKU) -> Watch? { watchers[sku]?[customer] }
+
+    func watchers(of sku: SKU) -> [Watch] { watchers[sku]?.values ?? [] }
+
+    func watchlist(of customer: CustomerID) -> [Watch] {
+        guard let skus = watchlists[customer] else { return [] }
+        return skus.compactMap { watchers[$0]?[customer] }.sorted { $0.position < $1.position }
+    }
+
+    var snapshot: StoreSnapshot {
+        StoreSnapshot(
+            watches: watchers.values.flatMap(\.values), inventory: inventory,
+            nextPosition: nextPosition, nextAlertSequence: nextAlertSequence)
+    }
+
+    // MARK: Requests
+
+    mutating func subscribe(
+        customer: CustomerID, sku: SKU, mode: WatchMode, minQuantity: Int, now: Date
+    ) throws(RestockError) -> SubscribeOutcome {
+        guard minQuantity >= 1 else { throw .invalidMinQuantity(minQuantity) }
+        let onHand = quantity(of: sku)
+        let existing = watch(customer: customer, sku: sku)
+        if let existing, existing.mode == mode, existing.minQuantity == minQuantity {
+            return SubscribeOutcome(watch: existing, isNew: false, isChanged: false, isKept: true, alert: nil)
+        }
+
+        var watch: Watch
+        if var existing {
+            // New terms, same place in line.
+            if existing.isWaiting, existing.isSatisfied(by: onHand) { heldBack[sku, default: 0] -= 1 }
+            existing.mode = mode
+            existing.minQuantity = minQuantity
+            if !existing.isSatisfied(by: onHand) { existing.isWaiting = true }
+            watch = existing
+        } else {
+            watch = Watch(
+                customer: customer, sku: sku, mode: mode, minQuantity: minQuantity,
+                position: nextPosition, since: now)
+            nextPosition += 1
+        }
+
+        var alert: RestockAlert?
+        if watch.isWaiting, watch.isSatisfied(by: onHand) {
+            if (heldBack[sku] ?? 0) > 0 {
+                // Fair release is holding earlier watches back; this one queues behind them.
+                heldBack[sku, default: 0] += 1
+            } else {
+                alert = makeAlert(for: watch, quantity: onHand, now: now)
+                watch.isWaiting = false
+            }
+        }
+
+        let isKept = !(alert != nil && watch.mode == .once)
+        if isKept {
+            insert(watch)
+        } else if existing != nil {
+            remove(customer: customer, sku: sku)
+        }
+        return SubscribeOutcome(watch: watch, isNew: existing == nil, isChanged: true, isKept: isKept, alert: alert)
+    }
+
+    mutating func unsubscribe(customer: CustomerID, sku: SKU) -> Watch? {
+        guard let removed = remove(customer: customer, sku: sku) else { return nil }
+        if removed.isWaiting, removed.isSatisfied(by: quantity(of: sku)) { heldBack[sku, default: 0] -= 1 }
+        return removed
+    }
+
+    mutating func unsubscribeAll(customer: CustomerID) -> [Watch] {
+        let skus = watchlists[customer] ?? []
+        return skus.compactMap { unsubscribe(customer: customer, sku: $0) }.sorted { $0.position < $1.position }
+    }
+
+    /// Applies a stock change and raises the alerts it causes, in position order.
+    mutating func changeStock(sku: SKU, change: StockChange, now: Date) throws(RestockError) -> StockOutcome {
+        let previous = quantity(of: sku)
+        let onHand = try change.applied(to: previous, sku: sku)
+        inventory[sku] = onHand == 0 ? nil : onHand
+
+        let rise = onHand - previous
+        // Fair release: a rise of d units alerts at most d×K waiting watches; without it, all of them.
+        var budget: Int
+        if alertsPerUnit == 0 {
+            budget = .max
+        } else {
+            let (product, overflow) = max(0, rise).multipliedReportingOverflow(by: alertsPerUnit)
+            budget = overflow ? .max : product
+        }
+
+        var alerted: [Watch] = []
+        var removed: [Watch] = []
+        var updated: [Watch] = []
+        var stillHeldBack = 0
+        watchers[sku]?.updateEach { watch in
+            guard watch.isSatisfied(by: onHand) else {
+                if !watch.isWaiting {
+                    watch.isWaiting = true
+                    updated.append(watch)
+                }
+                return true
+            }
+            guard watch.isWaiting else { return true }
+            guard budget > 0 else {
+                stillHeldBack += 1
+                return true
+            }
+            budget -= 1
+            alerted.append(watch)
+            switch watch.mode {
+            case .once:
+                removed.append(watch)
+                return false
+            case .every:
+                watch.isWaiting = false
+                updated.append(watch)
+                return true
+            }
+        }
+        let alerts = alerted.map { makeAlert(for: $0, quantity: onHand, now: now) }
+        for watch in removed { forget(watch) }
+        if watchers[sku]?.isEmpty == true { watchers[sku] = nil }
+        heldBack[sku] = stillHeldBack == 0 ? nil : stillHeldBack
+        return StockOutcome(
+            sku: sku, previousQuantity: previous, quantity: onHand, alerts: alerts,
+            removedWatches: removed, updatedWatches: updated)
+    }
+
+    // MARK: Bookkeeping
+
+    private mutating func makeAlert(for watch: Watch, quantity: Int, now: Date) -> RestockAlert {
+        defer { nextAlertSequence += 1 }
+        return RestockAlert(
+            id: "\(store)-\(nextAlertSequence)", store: store, customer: watch.customer, sku: watch.sku,
+            quantity: quantity, position: watch.position,
+            message: RestockAlert.message(customer: watch.customer, sku: watch.sku, store: store, quantity: quantity),
+            at: now)
+    }
+
+    private mutating func insert(_ watch: Watch) {
+        if watchers[watch.sku]?[watch.customer] == nil {
+            watchCount += 1
+            watchlists[watch.customer, default: []].insert(watch.sku)
+        }
+        watchers[watch.sku, default: InsertionOrderedDictionary()].updateValue(watch, forKey: watch.customer)
+    }
+
+    @discardableResult
+    private mutating func remove(customer: CustomerID, sku: SKU) -> Watch? {
+        guard let removed = watchers[sku]?.removeValue(forKey: customer) else { return nil }
+        if watchers[sku]?.isEmpty == true { watchers[sku] = nil }
+        forget(removed)
+        return removed
+    }
+
+    /// Drops a watch, already out of its SKU's line, from its customer's watch list.
+    private mutating func forget(_ watch: Watch) {
+        watchCount -= 1
+        watchlists[watch.customer]?.remove(watch.sku)
+        if watchlists[watch.customer]?.isEmpty == true { watchlists[watch.customer] = nil }
+    }
+}

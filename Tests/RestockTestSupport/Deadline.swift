@@ -1,0 +1,42 @@
+/// A wait took longer than its deadline.
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    public let what: String
+    public let seconds: Double
+    public var description: String { "timed out after \(seconds) s waiting for \(what)" }
+}
+
+/// Runs `operation` and fails if it has not finished within `seconds`, cancelling it.
+///
+/// This is how tests wait on a condition: they await the event itself, and the deadline only bounds
+/// the wait so that a broken build fails instead of hanging.
+public func withDeadline<T: Sendable>(
+    _ seconds: Double, waitingFor what: String = "an event",
+    _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try? await ContinuousClock().sleep(until: .now + .seconds(seconds))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw DeadlineExceeded(what: what, seconds: seconds)
+        }
+        return value
+    }
+}
+
+/// Polls `condition` until it holds, yielding between polls, or fails after `seconds`.
+/// For state that offers nothing to await (a file appearing, a process exiting).
+public func waitUntil(
+    _ what: String, within seconds: Double = 10, pollEvery interval: Duration = .milliseconds(20),
+    _ condition: @escaping @Sendable () async throws -> Bool
+) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + .seconds(seconds)
+    while try await !condition() {
+        guard clock.now < deadline else { throw DeadlineExceeded(what: what, seconds: seconds) }
+        try await clock.sleep(until: min(clock.now + interval, deadline))
+    }
+}
