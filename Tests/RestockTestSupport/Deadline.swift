@@ -2,6 +2,10 @@
 public struct DeadlineExceeded: Error, CustomStringConvertible {
     public let what: String
     public let seconds: Double
+    public init(what: String, seconds: Double) {
+        self.what = what
+        self.seconds = seconds
+    }
     public var description: String { "timed out after \(seconds) s waiting for \(what)" }
 }
 

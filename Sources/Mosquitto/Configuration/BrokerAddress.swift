@@ -1,0 +1,99 @@
+/// Where the broker listens: a host and port, in plain TCP or TLS.
+///
+/// Made with ``hostname(_:port:)``, ``tls(_:port:)`` or ``init(url:)`` (`mqtt://host:port`, `mqtts://host:port`).
+public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The MQTT port over plain TCP.
+    public static let defaultPort = 1883
+    /// The MQTT port over TLS.
+    public static let defaultTLSPort = 8883
+
+    private enum Transport: Sendable, Hashable {
+        case plain(host: String, port: Int)
+        case tls(host: String, port: Int)
+    }
+
+    private let transport: Transport
+
+    private init(_ transport: Transport) { self.transport = transport }
+
+    /// A broker over plain TCP.
+    public static func hostname(_ host: String, port: Int = defaultPort) -> BrokerAddress {
+        BrokerAddress(.plain(host: host, port: port))
+    }
+
+    /// A broker over TLS.
+    public static func tls(_ host: String, port: Int = defaultTLSPort) -> BrokerAddress {
+        BrokerAddress(.tls(host: host, port: port))
+    }
+
+    /// Parses `mqtt://host[:port]` or `mqtts://host[:port]`; an IPv6 host goes in brackets.
+    /// - Throws: ``MQTTError/invalidConfiguration(_:)`` naming what is wrong.
+    public init(url: String) throws(MQTTError) {
+        let usesTLS: Bool
+        let rest: Substring
+        if url.hasPrefix("mqtt://") {
+            usesTLS = false
+            rest = url.dropFirst("mqtt://".count)
+        } else if url.hasPrefix("mqtts://") {
+            usesTLS = true
+            rest = url.dropFirst("mqtts://".count)
+        } else {
+            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) must start with mqtt:// or mqtts://")
+        }
+        let authority = rest.hasSuffix("/") ? rest.dropLast() : rest
+        var host = Substring(authority)
+        var port = usesTLS ? Self.defaultTLSPort : Self.defaultPort
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else {
+                throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has an unclosed [")
+            }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":"), let number = Int(after.dropFirst()) else {
+                    throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has a bad port")
+                }
+                port = number
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            guard let number = Int(authority[authority.index(after: colon)...]) else {
+                throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has a bad port")
+            }
+            port = number
+        }
+        guard !host.isEmpty, !host.contains("/"), !host.contains("@") else {
+            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has no usable host")
+        }
+        guard (1...65_535).contains(port) else {
+            throw .invalidConfiguration("broker port \(port) is outside 1-65535")
+        }
+        self.init(usesTLS ? .tls(host: String(host), port: port) : .plain(host: String(host), port: port))
+    }
+
+    /// The host name or address.
+    public var host: String {
+        switch transport {
+        case .plain(let host, _), .tls(let host, _): host
+        }
+    }
+
+    /// The TCP port.
+    public var port: Int {
+        switch transport {
+        case .plain(_, let port), .tls(_, let port): port
+        }
+    }
+
+    /// Whether the connection uses TLS.
+    public var usesTLS: Bool {
+        if case .tls = transport { return true }
+        return false
+    }
+
+    /// The address as a URL.
+    public var description: String {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return "\(usesTLS ? "mqtts" : "mqtt")://\(shownHost):\(port)"
+    }
+}

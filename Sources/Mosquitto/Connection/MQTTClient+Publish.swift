@@ -1,0 +1,47 @@
+import CMosquitto
+
+extension MQTTClient {
+    /// The largest payload MQTT allows.
+    public static let maximumPayloadSize = 268_435_455
+
+    /// Publishes a message and waits until the broker has acknowledged it (QoS 1 and 2) or it has been
+    /// written (QoS 0). While the connection is down, QoS 1 and 2 messages wait and are sent on reconnect.
+    /// - Parameters:
+    ///   - payload: The bytes to send.
+    ///   - topic: A topic name: no wildcards, no NUL, not empty.
+    ///   - qos: The quality of service.
+    ///   - retain: Whether the broker keeps it as the topic's retained message (an empty payload clears it).
+    ///   - properties: MQTT v5 properties; ignored under 3.1.1.
+    /// - Throws: ``MQTTError/invalidTopic(_:reason:)`` before anything is sent; ``MQTTError/publishRefused(topic:reasonCode:reason:)``
+    ///   when the broker refuses it (v5); ``MQTTError/notConnected``.
+    public func publish(
+        _ payload: [UInt8], to topic: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTMessageProperties = .init()
+    ) async throws {
+        let topic = try MQTTTopic(topic)
+        guard payload.count <= Self.maximumPayloadSize else { throw MQTTError.payloadTooLarge(payload.count) }
+        try requireSession()
+        let list =
+            configuration.protocolVersion == .v5 && !properties.isEmpty ? LibMosquittoProperties.publish(properties) : nil
+        var mid: Int32 = 0
+        let code = payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(
+                pointerForExtensions, &mid, topic.name, Int32(bytes.count), bytes.baseAddress, qos.rawValue, retain,
+                list?.head)
+        }
+        guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
+        do {
+            try await acknowledgement(of: mid, in: \.publishes, failsOnDisconnect: qos == .atMostOnce)
+        } catch MQTTError.publishRefused(_, let reasonCode, let reason) {
+            throw MQTTError.publishRefused(topic: topic.name, reasonCode: reasonCode, reason: reason)
+        }
+    }
+
+    /// Publishes UTF-8 text. See ``publish(_:to:qos:retain:properties:)``.
+    public func publish(
+        _ text: String, to topic: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTMessageProperties = .init()
+    ) async throws {
+        try await publish(Array(text.utf8), to: topic, qos: qos, retain: retain, properties: properties)
+    }
+}

@@ -1,0 +1,53 @@
+import CMosquitto
+
+extension MQTTClient {
+    /// Subscribes and waits for the broker's answer. The subscription is made again by itself after a
+    /// reconnect to a broker that lost the session.
+    /// - Returns: The QoS the broker granted.
+    /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)`` before anything is sent;
+    ///   ``MQTTError/subscribeRefused(filter:reasonCode:reason:)`` when the broker refuses it.
+    @discardableResult
+    public func subscribe(to filter: String, qos: MQTTQoS = .atLeastOnce) async throws -> MQTTQoS {
+        let filter = try MQTTTopicFilter(filter)
+        try requireSession()
+        let context = contextForExtensions
+        let previous = context.state.withLock { $0.activeSubscriptions.updateValue(qos, forKey: filter.filter) }
+        var mid: Int32 = 0
+        let code = mosquitto_subscribe_v5(pointerForExtensions, &mid, filter.filter, qos.rawValue, 0, nil)
+        do {
+            guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
+            return try await acknowledgement(of: mid, in: \.subscribes)
+        } catch {
+            context.state.withLock { $0.activeSubscriptions[filter.filter] = previous }
+            if case MQTTError.subscribeRefused(_, let reasonCode, let reason) = error {
+                throw MQTTError.subscribeRefused(filter: filter.filter, reasonCode: reasonCode, reason: reason)
+            }
+            throw error
+        }
+    }
+
+    /// Unsubscribes and waits for the broker's acknowledgement.
+    /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)`` before anything is sent.
+    public func unsubscribe(from filter: String) async throws {
+        let filter = try MQTTTopicFilter(filter)
+        try requireSession()
+        contextForExtensions.state.withLock { $0.activeSubscriptions[filter.filter] = nil }
+        var mid: Int32 = 0
+        let code = mosquitto_unsubscribe_v5(pointerForExtensions, &mid, filter.filter, nil)
+        guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
+        try await acknowledgement(of: mid, in: \.unsubscribes)
+    }
+
+    /// The incoming messages whose topic matches `filter` (by libmosquitto's matcher), from now on, in
+    /// arrival order. Make the stream before subscribing, so that retained messages are not missed.
+    /// The stream ends at ``disconnect()``; releasing it stops the delivery to it.
+    /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)``.
+    public func messages(matching filter: String = "#") throws(MQTTError) -> AsyncStream<MQTTMessage> {
+        contextForExtensions.addMessageSink(filter: try MQTTTopicFilter(filter))
+    }
+
+    /// The filters the client is subscribed to, and their QoS.
+    public var subscriptions: [String: MQTTQoS] {
+        contextForExtensions.state.withLock { $0.activeSubscriptions }
+    }
+}

@@ -1,0 +1,82 @@
+import CMosquitto
+
+/// The C callbacks handed to libmosquitto. Each is a plain function matching the C typedef exactly; it
+/// runs on libmosquitto's network thread, recovers its ``LibMosquittoContext`` from the `userdata`
+/// pointer (passed unretained: the client keeps the context alive until after `mosquitto_loop_stop`),
+/// copies what it needs out of libmosquitto's buffers, which are freed when it returns, and hands on.
+enum LibMosquittoCallbacks {
+    static func install(on mosq: OpaquePointer) {
+        mosquitto_connect_v5_callback_set(mosq, onConnect)
+        mosquitto_disconnect_v5_callback_set(mosq, onDisconnect)
+        mosquitto_publish_v5_callback_set(mosq, onPublish)
+        mosquitto_subscribe_v5_callback_set(mosq, onSubscribe)
+        mosquitto_unsubscribe_v5_callback_set(mosq, onUnsubscribe)
+        mosquitto_message_v5_callback_set(mosq, onMessage)
+    }
+
+}
+
+private func onConnect(
+    _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ reasonCode: Int32, _ flags: Int32,
+    _ properties: OpaquePointer?
+) {
+    guard let mosq, let userdata else { return }
+    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
+    let resubscribe = context.connected(reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags))
+    // The broker lost our session: make the subscriptions again. These calls only queue packets, and
+    // their acknowledgements find no waiter and are dropped.
+    for (filter, qos) in resubscribe {
+        var mid: Int32 = 0
+        if mosquitto_subscribe_v5(mosq, &mid, filter, qos.rawValue, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
+            _ = context.state.withLock { $0.subscribes.abandon(mid) }
+        }
+    }
+}
+
+private func onDisconnect(
+    _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ reasonCode: Int32, _ properties: OpaquePointer?
+) {
+    guard let userdata else { return }
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().disconnected(reasonCode: reasonCode)
+}
+
+private func onPublish(
+    _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ mid: Int32, _ reasonCode: Int32,
+    _ properties: OpaquePointer?
+) {
+    guard let userdata else { return }
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().published(mid: mid, reasonCode: reasonCode)
+}
+
+private func onSubscribe(
+    _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ mid: Int32, _ count: Int32,
+    _ granted: UnsafePointer<Int32>?, _ properties: OpaquePointer?
+) {
+    guard let userdata else { return }
+    // One filter per SUBSCRIBE, so one granted QoS (or a refusal code of 0x80 and above).
+    let grantedQoS = count > 0 ? granted?.pointee ?? 0x80 : 0x80
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().subscribed(mid: mid, grantedQoS: grantedQoS)
+}
+
+private func onUnsubscribe(
+    _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ mid: Int32, _ properties: OpaquePointer?
+) {
+    guard let userdata else { return }
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().unsubscribed(mid: mid)
+}
+
+private func onMessage(
+    _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?,
+    _ properties: OpaquePointer?
+) {
+    guard let userdata, let message, let topic = message.pointee.topic else { return }
+    let length = Int(message.pointee.payloadlen)
+    let payload: [UInt8] =
+        length > 0 && message.pointee.payload != nil
+        ? Array(UnsafeRawBufferPointer(start: message.pointee.payload, count: length)) : []
+    let copied = MQTTMessage(
+        topic: String(cString: topic), payload: payload,
+        qos: MQTTQoS(rawValue: message.pointee.qos) ?? .atMostOnce, retain: message.pointee.retain,
+        properties: LibMosquittoProperties.read(properties))
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().received(copied)
+}

@@ -1,0 +1,196 @@
+import CMosquitto
+import Synchronization
+
+/// What libmosquitto's callbacks reach through their `userdata` pointer: the waiters, the active
+/// subscriptions and the message and event streams of one client.
+///
+/// Threads: the callbacks (``LibMosquittoCallbacks``) run on libmosquitto's network thread; the other
+/// methods run on whatever thread the client's caller is on. Everything mutable sits behind `state`;
+/// continuations are taken out under the lock and resumed or yielded to after it is released, so the
+/// network thread never waits on Swift code.
+final class LibMosquittoContext: Sendable {
+    enum Phase: Sendable {
+        /// Not connected and not trying: before `connect()`, or after `disconnect()`.
+        case idle
+        /// `connect()` is waiting for the first CONNACK.
+        case connecting(CheckedContinuation<Bool, any Error>)
+        /// Connected, or reconnecting by itself after a loss.
+        case online(connected: Bool)
+    }
+
+    struct State {
+        var phase = Phase.idle
+        var publishes = LibMosquittoPendingAcks<Void>()
+        var subscribes = LibMosquittoPendingAcks<MQTTQoS>()
+        var unsubscribes = LibMosquittoPendingAcks<Void>()
+        /// The subscriptions to make again after reconnecting to a broker that lost the session. A filter is
+        /// added before its SUBSCRIBE is sent (and removed if refused), so a reconnect in between keeps it.
+        var activeSubscriptions: [String: MQTTQoS] = [:]
+        var nextSinkID: UInt64 = 0
+        var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: AsyncStream<MQTTMessage>.Continuation)] = [:]
+        var eventSinks: [UInt64: AsyncStream<MQTTConnectionEvent>.Continuation] = [:]
+    }
+
+    let state = Mutex(State())
+    let journal: (any MQTTInboundJournal)?
+    let protocolVersion: MQTTProtocolVersion
+
+    init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion) {
+        self.journal = journal
+        self.protocolVersion = protocolVersion
+    }
+
+    // MARK: Called on the network thread
+
+    /// A CONNACK arrived. Returns the subscriptions to make again (the broker had no session for us).
+    func connected(reasonCode: Int32, sessionPresent: Bool) -> [String: MQTTQoS] {
+        if reasonCode != 0 {
+            let error = MQTTError.connectionRefused(
+                reasonCode: Int(reasonCode), reason: Self.connackText(reasonCode, protocolVersion))
+            let waiter: CheckedContinuation<Bool, any Error>? = state.withLock { state in
+                guard case .connecting(let waiter) = state.phase else { return nil }
+                state.phase = .idle
+                return waiter
+            }
+            waiter?.resume(throwing: error)
+            if waiter == nil { emit(.connectionLost(reason: error.description)) }
+            return [:]
+        }
+        let (waiter, resubscribe) = state.withLock { state -> (CheckedContinuation<Bool, any Error>?, [String: MQTTQoS]) in
+            var waiter: CheckedContinuation<Bool, any Error>?
+            if case .connecting(let pending) = state.phase { waiter = pending }
+            state.phase = .online(connected: true)
+            return (waiter, sessionPresent ? [:] : state.activeSubscriptions)
+        }
+        waiter?.resume(returning: sessionPresent)
+        emit(.connected(sessionPresent: sessionPresent))
+        return resubscribe
+    }
+
+    /// The connection closed; `reasonCode` 0 means the client asked for it.
+    func disconnected(reasonCode: Int32) {
+        let reason = reasonCode == 0 ? "disconnected" : LibMosquittoLibrary.errorText(reasonCode)
+        let (waiter, failing, lost) = state.withLock { state in
+            var waiter: CheckedContinuation<Bool, any Error>?
+            var lost = false
+            switch state.phase {
+            case .connecting(let pending):
+                waiter = pending
+                state.phase = .idle
+            case .online:
+                state.phase = .online(connected: false)
+                lost = true
+            case .idle:
+                break
+            }
+            return (waiter, state.publishes.takeFailingOnDisconnect(), lost)
+        }
+        waiter?.resume(throwing: MQTTError.connectionFailed(reason))
+        for publish in failing { publish.resume(throwing: MQTTError.notConnected) }
+        if lost, reasonCode != 0 { emit(.connectionLost(reason: reason)) }
+    }
+
+    /// A publish was acknowledged (QoS 1, 2) or written (QoS 0). The refusal names no topic; the
+    /// publishing side fills it in.
+    func published(mid: Int32, reasonCode: Int32) {
+        let result: Result<Void, MQTTError> =
+            cmosquitto_reason_is_failure(reasonCode)
+            ? .failure(.publishRefused(topic: "", reasonCode: Int(reasonCode), reason: LibMosquittoLibrary.reasonText(reasonCode)))
+            : .success(())
+        let waiter = state.withLock { $0.publishes.complete(mid, with: result) }
+        waiter?.resume(with: result.mapError { $0 as any Error })
+    }
+
+    /// A SUBACK arrived. A refusal names no filter; the subscribing side fills it in.
+    func subscribed(mid: Int32, grantedQoS: Int32) {
+        let result: Result<MQTTQoS, MQTTError> =
+            MQTTQoS(rawValue: grantedQoS).map { .success($0) }
+            ?? .failure(.subscribeRefused(filter: "", reasonCode: Int(grantedQoS), reason: LibMosquittoLibrary.reasonText(grantedQoS)))
+        let waiter = state.withLock { $0.subscribes.complete(mid, with: result) }
+        waiter?.resume(with: result.mapError { $0 as any Error })
+    }
+
+    func unsubscribed(mid: Int32) {
+        let waiter = state.withLock { $0.unsubscribes.complete(mid, with: .success(())) }
+        waiter?.resume()
+    }
+
+    /// Fails a `connect()` still waiting, with `error`.
+    func failConnecting(_ error: MQTTError) {
+        let waiter: CheckedContinuation<Bool, any Error>? = state.withLock { state in
+            guard case .connecting(let waiter) = state.phase else { return nil }
+            state.phase = .idle
+            return waiter
+        }
+        waiter?.resume(throwing: error)
+    }
+
+    func received(_ message: MQTTMessage) {
+        journal?.record(message)
+        let sinks = state.withLock { state in
+            state.messageSinks.values.filter { $0.filter.matches(message.topic) }.map(\.sink)
+        }
+        for sink in sinks { sink.yield(message) }
+    }
+
+    // MARK: Streams
+
+    func addMessageSink(filter: MQTTTopicFilter) -> AsyncStream<MQTTMessage> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .unbounded)
+        let id = state.withLock { state in
+            defer { state.nextSinkID += 1 }
+            state.messageSinks[state.nextSinkID] = (filter, continuation)
+            return state.nextSinkID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.messageSinks.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func addEventSink() -> AsyncStream<MQTTConnectionEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MQTTConnectionEvent.self, bufferingPolicy: .unbounded)
+        let id = state.withLock { state in
+            defer { state.nextSinkID += 1 }
+            state.eventSinks[state.nextSinkID] = continuation
+            return state.nextSinkID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.eventSinks.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func emit(_ event: MQTTConnectionEvent) {
+        let sinks = state.withLock { Array($0.eventSinks.values) }
+        for sink in sinks { sink.yield(event) }
+    }
+
+    /// After `disconnect()`: fails every waiter and ends every stream.
+    func shutDown() {
+        let (publishes, subscribes, unsubscribes, messageSinks, eventSinks) = state.withLock { state in
+            state.phase = .idle
+            defer {
+                state.messageSinks = [:]
+                state.eventSinks = [:]
+            }
+            return (
+                state.publishes.takeAll(), state.subscribes.takeAll(), state.unsubscribes.takeAll(),
+                state.messageSinks.values.map(\.sink), Array(state.eventSinks.values)
+            )
+        }
+        for waiter in publishes { waiter.resume(throwing: MQTTError.notConnected) }
+        for waiter in subscribes { waiter.resume(throwing: MQTTError.notConnected) }
+        for waiter in unsubscribes { waiter.resume(throwing: MQTTError.notConnected) }
+        for sink in eventSinks {
+            sink.yield(.disconnected)
+            sink.finish()
+        }
+        for sink in messageSinks { sink.finish() }
+    }
+
+    private static func connackText(_ code: Int32, _ version: MQTTProtocolVersion) -> String {
+        guard version == .v311 else { return LibMosquittoLibrary.reasonText(code) }
+        return String(cString: mosquitto_connack_string(code))
+    }
+}

@@ -1,0 +1,33 @@
+import CMosquitto
+
+/// `mosquitto_lib_init` runs once per process, the first time a client is made (a global's
+/// initializer runs exactly once, thread-safely). `mosquitto_lib_cleanup` is never called: the
+/// library lives as long as the process.
+enum LibMosquittoLibrary {
+    private static let initialized: Bool = {
+        mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue
+    }()
+
+    static func ensureInitialized() throws(MQTTError) {
+        guard initialized else { throw .library(code: -1, message: "mosquitto_lib_init failed") }
+    }
+
+    /// libmosquitto's text for one of its error codes.
+    static func errorText(_ code: Int32) -> String {
+        String(cString: mosquitto_strerror(code))
+    }
+
+    /// libmosquitto's text for an MQTT v5 reason code.
+    static func reasonText(_ code: Int32) -> String {
+        String(cString: mosquitto_reason_string(code))
+    }
+
+    /// The Swift error for a libmosquitto return code.
+    static func error(_ code: Int32) -> MQTTError {
+        switch code {
+        case MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue: .notConnected
+        case MOSQ_ERR_PAYLOAD_SIZE.rawValue: .payloadTooLarge(-1)
+        default: .library(code: code, message: errorText(code))
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/// The operations waiting for the broker's acknowledgement, by message id.
+///
+/// libmosquitto hands back a message id when an operation is queued and reports the acknowledgement on
+/// its network thread, which may happen before the caller has registered its continuation. So an
+/// acknowledgement with no waiter is kept until the waiter comes; an abandoned (cancelled) waiter's
+/// acknowledgement is dropped. Guarded by the context's lock.
+struct LibMosquittoPendingAcks<Value: Sendable> {
+    typealias Waiter = CheckedContinuation<Value, any Error>
+
+    private var waiters: [Int32: (waiter: Waiter, failsOnDisconnect: Bool)] = [:]
+    private var early: [Int32: Result<Value, MQTTError>] = [:]
+    private var abandoned: Set<Int32> = []
+
+    /// Registers `waiter` for `mid`; returns the result if the acknowledgement already came.
+    mutating func wait(for mid: Int32, with waiter: Waiter, failsOnDisconnect: Bool = false) -> Result<Value, MQTTError>? {
+        if let result = early.removeValue(forKey: mid) { return result }
+        waiters[mid] = (waiter, failsOnDisconnect)
+        return nil
+    }
+
+    /// Records the acknowledgement of `mid`; returns the waiter to resume, if one is registered.
+    mutating func complete(_ mid: Int32, with result: Result<Value, MQTTError>) -> Waiter? {
+        if let entry = waiters.removeValue(forKey: mid) { return entry.waiter }
+        if abandoned.remove(mid) == nil { early[mid] = result }
+        return nil
+    }
+
+    /// Forgets the waiter of `mid` (its task was cancelled): a later acknowledgement is dropped.
+    mutating func abandon(_ mid: Int32) -> Waiter? {
+        guard let entry = waiters.removeValue(forKey: mid) else {
+            if early.removeValue(forKey: mid) == nil { abandoned.insert(mid) }
+            return nil
+        }
+        abandoned.insert(mid)
+        return entry.waiter
+    }
+
+    /// Removes the waiters that a lost connection fails (QoS 0 publishes, which libmosquitto drops).
+    mutating func takeFailingOnDisconnect() -> [Waiter] {
+        let failing = waiters.filter { $0.value.failsOnDisconnect }
+        for mid in failing.keys { waiters[mid] = nil }
+        return failing.values.map(\.waiter)
+    }
+
+    /// Removes every waiter, for a client that is shutting down.
+    mutating func takeAll() -> [Waiter] {
+        defer {
+            waiters = [:]
+            early = [:]
+            abandoned = []
+        }
+        return waiters.values.map(\.waiter)
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import Synchronization
+
+/// A private mosquitto for one test: its own temporary directory, a generated configuration and a free
+/// loopback port. It is killed, and its directory removed, when released.
+public final class MosquittoBroker: Sendable {
+    /// What to put in the generated configuration.
+    public struct Options: Sendable {
+        /// Keep sessions and retained messages on disk across a restart.
+        public var persistence = false
+        /// User names and passwords; when any are given, anonymous clients are refused.
+        public var users: [String: String] = [:]
+        /// The text of an ACL file, if any.
+        public var acl: String?
+        /// Add a TLS listener with a certificate for `localhost` and `127.0.0.1`, made with openssl.
+        public var tls = false
+        /// Lines appended to the configuration as they are.
+        public var extraConfiguration = ""
+        /// A configuration file to use instead of generating one; `PORT`, `TLSPORT` and `DIR` in it are
+        /// replaced by the listener ports and the broker's directory.
+        public var configurationTemplate: String?
+
+        public init(
+            persistence: Bool = false, users: [String: String] = [:], acl: String? = nil, tls: Bool = false,
+            extraConfiguration: String = "", configurationTemplate: String? = nil
+        ) {
+            self.persistence = persistence
+            self.users = users
+            self.acl = acl
+            self.tls = tls
+            self.extraConfiguration = extraConfiguration
+            self.configurationTemplate = configurationTemplate
+        }
+    }
+
+    /// The plain MQTT port on 127.0.0.1.
+    public let port: Int
+    /// The TLS port on 127.0.0.1, when asked for.
+    public let tlsPort: Int?
+    /// The broker's directory: configuration, log, persistence, certificates.
+    public let directory: URL
+    /// The certificates made for the TLS listener.
+    public let certificates: TestCertificates?
+
+    private let process: Mutex<ChildProcess?>
+
+    /// `mqtt://127.0.0.1:port`.
+    public var url: String { "mqtt://127.0.0.1:\(port)" }
+    /// `mqtts://localhost:tlsPort`.
+    public var tlsURL: String? { tlsPort.map { "mqtts://localhost:\($0)" } }
+    /// Everything the broker logged.
+    public var log: String { (try? String(contentsOf: directory.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? "" }
+    /// The configuration file.
+    public var configurationFile: URL { directory.appendingPathComponent("mosquitto.conf") }
+
+    private init(port: Int, tlsPort: Int?, directory: URL, certificates: TestCertificates?) {
+        self.port = port
+        self.tlsPort = tlsPort
+        self.directory = directory
+        self.certificates = certificates
+        self.process = Mutex(nil)
+    }
+
+    /// Starts a broker and waits until it accepts connections.
+    public static func start(_ options: Options = Options()) async throws -> MosquittoBroker {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let certificates = options.tls ? try await TestCertificates.make(in: directory.appendingPathComponent("tls")) : nil
+        // The kernel's free port can be taken again before mosquitto binds it; then try another.
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            let broker = MosquittoBroker(
+                port: try freeLoopbackPort(), tlsPort: options.tls ? try freeLoopbackPort() : nil, directory: directory,
+                certificates: certificates)
+            try await broker.writeConfiguration(options)
+            do {
+                try await broker.launch()
+                return broker
+            } catch {
+                lastError = error
+                broker.process.withLock { $0 = nil }
+            }
+        }
+        throw lastError ?? DeadlineExceeded(what: "mosquitto to start", seconds: 10)
+    }
+
+    deinit {
+        process.withLock { $0?.send(SIGKILL) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops it with SIGTERM (mosquitto saves its persistence file) and waits for it to exit.
+    public func stop() async throws {
+        guard let running = process.withLock({ $0 }) else { return }
+        running.send(SIGTERM)
+        try await running.waitForExit(within: 20)
+        process.withLock { $0 = nil }
+    }
+
+    /// Kills it with SIGKILL and waits for it to exit.
+    public func kill() async throws {
+        guard let running = process.withLock({ $0 }) else { return }
+        running.send(SIGKILL)
+        try await running.waitForExit(within: 20)
+        process.withLock { $0 = nil }
+    }
+
+    /// Starts it again on the same ports, with the same configuration and directory.
+    public func restart() async throws {
+        try await stop()
+        try await launch()
+    }
+
+    /// Starts it again after ``stop()`` or ``kill()``.
+    public func launch() async throws {
+        let child = try ChildProcess(
+            "mosquitto", ["-c", configurationFile.path], outputFile: directory.appendingPathComponent("stdout.log"))
+        process.withLock { $0 = child }
+        let ports = [port] + (tlsPort.map { [$0] } ?? [])
+        try await waitUntil("mosquitto to listen on \(ports)", within: 15) {
+            if child.exitStatus != nil { throw BrokerExited(output: child.output + self.log) }
+            return ports.allSatisfy { isListening(port: $0) }
+        }
+    }
+
+    private func writeConfiguration(_ options: Options) async throws {
+        if let template = options.configurationTemplate {
+            let text = template.replacingOccurrences(of: "TLSPORT", with: String(tlsPort ?? 0))
+                .replacingOccurrences(of: "PORT", with: String(port))
+                .replacingOccurrences(of: "DIR", with: directory.path)
+            try text.write(to: configurationFile, atomically: true, encoding: .utf8)
+            return
+        }
+        var lines = [
+            "per_listener_settings false",
+            "listener \(port) 127.0.0.1",
+            "log_dest file \(directory.path)/mosquitto.log",
+            "log_type error", "log_type warning", "log_type notice", "log_type information",
+            "connection_messages true",
+            // Never drop queued QoS 1/2 messages of an offline session (the default caps them at 1000).
+            "max_queued_messages 0",
+            "max_inflight_messages 0",
+        ]
+        if options.persistence {
+            lines += ["persistence true", "persistence_location \(directory.path)/", "autosave_interval 1"]
+        }
+        if options.users.isEmpty {
+            lines.append("allow_anonymous true")
+        } else {
+            let file = directory.appendingPathComponent("passwords")
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+            for (user, password) in options.users.sorted(by: { $0.key < $1.key }) {
+                let result = try await ChildProcess.run("mosquitto_passwd", ["-b", file.path, user, password])
+                guard result.status == 0 else { throw BrokerExited(output: result.standardError) }
+            }
+            lines += ["allow_anonymous false", "password_file \(file.path)"]
+        }
+        if let acl = options.acl {
+            let file = directory.appendingPathComponent("acl")
+            try acl.write(to: file, atomically: true, encoding: .utf8)
+            lines.append("acl_file \(file.path)")
+        }
+        if let tlsPort, let certificates {
+            lines += [
+                "listener \(tlsPort) 127.0.0.1",
+                "cafile \(certificates.caFile)", "certfile \(certificates.serverCertificateFile)",
+                "keyfile \(certificates.serverKeyFile)",
+            ]
+        }
+        lines.append(options.extraConfiguration)
+        try lines.joined(separator: "\n").write(to: configurationFile, atomically: true, encoding: .utf8)
+    }
+}
+
+/// mosquitto exited while starting.
+public struct BrokerExited: Error, CustomStringConvertible {
+    public let output: String
+    public var description: String { "mosquitto exited while starting:\n\(output)" }
+}
