@@ -45,3 +45,17 @@ func nextConnection(on events: AsyncStream<MQTTConnectionEvent>, within seconds:
         throw DeadlineExceeded(what: "a reconnection (stream ended)", seconds: seconds)
     }
 }
+
+/// Runs `operation` until it stops failing with ``MQTTError/notConnected`` (the client is reconnecting),
+/// or the deadline passes.
+func retryingWhileReconnecting<T: Sendable>(
+    within seconds: Double = 20, _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withDeadline(seconds, waitingFor: "the client to reconnect") {
+        while true {
+            do { return try await operation() } catch MQTTError.notConnected {
+                try await ContinuousClock().sleep(for: .milliseconds(20))  // poll interval, bounded by the deadline
+            }
+        }
+    }
+}

@@ -1,62 +1,117 @@
 import Foundation
+import Glibc
 import Synchronization
 
 /// What a finished command printed, and how it ended.
 public struct CommandResult: Sendable {
+    /// The exit status, or 128 + the signal that killed it.
     public let status: Int32
     public let standardOutput: String
     public let standardError: String
 }
 
 /// A process the tests start: a broker, a store, a `mosquitto_sub`. It is killed when released.
+///
+/// Started with `posix_spawn` and an empty signal mask with default dispositions: a test runner blocks
+/// SIGTERM and SIGINT in its threads, and a child that inherited that mask would ignore them.
 public final class ChildProcess: Sendable {
-    private let process: Process
-    private let exited = ExitStatus()
+    /// The process id.
+    public let pid: pid_t
+    private let exit = ExitStatus()
     private let outputFile: URL?
 
     /// Starts `executable` (a path, or a name looked up on PATH) with `arguments`.
     /// - Parameters:
     ///   - outputFile: Where its standard output and error go; `nil` discards them.
+    ///   - errorFile: Where its standard error goes, when apart from its output.
+    ///   - environment: Variables added to this process's environment.
     ///   - input: Bytes written to its standard input, which is then closed.
     public init(
-        _ executable: String, _ arguments: [String], outputFile: URL? = nil, environment: [String: String]? = nil,
-        input: Data? = nil
+        _ executable: String, _ arguments: [String], outputFile: URL? = nil, errorFile: URL? = nil,
+        environment: [String: String] = [:], input: Data? = nil
     ) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.resolve(executable))
-        process.arguments = arguments
-        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        if let outputFile {
-            _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: outputFile)
-            process.standardOutput = handle
-            process.standardError = handle
-        } else {
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-        }
-        let pipe = input.map { _ in Pipe() }
-        process.standardInput = pipe ?? FileHandle.nullDevice
-        self.process = process
         self.outputFile = outputFile
-        let exited = self.exited
-        process.terminationHandler = { finished in exited.record(finished.terminationStatus) }
-        try process.run()
-        if let pipe, let input {
-            pipe.fileHandleForWriting.write(input)
-            try pipe.fileHandleForWriting.close()
+        let path = try Self.resolve(executable)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var inputPipe: [Int32] = [-1, -1]
+        if input != nil {
+            guard pipe(&inputPipe) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
+            posix_spawn_file_actions_addclose(&actions, inputPipe[1])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 1, outputFile?.path ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        if let errorFile {
+            posix_spawn_file_actions_addopen(&actions, 2, errorFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let environmentLines = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let status = Self.withCStrings([path] + arguments) { argv in
+            Self.withCStrings(environmentLines) { envp in posix_spawn(&pid, path, &actions, &attributes, argv, envp) }
+        }
+        if input != nil { close(inputPipe[0]) }
+        guard status == 0 else {
+            if input != nil { close(inputPipe[1]) }
+            throw POSIXError(.init(rawValue: status) ?? .EIO)
+        }
+        self.pid = pid
+        if let input {
+            // Written from another thread, so a child that reads slowly never blocks the caller.
+            let writeEnd = inputPipe[1]
+            Thread.detachNewThread {
+                input.withUnsafeBytes { bytes in
+                    var offset = 0
+                    while offset < bytes.count {
+                        let written = write(writeEnd, bytes.baseAddress! + offset, bytes.count - offset)
+                        if written <= 0 { break }
+                        offset += written
+                    }
+                }
+                close(writeEnd)
+            }
         }
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if exitStatus == nil {
+            Glibc.kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
     }
 
-    /// The process id.
-    public var pid: Int32 { process.processIdentifier }
+    /// The exit status (or 128 + signal), once it has exited; reaps the process.
+    public var exitStatus: Int32? {
+        exit.withStatus { recorded in
+            if let recorded { return recorded }
+            var status: Int32 = 0
+            guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+            let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            recorded = code
+            return code
+        }
+    }
 
-    /// The exit status, once it has exited.
-    public var exitStatus: Int32? { exited.status }
+    /// Whether it still runs.
+    public var isRunning: Bool { exitStatus == nil }
 
     /// What it has printed so far (when it prints to a file).
     public var output: String {
@@ -64,9 +119,9 @@ public final class ChildProcess: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Sends `signal` (SIGTERM, SIGKILL, SIGINT…).
+    /// Sends `signal` (SIGTERM, SIGKILL, SIGINT…) if it still runs.
     public func send(_ signal: Int32) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
+        if isRunning { Glibc.kill(pid, signal) }
     }
 
     /// Waits for it to exit, up to `seconds`, and returns its status.
@@ -78,38 +133,18 @@ public final class ChildProcess: Sendable {
 
     /// Runs a command to completion and returns what it printed.
     public static func run(
-        _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+        _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:],
         within seconds: Double = 60
     ) async throws -> CommandResult {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cmd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try resolve(executable))
-        process.arguments = arguments
-        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = directory.appendingPathComponent("out"), err = directory.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        let pipe = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : pipe
-        let status = ExitStatus()
-        process.terminationHandler = { finished in status.record(finished.terminationStatus) }
-        try process.run()
-        if let input {
-            pipe.fileHandleForWriting.write(input)
-            try pipe.fileHandleForWriting.close()
-        }
-        do {
-            try await waitUntil("\(executable) to finish", within: seconds) { status.status != nil }
-        } catch {
-            kill(process.processIdentifier, SIGKILL)
-            throw error
-        }
+        let child = try ChildProcess(
+            executable, arguments, outputFile: out, errorFile: err, environment: environment, input: input)
+        let status = try await child.waitForExit(within: seconds)
         return CommandResult(
-            status: status.status ?? -1,
+            status: status,
             standardOutput: String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self),
             standardError: String(decoding: (try? Data(contentsOf: err)) ?? Data(), as: UTF8.self))
     }
@@ -118,17 +153,23 @@ public final class ChildProcess: Sendable {
     public static func resolve(_ name: String) throws -> String {
         if name.contains("/") { return name }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":") + ["/usr/sbin", "/sbin"] {
+        for directory in path.split(separator: ":") + ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"] {
             let candidate = "\(directory)/\(name)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: name])
     }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
 }
 
-/// A process's exit status, set once from Foundation's termination handler.
+/// A process's exit status, recorded once it has been reaped.
 final class ExitStatus: Sendable {
     private let value = Mutex<Int32?>(nil)
-    func record(_ status: Int32) { value.withLock { $0 = status } }
-    var status: Int32? { value.withLock { $0 } }
+    func withStatus<R>(_ body: (inout Int32?) -> R) -> R { value.withLock { body(&$0) } }
 }

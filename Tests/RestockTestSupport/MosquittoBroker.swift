@@ -14,6 +14,9 @@ public final class MosquittoBroker: Sendable {
         public var acl: String?
         /// Add a TLS listener with a certificate for `localhost` and `127.0.0.1`, made with openssl.
         public var tls = false
+        /// Users checked by mosquitto's dynamic-security plugin, which (unlike an ACL file) also refuses
+        /// subscriptions: each may publish to and subscribe to the patterns given, and nothing else.
+        public var dynamicSecurity: DynamicSecurity?
         /// Lines appended to the configuration as they are.
         public var extraConfiguration = ""
         /// A configuration file to use instead of generating one; `PORT`, `TLSPORT` and `DIR` in it are
@@ -22,8 +25,9 @@ public final class MosquittoBroker: Sendable {
 
         public init(
             persistence: Bool = false, users: [String: String] = [:], acl: String? = nil, tls: Bool = false,
-            extraConfiguration: String = "", configurationTemplate: String? = nil
+            dynamicSecurity: DynamicSecurity? = nil, extraConfiguration: String = "", configurationTemplate: String? = nil
         ) {
+            self.dynamicSecurity = dynamicSecurity
             self.persistence = persistence
             self.users = users
             self.acl = acl
@@ -64,7 +68,10 @@ public final class MosquittoBroker: Sendable {
     /// Starts a broker and waits until it accepts connections.
     public static func start(_ options: Options = Options()) async throws -> MosquittoBroker {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Started as root, mosquitto drops to the `mosquitto` user unless told otherwise; the directory must
+        // stay writable for its log and persistence either way.
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
         let certificates = options.tls ? try await TestCertificates.make(in: directory.appendingPathComponent("tls")) : nil
         // The kernel's free port can be taken again before mosquitto binds it; then try another.
         var lastError: (any Error)?
@@ -132,6 +139,7 @@ public final class MosquittoBroker: Sendable {
             return
         }
         var lines = [
+            "user root",
             "per_listener_settings false",
             "listener \(port) 127.0.0.1",
             "log_dest file \(directory.path)/mosquitto.log",
@@ -144,7 +152,11 @@ public final class MosquittoBroker: Sendable {
         if options.persistence {
             lines += ["persistence true", "persistence_location \(directory.path)/", "autosave_interval 1"]
         }
-        if options.users.isEmpty {
+        if let dynamicSecurity = options.dynamicSecurity {
+            let file = directory.appendingPathComponent("dynamic-security.json")
+            try await dynamicSecurity.write(to: file)
+            lines += ["allow_anonymous false", "plugin \(try DynamicSecurity.pluginPath())", "plugin_opt_config_file \(file.path)"]
+        } else if options.users.isEmpty {
             lines.append("allow_anonymous true")
         } else {
             let file = directory.appendingPathComponent("passwords")
@@ -176,4 +188,63 @@ public final class MosquittoBroker: Sendable {
 public struct BrokerExited: Error, CustomStringConvertible {
     public let output: String
     public var description: String { "mosquitto exited while starting:\n\(output)" }
+}
+
+/// Users for mosquitto's dynamic-security plugin, all with one password.
+public struct DynamicSecurity: Sendable {
+    /// What one user may do.
+    public struct Grant: Sendable {
+        public var publish: [String]
+        public var subscribe: [String]
+        public init(publish: [String] = [], subscribe: [String] = []) {
+            self.publish = publish
+            self.subscribe = subscribe
+        }
+    }
+
+    public var password: String
+    public var users: [String: Grant]
+
+    public init(password: String, users: [String: Grant]) {
+        self.password = password
+        self.users = users
+    }
+
+    static func pluginPath() throws -> String {
+        let candidates = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib"]
+        for directory in candidates where FileManager.default.fileExists(atPath: "\(directory)/mosquitto_dynamic_security.so") {
+            return "\(directory)/mosquitto_dynamic_security.so"
+        }
+        throw BrokerExited(output: "mosquitto_dynamic_security.so not found")
+    }
+
+    /// `mosquitto_ctrl dynsec init` hashes the password for an admin user; each test user gets a copy of
+    /// that hash and a role of its own.
+    func write(to file: URL) async throws {
+        let result = try await ChildProcess.run("mosquitto_ctrl", ["dynsec", "init", file.path, "admin", password])
+        guard result.status == 0,
+            var root = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any],
+            var clients = root["clients"] as? [[String: Any]], let admin = clients.first,
+            var roles = root["roles"] as? [[String: Any]]
+        else { throw BrokerExited(output: "mosquitto_ctrl dynsec init failed: \(result.standardError)") }
+        for (name, grant) in users {
+            var client = admin
+            client["username"] = name
+            client["textName"] = name
+            client["roles"] = [["rolename": "role-\(name)"]]
+            clients.append(client)
+            let acls =
+                grant.publish.map { ["acltype": "publishClientSend", "topic": $0, "allow": true] as [String: Any] }
+                + grant.subscribe.flatMap {
+                    [
+                        ["acltype": "subscribePattern", "topic": $0, "allow": true] as [String: Any],
+                        ["acltype": "publishClientReceive", "topic": $0, "allow": true],
+                    ]
+                }
+            roles.append(["rolename": "role-\(name)", "acls": acls])
+        }
+        root["clients"] = clients
+        root["roles"] = roles
+        try JSONSerialization.data(withJSONObject: root).write(to: file)
+    }
 }

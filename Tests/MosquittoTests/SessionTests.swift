@@ -1,0 +1,102 @@
+import Mosquitto
+import RestockTestSupport
+import Testing
+
+@Suite("Sessions, wills and reconnection")
+struct SessionTests {
+    @Test("the will is delivered when a client dies without disconnecting")
+    func will() async throws {
+        let broker = try await MosquittoBroker.start()
+        let topic = uniqueName("will")
+        let watcher = try await connectedClient(to: broker)
+        let messages = try watcher.messages(matching: topic)
+        try await watcher.subscribe(to: topic)
+        do {
+            let doomed = try await connectedClient(
+                to: broker, will: MQTTWill(topic: try MQTTTopic(topic), payload: Array("gone".utf8)))
+            #expect(doomed.isConnected)
+            // Released without disconnect(): the connection drops as if the process had died.
+        }
+        #expect(try await first(1, of: messages).first?.payloadString == "gone")
+        await watcher.disconnect()
+    }
+
+    @Test("a clean disconnect sends no will")
+    func noWillOnDisconnect() async throws {
+        let broker = try await MosquittoBroker.start()
+        let topic = uniqueName("will")
+        let watcher = try await connectedClient(to: broker)
+        let messages = try watcher.messages(matching: "\(topic)/#")
+        try await watcher.subscribe(to: "\(topic)/#")
+        let polite = try await connectedClient(
+            to: broker, will: MQTTWill(topic: try MQTTTopic("\(topic)/will"), payload: Array("gone".utf8)))
+        await polite.disconnect()
+        let sentinel = try await connectedClient(to: broker)
+        try await sentinel.publish("after", to: "\(topic)/sentinel")
+        #expect(try await first(1, of: messages).map(\.topic) == ["\(topic)/sentinel"])
+        await watcher.disconnect()
+        await sentinel.disconnect()
+    }
+
+    @Test("a persistent session receives what was queued while it was offline", arguments: [MQTTProtocolVersion.v5, .v311])
+    func persistentSession(version: MQTTProtocolVersion) async throws {
+        let broker = try await MosquittoBroker.start()
+        let id = uniqueName("persistent"), topic = uniqueName("queued")
+        let first1 = try await connectedClient(to: broker, clientID: id, session: .persistent, protocolVersion: version)
+        try await first1.subscribe(to: topic)
+        await first1.disconnect()
+
+        let publisher = try await connectedClient(to: broker)
+        for index in 0..<10 { try await publisher.publish("m\(index)", to: topic) }
+
+        let again = try MQTTClient(
+            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent, protocolVersion: version))
+        let messages = try again.messages(matching: topic)
+        #expect(try await again.connect() == true, "the broker kept the session")
+        #expect(try await first(10, of: messages).map(\.payloadString) == (0..<10).map { "m\($0)" })
+        await again.disconnect()
+        await publisher.disconnect()
+    }
+
+    @Test("after a broker restart the client reconnects and its subscriptions work again by themselves")
+    func brokerRestart() async throws {
+        let broker = try await MosquittoBroker.start()  // no persistence: the restarted broker has no session
+        let topic = uniqueName("restart")
+        let client = try await connectedClient(to: broker)
+        let events = client.connectionEvents()
+        let messages = try client.messages(matching: topic)
+        try await client.subscribe(to: topic)
+
+        try await broker.restart()
+        let sessionPresent = try await nextConnection(on: events)
+        #expect(sessionPresent == false)
+
+        let publisher = try await connectedClient(to: broker)
+        // The resubscription is in flight right after the CONNACK; publish until it has taken effect.
+        let received = try await withDeadline(20, waitingFor: "a message after the restart") {
+            let reader = Task { try await first(1, of: messages, within: 20) }
+            while !Task.isCancelled {
+                try await publisher.publish("after restart", to: topic)
+                if let done = try? await withDeadline(0.5, { try await reader.value }) { return done }
+            }
+            return []
+        }
+        #expect(received.first?.payloadString == "after restart")
+        #expect(client.subscriptions[topic] == .atLeastOnce)
+        await client.disconnect()
+        await publisher.disconnect()
+    }
+
+    @Test("connect fails clearly when nothing listens")
+    func unreachable() async throws {
+        let port = try freeLoopbackPort()
+        let client = try MQTTClient(configuration: .init(broker: .hostname("127.0.0.1", port: port), clientID: uniqueName()))
+        await #expect {
+            try await client.connect()
+        } throws: { error in
+            guard case MQTTError.connectionFailed(let detail) = error else { return false }
+            return detail.contains("\(port)")
+        }
+        #expect(!client.isConnected)
+    }
+}
