@@ -7,6 +7,14 @@ let package = Package(
     products: [
         .library(name: "RestockCore", targets: ["RestockCore"]),
         .library(name: "Mosquitto", targets: ["Mosquitto"]),
+        .library(name: "RestockMQTT", targets: ["RestockMQTT"]),
+        .executable(name: "restock", targets: ["restock"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The Observer-pattern core: store (subject), observers, watches, alerts. No I/O.
@@ -15,10 +23,32 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // A Swift 6 MQTT client over libmosquitto; the only module that imports CMosquitto.
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        // Shared by the test targets: deadlines, and (later) a private mosquitto per test.
-        .target(name: "RestockTestSupport", path: "Tests/RestockTestSupport"),
+        // A private mosquitto on a free loopback port, and the process and deadline tools it needs.
+        .target(name: "LocalBroker"),
+        // The bridge: the topic contract, durable state, the store service and the customer client.
+        .target(
+            name: "RestockMQTT",
+            dependencies: [
+                "RestockCore", "Mosquitto", "LocalBroker",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // The command-line tool: parsing and printing over RestockMQTT.
+        .executableTarget(
+            name: "restock",
+            dependencies: [
+                "RestockMQTT", "LocalBroker",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+
+        // Shared by the test targets: a private mosquitto per test, with deadlines for every wait.
+        .target(name: "RestockTestSupport", dependencies: ["LocalBroker"], path: "Tests/RestockTestSupport"),
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "RestockTestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport"]),
+        .testTarget(name: "RestockMQTTTests", dependencies: ["RestockMQTT", "RestockTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -114,6 +114,12 @@ public final class Store: Sendable {
     /// The number of watches in the store.
     public var watchCount: Int { state.withLock { $0.watchCount } }
 
+    /// The position the next new watch takes and the sequence number of the next alert, which a durable
+    /// store saves with each change.
+    public var counters: (nextPosition: UInt64, nextAlertSequence: UInt64) {
+        state.withLock { ($0.nextPosition, $0.nextAlertSequence) }
+    }
+
     /// Everything needed to restore this store later.
     public var snapshot: StoreSnapshot { state.withLock { $0.snapshot } }
 

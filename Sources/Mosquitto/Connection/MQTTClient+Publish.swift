@@ -18,6 +18,25 @@ extension MQTTClient {
         _ payload: [UInt8], to topic: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
         properties: MQTTMessageProperties = .init()
     ) async throws {
+        try await send(payload, to: topic, qos: qos, retain: retain, properties: properties).acknowledged()
+    }
+
+    /// Publishes UTF-8 text. See ``publish(_:to:qos:retain:properties:)``.
+    public func publish(
+        _ text: String, to topic: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTMessageProperties = .init()
+    ) async throws {
+        try await publish(Array(text.utf8), to: topic, qos: qos, retain: retain, properties: properties)
+    }
+
+    /// Queues a message for publishing and returns at once; await ``MQTTPublication/acknowledged()`` for
+    /// the broker's answer. Messages queued one after another go out in that order, so a caller can keep
+    /// many in flight and still keep their order.
+    /// - Throws: As ``publish(_:to:qos:retain:properties:)``, for what can be known before sending.
+    public func send(
+        _ payload: [UInt8], to topic: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTMessageProperties = .init()
+    ) throws(MQTTError) -> MQTTPublication {
         let topic = try MQTTTopic(topic)
         guard payload.count <= Self.maximumPayloadSize else { throw MQTTError.payloadTooLarge(payload.count) }
         try requireSession()
@@ -30,18 +49,27 @@ extension MQTTClient {
                 list?.head)
         }
         guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
-        do {
-            try await acknowledgement(of: mid, in: \.publishes, failsOnDisconnect: qos == .atMostOnce)
-        } catch MQTTError.publishRefused(_, let reasonCode, let reason) {
-            throw MQTTError.publishRefused(topic: topic.name, reasonCode: reasonCode, reason: reason)
-        }
+        return MQTTPublication(client: self, mid: mid, topic: topic.name, qos: qos)
     }
+}
 
-    /// Publishes UTF-8 text. See ``publish(_:to:qos:retain:properties:)``.
-    public func publish(
-        _ text: String, to topic: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
-        properties: MQTTMessageProperties = .init()
-    ) async throws {
-        try await publish(Array(text.utf8), to: topic, qos: qos, retain: retain, properties: properties)
+/// A message queued by ``MQTTClient/send(_:to:qos:retain:properties:)``.
+public struct MQTTPublication: Sendable {
+    let client: MQTTClient
+    let mid: Int32
+    /// The topic it was published on.
+    public let topic: String
+    /// Its QoS.
+    public let qos: MQTTQoS
+
+    /// Waits for the broker's acknowledgement (QoS 1, 2) or the write (QoS 0).
+    /// - Throws: ``MQTTError/publishRefused(topic:reasonCode:reason:)`` when the broker refuses it;
+    ///   ``MQTTError/notConnected`` when the client is disconnected before the answer.
+    public func acknowledged() async throws {
+        do {
+            try await client.acknowledgement(of: mid, in: \.publishes, failsOnDisconnect: qos == .atMostOnce)
+        } catch MQTTError.publishRefused(_, let reasonCode, let reason) {
+            throw MQTTError.publishRefused(topic: topic, reasonCode: reasonCode, reason: reason)
+        }
     }
 }

@@ -1,0 +1,75 @@
+import Foundation
+
+/// A private mosquitto on a free loopback port, in a directory of its own, for the demo and the tests:
+/// it never touches a broker someone else runs, and it is killed when released.
+public final class LocalMosquitto: Sendable {
+    /// The plain MQTT port on 127.0.0.1.
+    public let port: Int
+    /// Its directory: configuration, log, persistence.
+    public let directory: URL
+    private let process: ChildProcess
+
+    /// `mqtt://127.0.0.1:port`.
+    public var url: String { "mqtt://127.0.0.1:\(port)" }
+
+    /// Everything it logged.
+    public var log: String { process.output }
+
+    /// Starts mosquitto with the listener, queue and log lines this needs, plus `configuration`, and waits
+    /// until it accepts connections.
+    /// - Parameter configuration: More configuration lines (persistence, security…).
+    public static func start(configuration: [String] = []) async throws -> LocalMosquitto {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("restock-mosquitto-\(UUID().uuidString)")
+        // mosquitto started as root drops to its own user; the directory stays writable for it.
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
+        var lastError: (any Error)?
+        // The kernel's free port can be taken again before mosquitto binds it; then try another.
+        for _ in 0..<5 {
+            let port = try freeLoopbackPort()
+            let lines =
+                [
+                    "listener \(port) 127.0.0.1", "allow_anonymous true", "max_queued_messages 0",
+                    "log_dest stdout", "log_type error", "log_type warning", "log_type notice",
+                ] + configuration
+            let file = directory.appendingPathComponent("mosquitto.conf")
+            try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+            let process = try ChildProcess(
+                "mosquitto", ["-c", file.path], outputFile: directory.appendingPathComponent("mosquitto.log"))
+            do {
+                try await waitUntil("mosquitto to listen on port \(port)", within: 15) {
+                    if process.exitStatus != nil { throw MosquittoExited(log: process.output) }
+                    return isListening(port: port)
+                }
+                return LocalMosquitto(port: port, directory: directory, process: process)
+            } catch {
+                process.send(SIGKILL)
+                lastError = error
+            }
+        }
+        throw lastError ?? MosquittoExited(log: "")
+    }
+
+    private init(port: Int, directory: URL, process: ChildProcess) {
+        self.port = port
+        self.directory = directory
+        self.process = process
+    }
+
+    deinit {
+        process.send(SIGKILL)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops it with SIGTERM and waits for it to exit.
+    public func stop() async throws {
+        process.send(SIGTERM)
+        try await process.waitForExit(within: 20)
+    }
+}
+
+/// mosquitto exited while starting; `log` says why.
+public struct MosquittoExited: Error, CustomStringConvertible {
+    public let log: String
+    public var description: String { "mosquitto exited while starting: \(log.split(separator: "\n").last ?? "")" }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import RestockCore
+
+/// `P/{store}/customers/{customer}/subscriptions`, retained: the mirror of a customer's watch list.
+public struct SubscriptionsMirror: Codable, Sendable, Hashable {
+    /// One watch as the mirror shows it.
+    public struct Entry: Codable, Sendable, Hashable {
+        public var sku: String
+        public var mode: String
+        public var minQuantity: Int
+        public var position: UInt64
+        public var since: String
+    }
+
+    public var store: String
+    public var customer: String
+    public var watching: [Entry]
+    public var updatedAt: String
+
+    /// The mirror of `watches`.
+    public init(store: StoreID, customer: CustomerID, watches: [Watch], updatedAt: Date) {
+        self.store = store.rawValue
+        self.customer = customer.rawValue
+        self.watching = watches.map {
+            Entry(
+                sku: $0.sku.rawValue, mode: $0.mode.rawValue, minQuantity: $0.minQuantity, position: $0.position,
+                since: Timestamp.string(from: $0.since))
+        }
+        self.updatedAt = Timestamp.string(from: updatedAt)
+    }
+}
+
+/// `P/{store}/inventory/{sku}`, retained.
+public struct InventoryRecord: Codable, Sendable, Hashable {
+    public var store: String
+    public var sku: String
+    public var quantity: Int
+    public var updatedAt: String
+
+    public init(store: StoreID, sku: SKU, quantity: Int, updatedAt: Date) {
+        self.store = store.rawValue
+        self.sku = sku.rawValue
+        self.quantity = quantity
+        self.updatedAt = Timestamp.string(from: updatedAt)
+    }
+}
+
+/// `P/{store}/status`, retained, and the store's will.
+public struct StoreStatus: Codable, Sendable, Hashable {
+    public var store: String
+    public var state: String
+    public var since: String
+
+    public init(store: StoreID, online: Bool, since: Date) {
+        self.store = store.rawValue
+        self.state = online ? "online" : "offline"
+        self.since = Timestamp.string(from: since)
+    }
+
+    /// Whether the store says it is online.
+    public var isOnline: Bool { state == "online" }
+}
+
+/// The answer to a refused request, on the customer's or the admin's errors topic.
+public struct ErrorReport: Codable, Sendable, Hashable {
+    public var error: String
+    public var detail: String
+    public var topic: String
+    public var at: String
+
+    public init(refusal: RequestRefusal, topic: String, at: Date) {
+        self.error = refusal.code
+        self.detail = refusal.detail
+        self.topic = topic
+        self.at = Timestamp.string(from: at)
+    }
+}
+
+extension Encodable {
+    /// Compact JSON with sorted keys, the encoding of every payload.
+    func payloadBytes() -> [UInt8] {
+        // These payloads hold only strings and integers, which always encode.
+        Array(try! PayloadCoding.encoder.encode(self))
+    }
+}

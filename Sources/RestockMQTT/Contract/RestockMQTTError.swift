@@ -1,0 +1,26 @@
+/// Errors of the bridge and its clients, each with one human sentence.
+public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The topic prefix is not usable.
+    case invalidPrefix(String, reason: String)
+    /// The store's retained status says it is offline, or it has never been online.
+    case storeOffline(store: String)
+    /// The store refused the request; `code` and `detail` are those of its error report.
+    case refused(code: String, detail: String)
+    /// No answer came within the wait.
+    case noAnswer(what: String, seconds: Double)
+    /// Another store process holds the data directory.
+    case dataDirectoryInUse(String)
+    /// The data directory or database could not be used.
+    case storage(String)
+
+    public var description: String {
+        switch self {
+        case .invalidPrefix(let prefix, let reason): "invalid topic prefix \(String(reflecting: prefix)): \(reason)"
+        case .storeOffline(let store): "store \(store) is offline: start it with `restock serve --store \(store)`"
+        case .refused(let code, let detail): "refused (\(code)): \(detail)"
+        case .noAnswer(let what, let seconds): "no answer from the store within \(seconds.formatted()) s (\(what))"
+        case .dataDirectoryInUse(let path): "another store process is using \(path)"
+        case .storage(let detail): "storage error: \(detail)"
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import LocalBroker
+import Synchronization
+import Mosquitto
+import RestockCore
+
+/// Talks to a store over MQTT as a customer or an admin: sends requests and waits for the store's answer,
+/// reads the retained state, and listens for alerts. The `restock` command line is a thin shell over it.
+public final class StoreClient: Sendable {
+    public let connection: BrokerConnection
+    public let topics: RestockTopics
+    /// How long to wait for retained messages after subscribing, when there may be none.
+    public var retainedQuietPeriod: Duration { .milliseconds(400) }
+
+    public init(connection: BrokerConnection, topics: RestockTopics) {
+        self.connection = connection
+        self.topics = topics
+    }
+
+    // MARK: Requests
+
+    /// Subscribes `customer` to `sku` and waits for the store's confirmation (its mirror) or refusal.
+    /// - Returns: The customer's watch list as the store confirmed it.
+    /// - Throws: ``RestockMQTTError/storeOffline(store:)``, ``RestockMQTTError/refused(code:detail:)``,
+    ///   ``RestockMQTTError/noAnswer(what:seconds:)``, or an ``MQTTError`` for the connection.
+    @discardableResult
+    public func subscribe(
+        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, wait: Double = 10
+    ) async throws -> SubscriptionsMirror {
+        var body: [String: any Sendable] = ["sku": sku.rawValue]
+        if mode != .once { body["mode"] = mode.rawValue }
+        if minQuantity != 1 { body["minQuantity"] = minQuantity }
+        return try await request(
+            topics.subscribe(customer), payload: try JSONSerialization.data(withJSONObject: body, options: .sortedKeys),
+            answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait)
+    }
+
+    /// Unsubscribes `customer` from `sku`, or from everything when `sku` is `nil`, and waits for the mirror.
+    @discardableResult
+    public func unsubscribe(_ customer: CustomerID, from sku: SKU?, wait: Double = 10) async throws -> SubscriptionsMirror {
+        let body: [String: any Sendable] = sku.map { ["sku": $0.rawValue] } ?? ["all": true]
+        return try await request(
+            topics.unsubscribe(customer), payload: try JSONSerialization.data(withJSONObject: body, options: .sortedKeys),
+            answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait)
+    }
+
+    /// Changes stock (admin) and waits for the store's new inventory record, or its refusal.
+    @discardableResult
+    public func changeStock(of sku: SKU, _ change: StockChange, wait: Double = 10) async throws -> InventoryRecord {
+        let body: [String: any Sendable]
+        switch change {
+        case .set(let quantity): body = ["sku": sku.rawValue, "set": quantity]
+        case .add(let delta): body = ["sku": sku.rawValue, "add": delta]
+        }
+        return try await request(
+            topics.adminStock, payload: try JSONSerialization.data(withJSONObject: body, options: .sortedKeys),
+            answer: topics.inventory(sku), errors: topics.adminErrors, wait: wait)
+    }
+
+    /// Publishes `payload` on `topic` and waits for the first live (not retained) message on `answer`,
+    /// or an error report about `topic` on `errors`.
+    private func request<Answer: Decodable & Sendable>(
+        _ topic: String, payload: Data, answer: String, errors: String, wait: Double
+    ) async throws -> Answer {
+        try await withClient { client in
+        try await requireOnline(client)
+        let answers = try client.messages(matching: answer)
+        let refusals = try client.messages(matching: errors)
+        try await client.subscribe(to: answer)
+        try await client.subscribe(to: errors)
+        try await client.publish(Array(payload), to: topic, qos: .atLeastOnce)
+
+        return try await withDeadline(wait, waitingFor: "an answer on \(answer)") {
+            try await withThrowingTaskGroup(of: Answer?.self) { group in
+                group.addTask {
+                    for await message in answers where !message.retain {
+                        if let decoded = try? JSONDecoder().decode(Answer.self, from: Data(message.payload)) { return decoded }
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await message in refusals where !message.retain {
+                        if let report = try? JSONDecoder().decode(ErrorReport.self, from: Data(message.payload)), report.topic == topic {
+                            throw RestockMQTTError.refused(code: report.error, detail: report.detail)
+                        }
+                    }
+                    return nil
+                }
+                defer { group.cancelAll() }
+                while let result = try await group.next() {
+                    if let result { return result }
+                }
+                throw MQTTError.notConnected
+            }
+        }
+        }
+    }
+
+    // MARK: Retained state (the pull side)
+
+    /// The store's retained status, or `nil` when it has never been online.
+    public func status() async throws -> StoreStatus? {
+        try await withClient { try await self.retained(StoreStatus.self, on: self.topics.status, using: $0).first }
+    }
+
+    /// A customer's watch list as the store last published it; `nil` when it never had one.
+    public func watching(_ customer: CustomerID) async throws -> SubscriptionsMirror? {
+        try await withClient { try await self.retained(SubscriptionsMirror.self, on: self.topics.subscriptions(customer), using: $0).first }
+    }
+
+    /// The retained inventory, of one SKU or of all, sorted by SKU.
+    public func inventory(_ sku: SKU? = nil) async throws -> [InventoryRecord] {
+        let filter = sku.map(topics.inventory) ?? topics.inventoryFilter
+        return try await withClient { try await self.retained(InventoryRecord.self, on: filter, using: $0) }.sorted { $0.sku < $1.sku }
+    }
+
+    // MARK: Alerts
+
+    /// The customer's alerts as they arrive, de-duplicated by id, through a persistent session
+    /// (`restock-{store}-{customer}`), so alerts raised while the customer is away arrive on return.
+    /// The stream ends when the task reading it is cancelled.
+    public func alerts(for customer: CustomerID) async throws -> AsyncThrowingStream<RestockAlert, any Error> {
+        let client = try MQTTClient(
+            configuration: connection.configuration(clientID: "restock-\(topics.store)-\(customer)", session: .persistent))
+        let messages = try client.messages(matching: topics.alerts(customer))
+        try await client.connect()
+        try await client.subscribe(to: topics.alerts(customer), qos: .atLeastOnce)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: RestockAlert.self)
+        let reader = Task {
+            var seen = Set<String>()
+            for await message in messages {
+                // Extend-safe: unknown fields are ignored; a payload that is not an alert is skipped.
+                guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
+                if seen.insert(alert.id).inserted { continuation.yield(alert) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in
+            reader.cancel()
+            Task { await client.disconnect() }
+        }
+        return stream
+    }
+
+    // MARK: Plumbing
+
+    /// Runs `body` with a connected, clean-session client, and disconnects it after, whatever happens.
+    private func withClient<T: Sendable>(_ body: @Sendable (MQTTClient) async throws -> T) async throws -> T {
+        let client = try MQTTClient(
+            configuration: connection.configuration(clientID: "restock-cli-\(UUID().uuidString.prefix(12))", session: .clean))
+        try await client.connect()
+        do {
+            let result = try await body(client)
+            await client.disconnect()
+            return result
+        } catch {
+            await client.disconnect()
+            throw error
+        }
+    }
+
+    private func requireOnline(_ client: MQTTClient) async throws {
+        let status = try await retained(StoreStatus.self, on: topics.status, using: client).first
+        guard status?.isOnline == true else { throw RestockMQTTError.storeOffline(store: topics.store.rawValue) }
+    }
+
+    /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A
+    /// filter without wildcards holds at most one, so its read ends as soon as that one arrives.
+    private func retained<T: Decodable & Sendable>(_ type: T.Type, on filter: String, using client: MQTTClient) async throws -> [T] {
+        let single = !filter.contains("+") && !filter.contains("#")
+        let messages = try client.messages(matching: filter)
+        try await client.subscribe(to: filter)
+        let quiet = retainedQuietPeriod
+        let collected = try await withThrowingTaskGroup(of: [T]?.self) { group in
+            let found = RetainedCollector<T>()
+            group.addTask {
+                for await message in messages where message.retain {
+                    if let value = try? JSONDecoder().decode(T.self, from: Data(message.payload)) {
+                        found.append(value)
+                        if single { return found.values }
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                // Retained messages follow the SUBACK at once; wait until none has come for a while.
+                var seen = -1
+                while seen != found.count {
+                    seen = found.count
+                    try await Task.sleep(for: quiet)
+                }
+                return found.values
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+            }
+            return []
+        }
+        try? await client.unsubscribe(from: filter)
+        return collected
+    }
+}
+
+/// Values gathered by one task and read by another.
+private final class RetainedCollector<T: Sendable>: Sendable {
+    private let storage = Mutex<[T]>([])
+    func append(_ value: T) { storage.withLock { $0.append(value) } }
+    var count: Int { storage.withLock { $0.count } }
+    var values: [T] { storage.withLock { $0 } }
+}

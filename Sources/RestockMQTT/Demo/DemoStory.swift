@@ -1,0 +1,107 @@
+import Foundation
+import LocalBroker
+import Logging
+import Mosquitto
+import RestockCore
+import Synchronization
+
+/// The whole story in one run (`restock demo`): a store, three customers, two restocks, an unsubscribe,
+/// told step by step in human words, with each alert shown as it arrives.
+public struct DemoStory: Sendable {
+    /// What the demo found: alerts expected, delivered, and whether each customer got exactly its own.
+    public struct Summary: Sendable {
+        public var expected: [String: Int]
+        public var delivered: [String: Int]
+        public var succeeded: Bool { expected == delivered }
+    }
+
+    public let connection: BrokerConnection
+    public let topics: RestockTopics
+    private let say: @Sendable (String) -> Void
+
+    public init(connection: BrokerConnection, topics: RestockTopics, say: @escaping @Sendable (String) -> Void) {
+        self.connection = connection
+        self.topics = topics
+        self.say = say
+    }
+
+    /// Runs the story against the broker of `connection`, with a store service of its own.
+    public func run() async throws -> Summary {
+        let sku = try SKU("iphone-15")
+        let (alice, bob, carol) = (try CustomerID("alice"), try CustomerID("bob"), try CustomerID("carol"))
+        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("restock-demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dataDirectory) }
+
+        var logger = Logger(label: "restock.demo.store")
+        logger.logLevel = .warning
+        let service = try StoreService(
+            configuration: .init(connection: connection, store: topics.store, prefix: topics.prefix, dataDirectory: dataDirectory),
+            logger: logger)
+        let serving = Task { try await service.run() }
+        defer { serving.cancel() }
+        let client = StoreClient(connection: connection, topics: topics)
+        try await waitUntil("store \(topics.store) to come online", within: 30) {
+            (try? await client.status())?.isOnline == true
+        }
+        say("▶ Store \"\(topics.store)\" is online, keeping its state in \(dataDirectory.path)")
+
+        // Each customer listens on its own topic, through a persistent session.
+        let delivered = DeliveryTally()
+        var listeners: [Task<Void, any Error>] = []
+        for customer in [alice, bob, carol] {
+            let alerts = try await client.alerts(for: customer)
+            listeners.append(
+                Task { [say] in
+                    for try await alert in alerts {
+                        delivered.count(alert.customer.rawValue)
+                        say("  🔔 \(alert.customer) got an alert: \(alert.message) [position \(alert.position)]")
+                    }
+                })
+        }
+        defer { for listener in listeners { listener.cancel() } }
+
+        say("▶ alice and bob ask to hear each time \(sku) is back; carol once, when at least 2 are in")
+        try await client.changeStock(of: sku, .set(0))
+        for (customer, mode, minimum) in [(alice, WatchMode.every, 1), (bob, .every, 1), (carol, .once, 2)] {
+            let mirror = try await client.subscribe(customer, to: sku, mode: mode, minQuantity: minimum)
+            let position = mirror.watching.first { $0.sku == sku.rawValue }?.position ?? 0
+            say("  ✓ \(customer) is watching \(sku), place \(position) in line (\(mode), at least \(minimum))")
+        }
+
+        say("▶ 3 × \(sku) arrive at the store: all three are alerted, in signup order")
+        try await client.changeStock(of: sku, .add(3))
+        try await waitForDeliveries(delivered, total: 3)
+
+        say("▶ bob has his phone and unsubscribes")
+        try await client.unsubscribe(bob, from: sku)
+        say("  ✓ bob no longer watches \(sku)")
+
+        say("▶ \(sku) sells out, then 5 more arrive: only alice is still watching")
+        try await client.changeStock(of: sku, .set(0))
+        try await client.changeStock(of: sku, .add(5))
+        try await waitForDeliveries(delivered, total: 4)
+
+        let inventory = try await client.inventory(sku).first?.quantity ?? 0
+        let expected = ["alice": 2, "bob": 1, "carol": 1]
+        let summary = Summary(expected: expected, delivered: delivered.byCustomer)
+        say("")
+        say("Summary: 3 customers, 2 restocks, \(inventory) × \(sku) on hand.")
+        for name in expected.keys.sorted() {
+            say("  \(name): \(summary.delivered[name, default: 0]) of \(expected[name]!) expected alert(s)")
+        }
+        say(summary.succeeded ? "Every alert arrived, and none twice." : "Some alerts did not arrive as expected.")
+        return summary
+    }
+
+    private func waitForDeliveries(_ delivered: DeliveryTally, total: Int) async throws {
+        try await waitUntil("\(total) alerts in all", within: 30) { delivered.total >= total }
+    }
+}
+
+/// Alerts delivered, per customer, counted from the listeners' tasks.
+private final class DeliveryTally: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+    func count(_ customer: String) { counts.withLock { $0[customer, default: 0] += 1 } }
+    var byCustomer: [String: Int] { counts.withLock { $0 } }
+    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+}

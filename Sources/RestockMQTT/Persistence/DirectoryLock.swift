@@ -1,0 +1,24 @@
+import Foundation
+import Glibc
+
+/// An exclusive `flock` on `DIR/store.lock`, held for the life of the process (the kernel releases it
+/// when the process dies, however it dies), so two store processes never share one database.
+final class DirectoryLock: Sendable {
+    private let descriptor: Int32
+
+    init(directory: URL) throws {
+        let path = directory.appendingPathComponent("store.lock").path
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw RestockMQTTError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw RestockMQTTError.dataDirectoryInUse(directory.path)
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}

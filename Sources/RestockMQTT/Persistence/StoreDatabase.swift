@@ -1,0 +1,221 @@
+import Foundation
+import GRDB
+import RestockCore
+
+/// The store's durable state in one SQLite database (DESIGN §5): watches with their positions,
+/// inventory, the position and alert counters, the inbox of requests received but not yet applied, and
+/// the outbox of messages committed but not yet acknowledged by the broker.
+///
+/// WAL mode with `synchronous=NORMAL`: a committed transaction survives the process being killed.
+/// A lock on the directory keeps a second store process out.
+public final class StoreDatabase: Sendable {
+    /// The data directory.
+    public let directory: URL
+    private let pool: DatabasePool
+    private let lock: DirectoryLock
+
+    /// Opens (creating if need be) the database in `directory`.
+    /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it.
+    public init(directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory
+        self.lock = try DirectoryLock(directory: directory)
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE counter (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+                    CREATE TABLE watch (
+                        customer TEXT NOT NULL, sku TEXT NOT NULL, mode TEXT NOT NULL,
+                        minQuantity INTEGER NOT NULL, position INTEGER NOT NULL UNIQUE,
+                        since REAL NOT NULL, waiting INTEGER NOT NULL,
+                        PRIMARY KEY (customer, sku));
+                    CREATE TABLE inventory (sku TEXT PRIMARY KEY NOT NULL, quantity INTEGER NOT NULL);
+                    CREATE TABLE inbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, payload BLOB NOT NULL);
+                    CREATE TABLE outbox (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
+                        payload BLOB NOT NULL, retain INTEGER NOT NULL);
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: Restore
+
+    /// Everything the store needs to carry on.
+    public func loadSnapshot() throws -> StoreSnapshot {
+        try pool.read { db in
+            var snapshot = StoreSnapshot()
+            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM watch ORDER BY position")
+            while let row = try rows.next() {
+                guard let customer = try? CustomerID(row["customer"] as String), let sku = try? SKU(row["sku"] as String),
+                    let mode = WatchMode(rawValue: row["mode"])
+                else { continue }
+                snapshot.watches.append(
+                    Watch(
+                        customer: customer, sku: sku, mode: mode, minQuantity: row["minQuantity"],
+                        position: UInt64(row["position"] as Int64), since: Date(timeIntervalSince1970: row["since"]),
+                        isWaiting: row["waiting"]))
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT sku, quantity FROM inventory") {
+                if let sku = try? SKU(row["sku"] as String) { snapshot.inventory[sku] = row["quantity"] }
+            }
+            let counters = try Dictionary(
+                uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT name, value FROM counter").map {
+                    ($0["name"] as String, $0["value"] as Int64)
+                })
+            snapshot.nextPosition = UInt64(counters["nextPosition"] ?? 1)
+            snapshot.nextAlertSequence = UInt64(counters["nextAlertSequence"] ?? 1)
+            return snapshot
+        }
+    }
+
+    // MARK: Inbox
+
+    /// Records a request as received, before it is acknowledged to the broker.
+    @discardableResult
+    public func journal(topic: String, payload: [UInt8]) throws -> Int64 {
+        try pool.write { db in
+            try db.execute(sql: "INSERT INTO inbox (topic, payload) VALUES (?, ?)", arguments: [topic, Data(payload)])
+            return db.lastInsertedRowID
+        }
+    }
+
+    /// The oldest requests not yet applied, in the order received.
+    public func pendingRequests(limit: Int) throws -> [JournaledRequest] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT seq, topic, payload FROM inbox ORDER BY seq LIMIT ?", arguments: [limit]).map {
+                JournaledRequest(seq: $0["seq"], topic: $0["topic"], payload: Array($0["payload"] as Data))
+            }
+        }
+    }
+
+    // MARK: Commit
+
+    /// Applies a batch of changes in one transaction: watches, inventory, counters, the messages to
+    /// publish, and the removal of the requests that caused them.
+    public func commit(_ changes: StoreChanges) throws {
+        try pool.write { db in
+            for (key, watch) in changes.watches {
+                if let watch {
+                    try db.execute(
+                        sql: """
+                            INSERT OR REPLACE INTO watch (customer, sku, mode, minQuantity, position, since, waiting)
+                            VALUES (?, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [
+                            watch.customer.rawValue, watch.sku.rawValue, watch.mode.rawValue, watch.minQuantity,
+                            Int64(watch.position), watch.since.timeIntervalSince1970, watch.isWaiting,
+                        ])
+                } else {
+                    try db.execute(
+                        sql: "DELETE FROM watch WHERE customer = ? AND sku = ?",
+                        arguments: [key.customer.rawValue, key.sku.rawValue])
+                }
+            }
+            for (sku, quantity) in changes.inventory {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO inventory (sku, quantity) VALUES (?, ?)", arguments: [sku.rawValue, quantity])
+            }
+            if let counters = changes.counters {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO counter (name, value) VALUES ('nextPosition', ?), ('nextAlertSequence', ?)",
+                    arguments: [Int64(counters.nextPosition), Int64(counters.nextAlertSequence)])
+            }
+            for publication in changes.publications {
+                // A retained topic keeps only its newest version waiting: REPLACE gives it a new seq.
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain) VALUES (?, ?, ?, ?)",
+                    arguments: [publication.key, publication.topic, Data(publication.payload), publication.retain])
+            }
+            if let seq = changes.processedThrough {
+                try db.execute(sql: "DELETE FROM inbox WHERE seq <= ?", arguments: [seq])
+            }
+        }
+    }
+
+    // MARK: Outbox
+
+    /// Messages committed but not yet acknowledged, oldest first, after `seq`.
+    public func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT seq, topic, payload, retain FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+                arguments: [seq, limit]
+            ).map {
+                PendingPublication(seq: $0["seq"], topic: $0["topic"], payload: Array($0["payload"] as Data), retain: $0["retain"])
+            }
+        }
+    }
+
+    /// Forgets messages the broker has acknowledged (by the version published: a newer one stays).
+    public func markPublished(_ seqs: [Int64]) throws {
+        guard !seqs.isEmpty else { return }
+        try pool.write { db in
+            for seq in seqs { try db.execute(sql: "DELETE FROM outbox WHERE seq = ?", arguments: [seq]) }
+        }
+    }
+
+    /// How many rows each queue holds (for tests and logs).
+    public func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
+        try pool.read { db in
+            (
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM inbox") ?? 0,
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0,
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM watch") ?? 0
+            )
+        }
+    }
+}
+
+/// A request as journaled: its place in the inbox, topic and payload.
+public struct JournaledRequest: Sendable, Hashable {
+    public let seq: Int64
+    public let topic: String
+    public let payload: [UInt8]
+}
+
+/// A message waiting in the outbox.
+public struct PendingPublication: Sendable, Hashable {
+    public let seq: Int64
+    public let topic: String
+    public let payload: [UInt8]
+    public let retain: Bool
+}
+
+/// Identifies a watch: one customer, one SKU.
+public struct WatchKey: Sendable, Hashable {
+    public let customer: CustomerID
+    public let sku: SKU
+}
+
+/// A message to publish after the commit. `key` makes it unique in the outbox: an alert's id, or
+/// a retained topic (whose newer version replaces an older one not yet sent).
+public struct Publication: Sendable, Hashable {
+    public var key: String
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+}
+
+/// What one batch of requests changed, to commit in one transaction.
+public struct StoreChanges: Sendable {
+    /// New state of each changed watch; `nil` when it was removed.
+    public var watches: [WatchKey: Watch?] = [:]
+    public var inventory: [SKU: Int] = [:]
+    public var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
+    public var publications: [Publication] = []
+    /// The last inbox entry this batch consumed.
+    public var processedThrough: Int64?
+
+    public init() {}
+}

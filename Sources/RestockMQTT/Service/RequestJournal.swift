@@ -1,0 +1,27 @@
+import Logging
+import Mosquitto
+
+/// Writes each request the store receives into the inbox, on libmosquitto's network thread, before the
+/// callback returns — and so before libmosquitto sends the PUBACK. A request the broker counts as
+/// delivered is therefore already on disk; if the store dies first, the broker delivers it again.
+///
+/// A local SQLite insert is the one blocking call made on that thread, on purpose: it is what makes the
+/// acknowledgement truthful. Payloads are cut to just over the request limit, so a hostile 1 MiB payload
+/// costs 4 KiB on disk and is still refused as too large.
+struct RequestJournal: MQTTInboundJournal {
+    let database: StoreDatabase
+    let wakeup: AsyncStream<Void>.Continuation
+    let logger: Logger
+
+    func record(_ message: MQTTMessage) {
+        let payload = Array(message.payload.prefix(RequestDecoder.maximumPayloadSize + 1))
+        do {
+            try database.journal(topic: message.topic, payload: payload)
+        } catch {
+            // Without the journal the request would be acknowledged and lost: stop before the PUBACK.
+            logger.critical("cannot journal a request, stopping so that the broker delivers it again: \(error)")
+            fatalError("request journal failed: \(error)")
+        }
+        wakeup.yield()
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import Mosquitto
+import RestockCore
+import RestockMQTT
+
+/// The options every command that talks to a broker shares (DESIGN §6).
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port (env RESTOCK_BROKER).")
+    var broker: String = ProcessInfo.processInfo.environment["RESTOCK_BROKER"] ?? "mqtt://127.0.0.1:1883"
+
+    @Option(help: "User name for the broker.")
+    var username: String?
+
+    @Option(help: "Password for the broker (env RESTOCK_PASSWORD).")
+    var password: String?
+
+    @Option(help: "CA certificate file (PEM) for mqtts://.")
+    var cafile: String?
+
+    @Option(help: "Client certificate file (PEM) for mqtts://.")
+    var cert: String?
+
+    @Option(help: "Client key file (PEM) for mqtts://.")
+    var key: String?
+
+    @Option(help: "MQTT protocol version: 5 or 3.1.1.")
+    var mqttVersion: String = "5"
+
+    @Option(help: "Topic prefix.")
+    var prefix: String = RestockTopics.defaultPrefix
+
+    @Option(help: "Store id.")
+    var store: String = "apple"
+
+    func validate() throws {
+        _ = try brokerConnection()
+        _ = try topics()
+    }
+
+    func storeID() throws -> StoreID {
+        try identifier(store, StoreID.self, option: "store")
+    }
+
+    func topics() throws -> RestockTopics {
+        let store = try storeID()
+        do { return try RestockTopics(prefix: prefix, store: store) } catch { throw ValidationError("--prefix: \(error.description)") }
+    }
+
+    func brokerConnection() throws -> BrokerConnection {
+        let address: BrokerAddress
+        do { address = try BrokerAddress(url: broker) } catch { throw ValidationError(error.description) }
+        let version: MQTTProtocolVersion
+        switch mqttVersion {
+        case "5": version = .v5
+        case "3.1.1", "311": version = .v311
+        default: throw ValidationError("--mqtt-version must be 5 or 3.1.1, not \(mqttVersion)")
+        }
+        if !address.usesTLS, cafile != nil || cert != nil || key != nil {
+            throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")
+        }
+        let tls = address.usesTLS ? MQTTTLSConfiguration(caFile: cafile, certificateFile: cert, keyFile: key) : nil
+        let password = self.password ?? ProcessInfo.processInfo.environment["RESTOCK_PASSWORD"]
+        return BrokerConnection(broker: address, username: username, password: password, tls: tls, protocolVersion: version)
+    }
+
+    func client() throws -> StoreClient {
+        StoreClient(connection: try brokerConnection(), topics: try topics())
+    }
+}
+
+/// Parses an identifier option, as a validation error naming the option.
+func identifier<Kind>(_ raw: String, _ type: Identifier<Kind>.Type, option: String) throws -> Identifier<Kind> {
+    do { return try Identifier<Kind>(raw) } catch { throw ValidationError("--\(option): \(error.description)") }
+}
+
+/// Writes one line to standard output at once, unbuffered, so a pipe sees each alert as it arrives.
+func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}

@@ -1,0 +1,35 @@
+import ArgumentParser
+import Foundation
+import LocalBroker
+import RestockMQTT
+
+extension Restock {
+    struct Demo: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The whole story in one run: a store, three customers, restocks and the alerts arriving.",
+            discussion: "Without --broker it starts a private mosquitto on a free loopback port, and stops it after.")
+
+        @OptionGroup var connection: ConnectionOptions
+
+        /// Whether --broker (or RESTOCK_BROKER) was given; otherwise the demo brings its own broker.
+        private var brokerGiven: Bool {
+            CommandLine.arguments.contains { $0 == "--broker" || $0.hasPrefix("--broker=") }
+                || ProcessInfo.processInfo.environment["RESTOCK_BROKER"] != nil
+        }
+
+        func run() async throws {
+            var options = connection
+            var privateBroker: LocalMosquitto?
+            if !brokerGiven {
+                let broker = try await LocalMosquitto.start()
+                emit("▶ Started a private mosquitto on \(broker.url)")
+                options.broker = broker.url
+                privateBroker = broker
+            }
+            let story = DemoStory(connection: try options.brokerConnection(), topics: try options.topics(), say: emit)
+            let summary = try await story.run()
+            try await privateBroker?.stop()
+            if !summary.succeeded { throw ExitCode.failure }
+        }
+    }
+}

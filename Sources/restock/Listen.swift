@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import LocalBroker
+import RestockCore
+import RestockMQTT
+
+extension Restock {
+    struct Listen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a customer's alerts as they arrive, each once (persistent session: nothing is missed while away).")
+
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "Customer id.") var customer: String
+        @Option(help: "Stop after this many alerts.") var count: Int?
+        @Option(help: "Stop after this many seconds.") var timeout: Double?
+        @Flag(help: "Print each alert as one JSON object a line.") var json = false
+
+        func validate() throws {
+            _ = try identifier(customer, CustomerID.self, option: "customer")
+            if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+            if let timeout, timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
+        }
+
+        func run() async throws {
+            let who = try identifier(customer, CustomerID.self, option: "customer")
+            let alerts = try await connection.client().alerts(for: who)
+            let limit = count, printJSON = json
+            let listening = Task {
+                var received = 0
+                for try await alert in alerts {
+                    if printJSON {
+                        emit(String(decoding: alert.jsonData(), as: UTF8.self))
+                    } else {
+                        emit("\(Timestamp.string(from: alert.at))  \(alert.message)  [\(alert.id), position \(alert.position)]")
+                    }
+                    received += 1
+                    if let limit, received >= limit { return }
+                }
+            }
+            if let timeout {
+                do {
+                    try await withDeadline(timeout, waitingFor: "alerts") { try await listening.value }
+                } catch is DeadlineExceeded {
+                    listening.cancel()
+                    if let count { throw ValidationError("only some of \(count) alerts arrived within \(timeout.formatted()) s") }
+                }
+            } else {
+                try await listening.value
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+
+/// `restock`: the back-in-stock alert service over MQTT, from the command line.
+@main
+struct Restock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restock",
+        abstract: "Back-in-stock alerts over MQTT: run a store, subscribe customers, restock, listen.",
+        discussion: """
+            Customers watch sold-out SKUs; when stock arrives the store alerts them in signup order, each on
+            their own topic. Every command that talks to a broker takes the connection options below.
+            """,
+        subcommands: [
+            Serve.self, Subscribe.self, Unsubscribe.self, Listen.self, Stock.self, Inventory.self, Watching.self,
+            Demo.self,
+        ])
+
+    /// Runs the command; any error is one plain line on stderr and a non-zero exit (DESIGN §6).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            guard code != .success else { exit(withError: error) }  // --help, --version
+            if error is ExitCode { Foundation.exit(code.rawValue) }  // already explained
+            let message = Restock.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+            Foundation.exit(code.rawValue)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RestockMQTT
+import ServiceLifecycle
+
+extension Restock {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the store service until SIGINT or SIGTERM, then go offline cleanly.")
+
+        @OptionGroup var connection: ConnectionOptions
+
+        @Option(help: "Directory of the store's state (SQLite). Default: a per-user state directory.")
+        var data: String?
+
+        @Option(help: "Fair release: at most K alerts per unit of stock that arrives (0 = off).")
+        var alertsPerUnit: Int = 0
+
+        func validate() throws {
+            guard (0...1_000_000).contains(alertsPerUnit) else {
+                throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000")
+            }
+        }
+
+        func run() async throws {
+            let store = try connection.storeID()
+            let directory = data.map { URL(fileURLWithPath: $0) } ?? Self.defaultDataDirectory(for: store.rawValue)
+            var logger = Logger(label: "restock.store")
+            logger.logLevel = .info
+            logger.info("store \(store) keeps its state in \(directory.path)")
+            let service = try StoreService(
+                configuration: .init(
+                    connection: try connection.brokerConnection(), store: store, prefix: connection.prefix,
+                    dataDirectory: directory, alertsPerUnit: alertsPerUnit),
+                logger: logger)
+            let group = ServiceGroup(
+                configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        }
+
+        /// `$XDG_STATE_HOME/restock/{store}`, or `~/.local/state/restock/{store}`.
+        static func defaultDataDirectory(for store: String) -> URL {
+            let environment = ProcessInfo.processInfo.environment
+            let base =
+                environment["XDG_STATE_HOME"].map { URL(fileURLWithPath: $0) }
+                ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
+            return base.appendingPathComponent("restock").appendingPathComponent(store)
+        }
+    }
+}

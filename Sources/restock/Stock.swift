@@ -1,0 +1,29 @@
+import ArgumentParser
+import RestockCore
+import RestockMQTT
+
+extension Restock {
+    struct Stock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Admin: set or adjust the on-hand stock of a SKU; exits 0 once the store confirms.")
+
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "SKU.") var sku: String
+        @Option(help: "Make the on-hand quantity exactly N.") var set: Int?
+        @Option(help: "Add N (negative to remove; never below 0).") var add: Int?
+        @Option(help: "Seconds to wait for the store's confirmation.") var wait: Double = 10
+
+        func validate() throws {
+            _ = try identifier(sku, SKU.self, option: "sku")
+            guard (set == nil) != (add == nil) else { throw ValidationError("give exactly one of --set N and --add N") }
+            if let set, set < 0 { throw ValidationError("--set cannot be negative") }
+        }
+
+        func run() async throws {
+            let item = try identifier(sku, SKU.self, option: "sku")
+            let change: StockChange = set.map { .set($0) } ?? .add(add ?? 0)
+            let record = try await connection.client().changeStock(of: item, change, wait: wait)
+            print("\(record.sku): \(record.quantity) on hand")
+        }
+    }
+}

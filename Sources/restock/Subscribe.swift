@@ -1,0 +1,36 @@
+import ArgumentParser
+import RestockCore
+import RestockMQTT
+
+extension Restock {
+    struct Subscribe: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Ask to be alerted when a SKU is back; exits 0 once the store confirms.")
+
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "Customer id.") var customer: String
+        @Option(help: "SKU to watch.") var sku: String
+        @Flag(help: "Alert on every return, not just once.") var every = false
+        @Option(help: "Alert only when at least this many are on hand.") var minQuantity: Int = 1
+        @Option(help: "Seconds to wait for the store's confirmation.") var wait: Double = 10
+
+        func validate() throws {
+            _ = try identifier(customer, CustomerID.self, option: "customer")
+            _ = try identifier(sku, SKU.self, option: "sku")
+            guard minQuantity >= 1 else { throw ValidationError("--min-quantity must be at least 1") }
+            guard wait > 0 else { throw ValidationError("--wait must be more than 0 seconds") }
+        }
+
+        func run() async throws {
+            let who = try identifier(customer, CustomerID.self, option: "customer")
+            let item = try identifier(sku, SKU.self, option: "sku")
+            let mirror = try await connection.client().subscribe(
+                who, to: item, mode: every ? .every : .once, minQuantity: minQuantity, wait: wait)
+            if let entry = mirror.watching.first(where: { $0.sku == item.rawValue }) {
+                print("\(who) is watching \(item) (position \(entry.position), \(entry.mode), at least \(entry.minQuantity))")
+            } else {
+                print("\(who): \(item) is in stock already; the alert has been sent")
+            }
+        }
+    }
+}
