@@ -48,7 +48,9 @@ let package = Package(
         .target(name: "RestockTestSupport", dependencies: ["LocalBroker"], path: "Tests/RestockTestSupport"),
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "RestockTestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport"]),
-        .testTarget(name: "RestockMQTTTests", dependencies: ["RestockMQTT", "RestockTestSupport"]),
+        .testTarget(
+            name: "RestockMQTTTests",
+            dependencies: ["RestockMQTT", "RestockTestSupport", .product(name: "Logging", package: "swift-log")]),
     ],
     swiftLanguageModes: [.v6]
 )
