@@ -16,7 +16,9 @@ struct ContractTests {
         try await store.start()
         let watcher = try await TopicWatcher(broker: broker, filter: "restock/apple/#")
 
-        #expect(watcher.payloads(StoreStatus.self, on: "restock/apple/status").first?.isOnline == true)
+        try await watcher.wait(for: "the retained online status") {
+            $0.payloads(StoreStatus.self, on: "restock/apple/status").first?.isOnline == true
+        }
 
         // A bare SKU, then JSON with every field.
         try await mosquittoPub(broker, "restock/apple/subscribe/alice", "iphone-15")
@@ -46,6 +48,9 @@ struct ContractTests {
         #expect(Set(object.keys) == ["version", "id", "store", "customer", "sku", "quantity", "position", "message", "at"])
         #expect(object["version"] as? Int == 1 && object["quantity"] as? Int == 1 && object["position"] as? Int == 1)
         #expect(Timestamp.date(from: object["at"] as? String ?? "") != nil)
+        try await watcher.wait(for: "the inventory record") {
+            !$0.payloads(InventoryRecord.self, on: "restock/apple/inventory/iphone-15").isEmpty
+        }
         let inventory = try #require(watcher.payloads(InventoryRecord.self, on: "restock/apple/inventory/iphone-15").last)
         #expect(inventory.quantity == 1 && inventory.store == "apple" && inventory.sku == "iphone-15")
         #expect(watcher.payloads(RestockAlert.self, on: "restock/apple/customers/bob/alerts").isEmpty)

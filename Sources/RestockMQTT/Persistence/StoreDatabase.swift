@@ -28,6 +28,15 @@ public final class StoreDatabase: Sendable {
         try Self.migrator.migrate(pool)
     }
 
+    /// Reads the state saved in `directory` without taking the directory lock, while a store may be
+    /// running on it (for tests and inspection; WAL readers never block the writer).
+    public static func snapshot(readingOnly directory: URL) throws -> StoreSnapshot {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
+        return try loadSnapshot(from: pool)
+    }
+
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -37,7 +46,8 @@ public final class StoreDatabase: Sendable {
                     CREATE TABLE watch (
                         customer TEXT NOT NULL, sku TEXT NOT NULL, mode TEXT NOT NULL,
                         minQuantity INTEGER NOT NULL, position INTEGER NOT NULL UNIQUE,
-                        since REAL NOT NULL, waiting INTEGER NOT NULL,
+                        since REAL NOT NULL, -- seconds since 2001-01-01, as Date keeps them (exact round trip)
+                        waiting INTEGER NOT NULL,
                         PRIMARY KEY (customer, sku));
                     CREATE TABLE inventory (sku TEXT PRIMARY KEY NOT NULL, quantity INTEGER NOT NULL);
                     CREATE TABLE inbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, payload BLOB NOT NULL);
@@ -53,6 +63,10 @@ public final class StoreDatabase: Sendable {
 
     /// Everything the store needs to carry on.
     public func loadSnapshot() throws -> StoreSnapshot {
+        try Self.loadSnapshot(from: pool)
+    }
+
+    private static func loadSnapshot(from pool: DatabasePool) throws -> StoreSnapshot {
         try pool.read { db in
             var snapshot = StoreSnapshot()
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM watch ORDER BY position")
@@ -63,7 +77,7 @@ public final class StoreDatabase: Sendable {
                 snapshot.watches.append(
                     Watch(
                         customer: customer, sku: sku, mode: mode, minQuantity: row["minQuantity"],
-                        position: UInt64(row["position"] as Int64), since: Date(timeIntervalSince1970: row["since"]),
+                        position: UInt64(row["position"] as Int64), since: Date(timeIntervalSinceReferenceDate: row["since"]),
                         isWaiting: row["waiting"]))
             }
             for row in try Row.fetchAll(db, sql: "SELECT sku, quantity FROM inventory") {
@@ -114,7 +128,7 @@ public final class StoreDatabase: Sendable {
                             """,
                         arguments: [
                             watch.customer.rawValue, watch.sku.rawValue, watch.mode.rawValue, watch.minQuantity,
-                            Int64(watch.position), watch.since.timeIntervalSince1970, watch.isWaiting,
+                            Int64(watch.position), watch.since.timeIntervalSinceReferenceDate, watch.isWaiting,
                         ])
                 } else {
                     try db.execute(
