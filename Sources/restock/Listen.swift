@@ -39,7 +39,9 @@ extension Restock {
             }
             if let timeout {
                 do {
-                    try await withDeadline(timeout, waitingFor: "alerts") { try await listening.value }
+                    try await withDeadline(timeout, waitingFor: "alerts") {
+                        try await withTaskCancellationHandler { try await listening.value } onCancel: { listening.cancel() }
+                    }
                 } catch is DeadlineExceeded {
                     listening.cancel()
                     if let count { throw ValidationError("only some of \(count) alerts arrived within \(timeout.formatted()) s") }

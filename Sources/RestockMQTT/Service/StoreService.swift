@@ -66,6 +66,7 @@ public final class StoreService: Service, Sendable {
                 will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true)),
             journal: RequestJournal(database: database, wakeup: requestArrived, logger: logger))
 
+        let connectionEvents = client.connectionEvents()
         try await connect(client)
         for filter in topics.requestFilters { try await client.subscribe(to: filter, qos: .atLeastOnce) }
         let online = StoreStatus(store: store.id, online: true, since: clock())
@@ -90,6 +91,20 @@ public final class StoreService: Service, Sendable {
             }
             group.addTask {
                 do { try await publisher.run(wakeups: outbox) } catch { self.logger.error("outbox stopped: \(error)") }
+            }
+            group.addTask {
+                // A restarted broker may have lost the retained status: say online again on every reconnect,
+                // and resend what the outbox still holds.
+                for await event in connectionEvents {
+                    guard case .connected = event else {
+                        self.logger.warning("broker connection: \(event)")
+                        continue
+                    }
+                    self.logger.info("reconnected to the broker")
+                    let status = StoreStatus(store: self.store.id, online: true, since: self.clock())
+                    try? await client.publish(status.payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                    outboxGrew.yield()
+                }
             }
             await withGracefulShutdownHandler {
                 await group.next()

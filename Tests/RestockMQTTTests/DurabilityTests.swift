@@ -1,0 +1,163 @@
+import Foundation
+import Mosquitto
+import RestockCore
+import RestockMQTT
+import RestockTestSupport
+import Synchronization
+import Testing
+
+/// Alert ids received per customer, by a wildcard subscriber with a persistent session.
+final class AlertCollector: Sendable {
+    private final class Tally: Sendable {
+        let ids = Mutex<[String: Set<String>]>([:])
+        let deliveries = Mutex(0)
+    }
+
+    private let tally = Tally()
+    let client: MQTTClient
+    private let reader: Task<Void, Never>
+
+    init(broker: MosquittoBroker) async throws {
+        client = try MQTTClient(
+            configuration: .init(
+                broker: try BrokerAddress(url: broker.url), clientID: "collector-\(UUID().uuidString.prefix(6))",
+                session: .persistent, maxInflight: 1_000))
+        let messages = try client.messages(matching: "restock/apple/customers/+/alerts")
+        try await client.connect()
+        try await client.subscribe(to: "restock/apple/customers/+/alerts", qos: .atLeastOnce)
+        let tally = self.tally
+        reader = Task {
+            for await message in messages {
+                guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
+                tally.ids.withLock { _ = $0[alert.customer.rawValue, default: []].insert(alert.id) }
+                tally.deliveries.withLock { $0 += 1 }
+            }
+        }
+    }
+
+    var customers: Int { tally.ids.withLock { $0.count } }
+    var total: Int { tally.deliveries.withLock { $0 } }
+    var idsByCustomer: [String: Set<String>] { tally.ids.withLock { $0 } }
+
+    func close() async {
+        reader.cancel()
+        await client.disconnect()
+    }
+}
+
+/// DESIGN §5: a restart of the store, of the broker, or of both loses no watch and no alert.
+@Suite("Durability: nothing is lost")
+struct DurabilityTests {
+    /// Publishes a subscribe request for each customer, keeping many in flight.
+    func subscribeAll(_ count: Int, through broker: MosquittoBroker, mode: String = "every") async throws {
+        let client = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "requests-\(UUID().uuidString.prefix(6))"))
+        try await client.connect()
+        let publications = try (0..<count).map { index in
+            try client.send(Array(#"{"sku":"switch-2","mode":"\#(mode)"}"#.utf8), to: "restock/apple/subscribe/c\(index)")
+        }
+        for publication in publications { try await publication.acknowledged() }
+        await client.disconnect()
+    }
+
+    func storedWatches(_ data: URL) -> Int { (try? StoreDatabase.snapshot(readingOnly: data).watches.count) ?? 0 }
+
+    @Test("the store killed with SIGKILL in the middle of a fan-out to 3,000 customers alerts them all after a restart")
+    func killDuringFanOut() async throws {
+        let broker = try await MosquittoBroker.start()
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let store = StoreProcess(broker: broker, dataDirectory: data)
+        try await store.start()
+        try await subscribeAll(3_000, through: broker)
+        try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
+
+        let collector = try await AlertCollector(broker: broker)
+        try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
+        try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
+        try await store.send(SIGKILL)
+        let beforeRestart = collector.customers
+
+        try await store.start()
+        try await waitUntil("every customer alerted", within: 90) { collector.customers == 3_000 }
+        let ids = collector.idsByCustomer
+        #expect(ids.count == 3_000)
+        #expect(ids.values.allSatisfy { $0.count == 1 }, "a duplicate carried a different id")
+        #expect(Set(ids.values.flatMap { $0 }).count == 3_000, "alert ids are unique across customers")
+        print("fan-out: \(beforeRestart) customers alerted before SIGKILL, \(collector.total) deliveries for 3000 customers in all")
+
+        try await store.send(SIGTERM)
+        let snapshot = try StoreDatabase.snapshot(readingOnly: data)
+        #expect(snapshot.watches.count == 3_000, "every watch kept")
+        #expect(Set(snapshot.watches.map(\.position)) == Set(1...3_000), "positions kept")
+        #expect(snapshot.watches.allSatisfy { !$0.isWaiting }, "every watch committed as alerted")
+        #expect(snapshot.inventory[sku("switch-2")] == 10)
+        await collector.close()
+    }
+
+    @Test("requests the store had acknowledged but not yet committed survive a SIGKILL")
+    func acknowledgedRequestsSurvive() async throws {
+        let broker = try await MosquittoBroker.start()
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let store = StoreProcess(broker: broker, dataDirectory: data)
+        try await store.start()
+        let sending = Task { try await subscribeAll(4_000, through: broker, mode: "once") }
+        try await waitUntil("the store to be busy", within: 30) { storedWatches(data) > 100 }
+        try await store.send(SIGKILL)
+        let atKill = storedWatches(data)
+        try await sending.value
+        try await store.start()
+        try await waitUntil("all 4,000 requests applied", within: 90) { storedWatches(data) == 4_000 }
+        print("requests: \(atKill) of 4000 committed at SIGKILL; all 4000 after restart")
+        let snapshot = try StoreDatabase.snapshot(readingOnly: data)
+        #expect(Set(snapshot.watches.map(\.customer.rawValue)) == Set((0..<4_000).map { "c\($0)" }))
+        try await store.send(SIGTERM)
+    }
+
+    @Test("a customer offline during the restock receives the alert when it comes back")
+    func offlineCustomer() async throws {
+        let broker = try await MosquittoBroker.start()
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let store = StoreProcess(broker: broker, dataDirectory: data)
+        try await store.start()
+        // A first listen creates alice's persistent session, then she goes away.
+        let first = try await ChildProcess.run(restockExecutable, ["listen", "--broker", broker.url, "--customer", "alice", "--timeout", "1"])
+        #expect(first.status == 0, "\(first.standardError)")
+        try await mosquittoPub(broker, "restock/apple/subscribe/alice", "airpods-pro")
+        try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"airpods-pro","set":4}"#)
+        let outbox = try await TopicWatcher(broker: broker, filter: "restock/apple/inventory/airpods-pro")
+        try await outbox.wait(for: "the restock") { !$0.messages.isEmpty }
+
+        let back = try await ChildProcess.run(
+            restockExecutable, ["listen", "--broker", broker.url, "--customer", "alice", "--count", "1", "--timeout", "20", "--json"])
+        #expect(back.status == 0, "\(back.standardError)")
+        let alert = try RestockAlert(jsonData: Data(back.standardOutput.utf8))
+        #expect(alert.customer == customer("alice") && alert.sku == sku("airpods-pro") && alert.quantity == 4)
+        try await store.send(SIGTERM)
+    }
+
+    @Test("the broker killed and restarted under a running store: the store carries on by itself")
+    func brokerRestart() async throws {
+        let broker = try await MosquittoBroker.start(.init(persistence: true))
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let store = StoreProcess(broker: broker, dataDirectory: data)
+        try await store.start()
+        try await mosquittoPub(broker, "restock/apple/subscribe/alice", #"{"sku":"ipad","mode":"every"}"#)
+        try await waitUntil("alice's watch stored") { storedWatches(data) == 1 }
+
+        try await broker.kill()
+        try await broker.launch()
+
+        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        try await waitUntil("the store back online", within: 30) { (try? await client.status())?.isOnline == true }
+        let alerts = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/alerts")
+        try await client.subscribe(customer("bob"), to: sku("ipad"), mode: .every, wait: 20)
+        try await client.changeStock(of: sku("ipad"), .set(2), wait: 20)
+        try await alerts.wait(for: "alice and bob alerted", within: 30) { $0.messages.count == 2 }
+        #expect(Set(alerts.messages.map(\.topic)) == ["restock/apple/customers/alice/alerts", "restock/apple/customers/bob/alerts"])
+        #expect(store.log.contains("reconnected"))
+        try await store.send(SIGTERM)
+    }
+}
