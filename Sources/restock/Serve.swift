@@ -14,7 +14,7 @@ extension Restock {
         @Option(help: "Directory of the store's state (SQLite). Default: a per-user state directory.")
         var data: String?
 
-        @Option(help: "Fair release: at most K alerts per unit of stock that arrives (0 = off).")
+        @Option(parsing: .unconditional, help: "Fair release: at most K alerts per unit of stock that arrives (0 = off).")
         var alertsPerUnit: Int = 0
 
         func validate() throws {

@@ -9,8 +9,8 @@ extension Restock {
 
         @OptionGroup var connection: ConnectionOptions
         @Option(help: "SKU.") var sku: String
-        @Option(help: "Make the on-hand quantity exactly N.") var set: Int?
-        @Option(help: "Add N (negative to remove; never below 0).") var add: Int?
+        @Option(parsing: .unconditional, help: "Make the on-hand quantity exactly N.") var set: Int?
+        @Option(parsing: .unconditional, help: "Add N (negative, such as --add -2, to remove; never below 0).") var add: Int?
         @Option(help: "Seconds to wait for the store's confirmation.") var wait: Double = 10
 
         func validate() throws {

@@ -29,10 +29,29 @@ public enum RequestDecoder {
     /// The largest request payload accepted.
     public static let maximumPayloadSize = 4 * 1024
 
+    /// A JSON number that must be a whole number within ±10^15, so that `1.5` or `1e300` is refused
+    /// with the name of its field.
+    private struct WholeNumber: Decodable {
+        var value: Int
+        init(_ value: Int) { self.value = value }
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let integer = try? container.decode(Int.self), abs(integer) <= 1_000_000_000_000_000 {
+                value = integer
+                return
+            }
+            let number = try container.decode(Double.self)
+            guard number.rounded() == number, abs(number) <= 1e15 else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a whole number in range")
+            }
+            value = Int(number)
+        }
+    }
+
     private struct SubscribeBody: Decodable {
         var sku: String
         var mode: String?
-        var minQuantity: Int?
+        var minQuantity: WholeNumber?
     }
 
     private struct UnsubscribeBody: Decodable {
@@ -42,8 +61,8 @@ public enum RequestDecoder {
 
     private struct StockBody: Decodable {
         var sku: String
-        var set: Int?
-        var add: Int?
+        var set: WholeNumber?
+        var add: WholeNumber?
     }
 
     /// Decodes a subscribe request of `customer`.
@@ -62,7 +81,7 @@ public enum RequestDecoder {
             }
             mode = parsed
         }
-        let minQuantity = body.minQuantity ?? 1
+        let minQuantity = body.minQuantity?.value ?? 1
         guard minQuantity >= 1 else { throw RequestRefusal(.invalidMinQuantity(minQuantity)) }
         return .subscribe(customer, try sku(body.sku), mode: mode, minQuantity: minQuantity)
     }
@@ -93,7 +112,7 @@ public enum RequestDecoder {
         }
         let body = try decode(StockBody.self, from: data)
         let item = try sku(body.sku)
-        switch (body.set, body.add) {
+        switch (body.set?.value, body.add?.value) {
         case (let quantity?, nil):
             guard quantity >= 0 else { throw RequestRefusal(.negativeStock(quantity)) }
             return .stock(item, .set(quantity))
@@ -130,25 +149,26 @@ public enum RequestDecoder {
     private static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(RequestRefusal) -> T {
         do {
             return try JSONDecoder().decode(type, from: data)
-        } catch let DecodingError.keyNotFound(key, _) {
+        } catch DecodingError.keyNotFound(let key, _) {
             throw RequestRefusal(code: "invalid-field", detail: "the request needs \"\(key.stringValue)\"")
-        } catch let DecodingError.typeMismatch(expected, context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw RequestRefusal(code: "invalid-field", detail: "\"\(field)\" must be \(describe(expected))")
-        } catch let DecodingError.valueNotFound(expected, context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw RequestRefusal(code: "invalid-field", detail: "\"\(field)\" must be \(describe(expected)), not null")
-        } catch let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw RequestRefusal(code: "invalid-field", detail: "\"\(field)\" must be a whole number in range")
+        } catch DecodingError.typeMismatch(let expected, let context) where !context.codingPath.isEmpty {
+            throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be \(describe(expected))")
+        } catch DecodingError.valueNotFound(let expected, let context) where !context.codingPath.isEmpty {
+            throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be \(describe(expected))")
+        } catch DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty {
+            throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be a whole number")
         } catch {
-            throw RequestRefusal(code: "invalid-json", detail: "the payload is not valid JSON")
+            throw RequestRefusal(code: "invalid-json", detail: "the payload is not a valid JSON object")
         }
+    }
+
+    private static func field(_ context: DecodingError.Context) -> String {
+        context.codingPath.map(\.stringValue).joined(separator: ".")
     }
 
     private static func describe(_ type: Any.Type) -> String {
         switch type {
-        case is Int.Type: "an integer"
+        case is Int.Type, is Double.Type: "an integer"
         case is Bool.Type: "true or false"
         case is String.Type: "a string"
         default: "of another type"

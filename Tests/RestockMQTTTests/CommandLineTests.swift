@@ -1,0 +1,106 @@
+import Foundation
+import RestockMQTT
+import RestockTestSupport
+import Testing
+
+/// The `restock` tool as a user runs it.
+@Suite("The restock command line")
+struct CommandLineTests {
+    func restock(_ arguments: [String]) async throws -> CommandResult {
+        try await ChildProcess.run(restockExecutable, arguments, within: 60)
+    }
+
+    @Test("the demo runs to completion with its own private broker")
+    func demo() async throws {
+        let result = try await restock(["demo"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("Started a private mosquitto on mqtt://127.0.0.1:"))
+        #expect(result.standardOutput.contains("🔔 alice got an alert"))
+        #expect(result.standardOutput.contains("Every alert arrived, and none twice."))
+    }
+
+    @Test("subscribe, stock, watching, inventory and unsubscribe against a running store")
+    func session() async throws {
+        let broker = try await MosquittoBroker.start()
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let store = StoreProcess(broker: broker, dataDirectory: data)
+        try await store.start()
+        let connection = ["--broker", broker.url]
+
+        let subscribed = try await restock(["subscribe"] + connection + ["--customer", "alice", "--sku", "iphone-15", "--every", "--min-quantity", "2"])
+        #expect(subscribed.status == 0, "\(subscribed.standardError)")
+        #expect(subscribed.standardOutput.contains("alice is watching iphone-15 (position 1, every, at least 2)"))
+
+        let watching = try await restock(["watching"] + connection + ["--customer", "alice"])
+        #expect(watching.standardOutput.hasPrefix("iphone-15\tposition 1\tevery\tat least 2"))
+
+        let stocked = try await restock(["stock"] + connection + ["--sku", "iphone-15", "--set", "3"])
+        #expect(stocked.status == 0 && stocked.standardOutput == "iphone-15: 3 on hand\n")
+        let added = try await restock(["stock"] + connection + ["--sku", "iphone-15", "--add", "-5"])
+        #expect(added.standardOutput == "iphone-15: 0 on hand\n")
+
+        let inventory = try await restock(["inventory"] + connection)
+        #expect(inventory.standardOutput == "iphone-15\t0\n")
+
+        let unsubscribed = try await restock(["unsubscribe"] + connection + ["--customer", "alice", "--all"])
+        #expect(unsubscribed.status == 0 && unsubscribed.standardOutput.contains("alice stopped watching everything"))
+        let empty = try await restock(["watching"] + connection + ["--customer", "alice"])
+        #expect(empty.standardOutput == "alice is not watching anything\n")
+        try await store.send(SIGTERM)
+    }
+
+    @Test(
+        "errors are one plain line on stderr and a non-zero exit",
+        arguments: [
+            (["subscribe", "--customer", "a/b", "--sku", "x"], "error: --customer: invalid customer id"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "0"], "error: --min-quantity must be at least 1"),
+            (["stock", "--sku", "x", "--set", "1", "--add", "1"], "error: give exactly one of --set N and --add N"),
+            (["unsubscribe", "--customer", "alice"], "error: give --sku SKU or --all"),
+            (["inventory", "--broker", "http://nope"], "error: invalid configuration: broker URL \"http://nope\" must start with mqtt://"),
+            (["serve", "--alerts-per-unit", "-1"], "error: --alerts-per-unit must be 0 (off) through 1000000"),
+            (["stock", "--sku", "x", "--set", "-2"], "error: --set cannot be negative"),
+        ])
+    func usageErrors(arguments: [String], message: String) async throws {
+        let result = try await restock(arguments)
+        #expect(result.status != 0)
+        #expect(result.standardError.hasPrefix(message), "\(result.standardError)")
+        #expect(result.standardError.split(separator: "\n").count == 1)
+        #expect(result.standardOutput.isEmpty)
+    }
+
+    @Test("an unreachable broker and an offline store are clear errors")
+    func unreachable() async throws {
+        let port = try freeLoopbackPort()
+        let noBroker = try await restock(["subscribe", "--broker", "mqtt://127.0.0.1:\(port)", "--customer", "alice", "--sku", "x"])
+        #expect(noBroker.status != 0)
+        #expect(noBroker.standardError == "error: cannot connect to the broker: mqtt://127.0.0.1:\(port): Connection refused\n")
+
+        let broker = try await MosquittoBroker.start()
+        let noStore = try await restock(["stock", "--broker", broker.url, "--store", "nowhere", "--sku", "x", "--set", "1"])
+        #expect(noStore.status != 0)
+        #expect(noStore.standardError == "error: store nowhere is offline: start it with `restock serve --store nowhere`\n")
+    }
+
+    @Test("a second store process on the same data directory is refused and changes nothing")
+    func secondStore() async throws {
+        let broker = try await MosquittoBroker.start()
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let store = StoreProcess(broker: broker, dataDirectory: data)
+        try await store.start()
+        let second = try await restock(["serve", "--broker", broker.url, "--data", data.path])
+        #expect(second.status != 0)
+        #expect(second.standardError.contains("another store process is using \(data.path)"))
+        try await store.send(SIGTERM)
+    }
+
+    @Test("every command has --help")
+    func help() async throws {
+        for command in ["serve", "subscribe", "unsubscribe", "listen", "stock", "inventory", "watching", "demo"] {
+            let result = try await restock([command, "--help"])
+            #expect(result.status == 0 && result.standardOutput.contains("USAGE: restock \(command)"), "\(command)")
+            #expect(result.standardOutput.contains("--broker"), "\(command)")
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import RestockCore
+import RestockMQTT
+import Testing
+
+@Suite("Request payloads and topics (no broker)")
+struct RequestDecoderTests {
+    let alice = customer("alice")
+
+    @Test("subscribe: a bare SKU, or JSON with defaults once and 1; unknown fields ignored")
+    func subscribe() throws {
+        #expect(try RequestDecoder.subscribe(alice, payload: Array("iphone-15".utf8)) == .subscribe(alice, sku("iphone-15"), mode: .once, minQuantity: 1))
+        #expect(try RequestDecoder.subscribe(alice, payload: Array(" iphone-15\n".utf8)) == .subscribe(alice, sku("iphone-15"), mode: .once, minQuantity: 1))
+        let full = Array(#"{"sku":"ipad","mode":"every","minQuantity":3,"note":"x"}"#.utf8)
+        #expect(try RequestDecoder.subscribe(alice, payload: full) == .subscribe(alice, sku("ipad"), mode: .every, minQuantity: 3))
+        // JSON null in an optional field means "not given": the default.
+        let nulls = Array(#"{"sku":"ipad","mode":null,"minQuantity":null}"#.utf8)
+        #expect(try RequestDecoder.subscribe(alice, payload: nulls) == .subscribe(alice, sku("ipad"), mode: .once, minQuantity: 1))
+    }
+
+    @Test(
+        "subscribe refusals carry the right code",
+        arguments: [
+            (#"{"sku":1}"#, "invalid-field"), (#"{"mode":"once"}"#, "invalid-field"), (#"{"sku":"a","minQuantity":1.5}"#, "invalid-field"),
+            (#"{"sku":"a","minQuantity":true}"#, "invalid-field"), (#"{"sku":null}"#, "invalid-field"),
+            (#"{"sku":"a""#, "invalid-json"), (#"["a"]"#, "invalid-json"), ("a b", "invalid-sku"), ("", "invalid-sku"),
+            (#"{"sku":"a","mode":"ONCE"}"#, "invalid-mode"), (#"{"sku":"a","minQuantity":-4}"#, "invalid-min-quantity"),
+        ])
+    func subscribeRefusals(payload: String, code: String) {
+        #expect(throws: RequestRefusal.self) { try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) }
+        do { _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) } catch { #expect(error.code == code, "\(payload)") }
+    }
+
+    @Test("size and UTF-8 are checked first")
+    func rawChecks() {
+        do { _ = try RequestDecoder.subscribe(alice, payload: Array(repeating: 0x61, count: 4_097)) } catch { #expect(error.code == "payload-too-large") }
+        do { _ = try RequestDecoder.subscribe(alice, payload: [0xC3, 0x28]) } catch { #expect(error.code == "invalid-utf8") }
+        #expect((try? RequestDecoder.subscribe(alice, payload: Array(repeating: 0x61, count: 64))) != nil)
+    }
+
+    @Test("unsubscribe: a bare SKU, {\"sku\"} or {\"all\":true}")
+    func unsubscribe() throws {
+        #expect(try RequestDecoder.unsubscribe(alice, payload: Array("ipad".utf8)) == .unsubscribe(alice, sku("ipad")))
+        #expect(try RequestDecoder.unsubscribe(alice, payload: Array(#"{"sku":"ipad"}"#.utf8)) == .unsubscribe(alice, sku("ipad")))
+        #expect(try RequestDecoder.unsubscribe(alice, payload: Array(#"{"all":true}"#.utf8)) == .unsubscribeAll(alice))
+        #expect(throws: RequestRefusal.self) { try RequestDecoder.unsubscribe(alice, payload: Array(#"{"all":false}"#.utf8)) }
+        #expect(throws: RequestRefusal.self) { try RequestDecoder.unsubscribe(alice, payload: Array(#"{"all":true,"sku":"x"}"#.utf8)) }
+    }
+
+    @Test("stock: exactly one of set (≥ 0) and add (any sign)")
+    func stock() throws {
+        #expect(try RequestDecoder.stock(payload: Array(#"{"sku":"a","set":0}"#.utf8)) == .stock(sku("a"), .set(0)))
+        #expect(try RequestDecoder.stock(payload: Array(#"{"sku":"a","add":-3}"#.utf8)) == .stock(sku("a"), .add(-3)))
+        for bad in [#"{"sku":"a"}"#, #"{"sku":"a","set":1,"add":1}"#, #"{"sku":"a","set":-1}"#, #"{"set":1}"#, "a"] {
+            #expect(throws: RequestRefusal.self, "\(bad)") { try RequestDecoder.stock(payload: Array(bad.utf8)) }
+        }
+    }
+
+    @Test("topics: names of DESIGN §3, and classification of request topics")
+    func topics() throws {
+        let topics = try RestockTopics(prefix: "shop/eu", store: apple)
+        #expect(topics.subscribe(alice) == "shop/eu/apple/subscribe/alice")
+        #expect(topics.alerts(alice) == "shop/eu/apple/customers/alice/alerts")
+        #expect(topics.subscriptions(alice) == "shop/eu/apple/customers/alice/subscriptions")
+        #expect(topics.errors(alice) == "shop/eu/apple/customers/alice/errors")
+        #expect(topics.inventory(sku("x")) == "shop/eu/apple/inventory/x")
+        #expect(topics.status == "shop/eu/apple/status" && topics.adminStock == "shop/eu/apple/admin/stock")
+        #expect(topics.request(for: "shop/eu/apple/subscribe/bob") == .subscribe(customer: "bob"))
+        #expect(topics.request(for: "shop/eu/apple/unsubscribe/bob") == .unsubscribe(customer: "bob"))
+        #expect(topics.request(for: "shop/eu/apple/admin/stock") == .stock)
+        #expect(topics.request(for: "shop/eu/apple/subscribe/bob/extra") == nil)
+        #expect(topics.request(for: "shop/eu/other/subscribe/bob") == nil)
+        for prefix in ["", "a/+", "a//b", "#", "$SYS"] {
+            #expect(throws: RestockMQTTError.self, "\(prefix)") { try RestockTopics(prefix: prefix, store: apple) }
+        }
+    }
+}
