@@ -1,13 +1,13 @@
-# RestockAlerter — `make test` and `make demo` do all the set-up on a fresh Debian machine with Swift.
+# RestockAlerter — `make demo` and `make test` do all the set-up on a fresh Debian machine with Swift.
 SHELL := /bin/bash
 
-APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients libsqlite3-dev openssl
+APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients libsqlite3-dev openssl coreutils
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps build test clean
+.PHONY: deps build test demo compose-check clean
 
-## deps: install the Debian packages the build and the tests need (only those missing)
+## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -21,9 +21,19 @@ build: deps
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 
-## test: build, then run every test
-test: build
+## test: build, check the compose file, then run every test
+test: build compose-check
 	$(SWIFT) test --skip-build
+
+## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
+demo: deps
+	$(SWIFT) build --product restock
+	$$($(SWIFT) build --show-bin-path)/restock demo $(if $(BROKER),--broker $(BROKER))
+
+## compose-check: validate docker-compose.yml (there is no Docker engine here to run it)
+compose-check:
+	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends docker-compose; }
+	docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
 
 clean:
 	rm -rf .build

@@ -35,21 +35,25 @@ final class StoreProcess: Sendable {
     let broker: MosquittoBroker
     let dataDirectory: URL
     let arguments: [String]
+    let environment: [String: String]
     private let process = Mutex<ChildProcess?>(nil)
     private let logFile: URL
 
-    init(broker: MosquittoBroker, dataDirectory: URL, extraArguments: [String] = []) {
+    init(broker: MosquittoBroker, dataDirectory: URL, extraArguments: [String] = [], environment: [String: String] = [:]) {
+        self.environment = environment
         self.broker = broker
         self.dataDirectory = dataDirectory
         self.arguments = ["serve", "--broker", broker.url, "--data", dataDirectory.path] + extraArguments
         self.logFile = dataDirectory.appendingPathExtension("log")
     }
 
-    /// Starts it and waits until its retained status says online.
-    func start() async throws {
-        let child = try ChildProcess(restockExecutable, arguments, outputFile: logFile)
+    /// Starts it and waits until its retained status says online (read as `username`, when the broker wants one).
+    func start(username: String? = nil, password: String? = nil) async throws {
+        let child = try ChildProcess(restockExecutable, arguments, outputFile: logFile, environment: environment)
         process.withLock { $0 = child }
-        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        let client = StoreClient(
+            connection: BrokerConnection(broker: try BrokerAddress(url: broker.url), username: username, password: password),
+            topics: appleTopics)
         try await waitUntil("the store to come online", within: 30) {
             if let status = child.exitStatus { throw StoreExited(status: status, log: self.log) }
             return (try? await client.status())?.isOnline == true && self.log.contains("online")

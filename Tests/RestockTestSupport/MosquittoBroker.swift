@@ -17,6 +17,8 @@ public final class MosquittoBroker: Sendable {
         /// Users checked by mosquitto's dynamic-security plugin, which (unlike an ACL file) also refuses
         /// subscriptions: each may publish to and subscribe to the patterns given, and nothing else.
         public var dynamicSecurity: DynamicSecurity?
+        /// Files copied into the broker's directory before it starts (an ACL, a password file…), by name.
+        public var files: [String: Data] = [:]
         /// Lines appended to the configuration as they are.
         public var extraConfiguration = ""
         /// A configuration file to use instead of generating one; `PORT`, `TLSPORT` and `DIR` in it are
@@ -25,8 +27,10 @@ public final class MosquittoBroker: Sendable {
 
         public init(
             persistence: Bool = false, users: [String: String] = [:], acl: String? = nil, tls: Bool = false,
-            dynamicSecurity: DynamicSecurity? = nil, extraConfiguration: String = "", configurationTemplate: String? = nil
+            dynamicSecurity: DynamicSecurity? = nil, files: [String: Data] = [:], extraConfiguration: String = "",
+            configurationTemplate: String? = nil
         ) {
+            self.files = files
             self.dynamicSecurity = dynamicSecurity
             self.persistence = persistence
             self.users = users
@@ -131,6 +135,9 @@ public final class MosquittoBroker: Sendable {
     }
 
     private func writeConfiguration(_ options: Options) async throws {
+        for (name, contents) in options.files {
+            try contents.write(to: directory.appendingPathComponent(name))
+        }
         if let template = options.configurationTemplate {
             let text = template.replacingOccurrences(of: "TLSPORT", with: String(tlsPort ?? 0))
                 .replacingOccurrences(of: "PORT", with: String(port))

@@ -1,0 +1,23 @@
+# The restock tool (store service, CLI) in a small image.
+ARG SWIFT_VERSION=6.3
+FROM swift:${SWIFT_VERSION}-bookworm AS build
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libmosquitto-dev libsqlite3-dev pkg-config \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --product restock --static-swift-stdlib \
+    && cp "$(swift build -c release --show-bin-path)/restock" /usr/local/bin/restock
+
+FROM debian:bookworm-slim
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libmosquitto1 libsqlite3-0 ca-certificates tzdata \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --create-home --home-dir /var/lib/restock restock
+COPY --from=build /usr/local/bin/restock /usr/local/bin/restock
+USER restock
+ENV XDG_STATE_HOME=/var/lib/restock
+ENTRYPOINT ["restock"]
+CMD ["--help"]

@@ -1,0 +1,73 @@
+import Foundation
+import RestockCore
+import RestockMQTT
+import RestockTestSupport
+import Testing
+
+/// The mosquitto configuration we ship (deploy/mosquitto), run for real on a private port.
+@Suite("The shipped production configuration")
+struct ProductionConfigTests {
+    static let deploy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("deploy/mosquitto")
+
+    /// The shipped configuration, with its listener moved to a private loopback port and its paths to the test's directory.
+    static func productionBroker() async throws -> MosquittoBroker {
+        let shipped = try String(contentsOf: deploy.appendingPathComponent("mosquitto.conf"), encoding: .utf8)
+        #expect(shipped.contains("max_queued_messages 0") && shipped.contains("persistence true"))
+        let template = shipped.replacingOccurrences(of: "listener 1883\n", with: "listener PORT 127.0.0.1\n")
+            .replacingOccurrences(of: "/mosquitto/data/", with: "DIR/")
+            .replacingOccurrences(of: "/mosquitto/config/", with: "DIR/")
+            .replacingOccurrences(of: "log_dest stdout", with: "log_dest file DIR/mosquitto.log")
+        return try await MosquittoBroker.start(
+            .init(
+                files: [
+                    "acl": try Data(contentsOf: deploy.appendingPathComponent("acl")),
+                    "passwords": try Data(contentsOf: deploy.appendingPathComponent("passwords")),
+                ],
+                configurationTemplate: template))
+    }
+
+    func restock(_ arguments: [String], user: String, password: String, broker: MosquittoBroker) async throws -> CommandResult {
+        try await ChildProcess.run(
+            restockExecutable, arguments + ["--broker", broker.url, "--username", user], environment: ["RESTOCK_PASSWORD": password],
+            within: 120)
+    }
+
+    @Test("with the demo credentials and the ACL, the whole flow works, and 1,500 alerts queued for an offline customer all arrive")
+    func flowAndQueue() async throws {
+        let broker = try await Self.productionBroker()
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let store = StoreProcess(broker: broker, dataDirectory: data, extraArguments: ["--username", "store-apple"], environment: ["RESTOCK_PASSWORD": "store-secret"])
+        try await store.start(username: "alice", password: "alice-secret")
+
+        // alice's persistent session exists, then she goes away.
+        let hello = try await restock(["listen", "--customer", "alice", "--timeout", "1"], user: "alice", password: "alice-secret", broker: broker)
+        #expect(hello.status == 0, "\(hello.standardError)")
+        let subscribed = try await restock(
+            ["subscribe", "--customer", "alice", "--sku", "iphone-15", "--every"], user: "alice", password: "alice-secret", broker: broker)
+        #expect(subscribed.status == 0, "\(subscribed.standardError)")
+
+        // 1,500 restocks while she is away: more than mosquitto's default queue of 1,000.
+        let lines = (0..<1_500).map { _ in #"{"sku":"iphone-15","set":0}"# + "\n" + #"{"sku":"iphone-15","set":1}"# }.joined(separator: "\n")
+        let pub = try await ChildProcess.run(
+            "mosquitto_pub",
+            ["-p", String(broker.port), "-h", "127.0.0.1", "-u", "admin", "-P", "admin-secret", "-q", "1", "-t", "restock/apple/admin/stock", "-l"],
+            input: Data((lines + "\n").utf8))
+        #expect(pub.status == 0, "\(pub.standardError)")
+
+        let back = try await restock(
+            ["listen", "--customer", "alice", "--count", "1500", "--timeout", "90", "--json"], user: "alice", password: "alice-secret",
+            broker: broker)
+        #expect(back.status == 0, "\(back.standardError)")
+        let alerts = back.standardOutput.split(separator: "\n").compactMap { try? RestockAlert(jsonData: Data($0.utf8)) }
+        #expect(alerts.count == 1_500)
+        #expect(Set(alerts.map(\.id)).count == 1_500)
+
+        // A customer cannot write admin/stock: the broker refuses it, and the CLI says so in one line.
+        let intruder = try await restock(["stock", "--sku", "iphone-15", "--set", "99"], user: "alice", password: "alice-secret", broker: broker)
+        #expect(intruder.status != 0)
+        #expect(intruder.standardError.contains("Not authorized"), "\(intruder.standardError)")
+        try await store.send(SIGTERM)
+    }
+}
