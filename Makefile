@@ -21,9 +21,9 @@ build: deps
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 
-## test: build, check the compose file, then run every test
+## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever)
 test: build compose-check
-	$(SWIFT) test --skip-build
+	timeout --kill-after=30 1200 $(SWIFT) test --skip-build
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps

@@ -31,16 +31,17 @@ public func withDeadline<T: Sendable>(
     }
 }
 
-/// Polls `condition` until it holds, yielding between polls, or fails after `seconds`.
-/// For state that offers nothing to await (a file appearing, a process exiting).
+/// Polls `condition` until it holds, or fails after `seconds`. The deadline bounds the whole wait,
+/// including a condition that itself awaits (it is cancelled when time is up).
+/// For state that offers nothing to await (a file appearing, a process exiting, a retained topic).
 public func waitUntil(
     _ what: String, within seconds: Double = 10, pollEvery interval: Duration = .milliseconds(20),
     _ condition: @escaping @Sendable () async throws -> Bool
 ) async throws {
-    let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(seconds)
-    while try await !condition() {
-        guard clock.now < deadline else { throw DeadlineExceeded(what: what, seconds: seconds) }
-        try await clock.sleep(until: min(clock.now + interval, deadline))
+    try await withDeadline(seconds, waitingFor: what) {
+        let clock = ContinuousClock()
+        while try await !condition() {
+            try await clock.sleep(for: interval)
+        }
     }
 }

@@ -2,7 +2,7 @@ import Mosquitto
 import RestockTestSupport
 import Testing
 
-@Suite("Round trips through a real mosquitto")
+@Suite("Round trips through a real mosquitto", .timeLimit(.minutes(2)))
 struct RoundTripTests {
     @Test("publish and receive at each QoS", arguments: MQTTQoS.allCases)
     func roundTrip(qos: MQTTQoS) async throws {

@@ -2,7 +2,7 @@ import Mosquitto
 import RestockTestSupport
 import Testing
 
-@Suite("Credentials, TLS and ACLs")
+@Suite("Credentials, TLS and ACLs", .timeLimit(.minutes(2)))
 struct SecurityTests {
     @Test("a username and password are accepted, a wrong password and anonymity refused")
     func passwords() async throws {

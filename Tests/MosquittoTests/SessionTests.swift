@@ -2,7 +2,7 @@ import Mosquitto
 import RestockTestSupport
 import Testing
 
-@Suite("Sessions, wills and reconnection")
+@Suite("Sessions, wills and reconnection", .timeLimit(.minutes(2)))
 struct SessionTests {
     @Test("the will is delivered when a client dies without disconnecting")
     func will() async throws {

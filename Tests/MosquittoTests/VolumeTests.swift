@@ -3,7 +3,7 @@ import RestockTestSupport
 import Synchronization
 import Testing
 
-@Suite("Volume")
+@Suite("Volume", .timeLimit(.minutes(3)))
 struct VolumeTests {
     @Test("70,001 QoS 1 messages on one connection all arrive (message ids wrap past 65,535)")
     func seventyThousand() async throws {

@@ -4,7 +4,7 @@ import RestockTestSupport
 import Testing
 
 /// The `restock` tool as a user runs it.
-@Suite("The restock command line")
+@Suite("The restock command line", .timeLimit(.minutes(3)))
 struct CommandLineTests {
     func restock(_ arguments: [String]) async throws -> CommandResult {
         try await ChildProcess.run(restockExecutable, arguments, within: 60)
@@ -22,10 +22,7 @@ struct CommandLineTests {
     @Test("subscribe, stock, watching, inventory and unsubscribe against a running store")
     func session() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
         let connection = ["--broker", broker.url]
 
         let subscribed = try await restock(["subscribe"] + connection + ["--customer", "alice", "--sku", "iphone-15", "--every", "--min-quantity", "2"])
@@ -85,10 +82,8 @@ struct CommandLineTests {
     @Test("a second store process on the same data directory is refused and changes nothing")
     func secondStore() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
+        let data = store.dataDirectory
         let second = try await restock(["serve", "--broker", broker.url, "--data", data.path])
         #expect(second.status != 0)
         #expect(second.standardError.contains("another store process is using \(data.path)"))

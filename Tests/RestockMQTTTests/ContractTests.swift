@@ -5,15 +5,12 @@ import RestockTestSupport
 import Testing
 
 /// DESIGN §3 end to end: a real `restock serve`, driven only by `mosquitto_pub` and watched by `mosquitto_sub`.
-@Suite("The topic contract, from outside")
+@Suite("The topic contract, from outside", .timeLimit(.minutes(2)))
 struct ContractTests {
     @Test("subscribe, alert, mirror, inventory, status and unsubscribe, exactly as DESIGN §3 says")
     func contract() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
         let watcher = try await TopicWatcher(broker: broker, filter: "restock/apple/#")
 
         try await watcher.wait(for: "the retained online status") {
@@ -92,10 +89,7 @@ struct ContractTests {
     @Test("refused requests are answered on the errors topic, change nothing, and the store keeps serving")
     func refusals() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
         let watcher = try await TopicWatcher(broker: broker, filter: "restock/apple/#")
 
         let hostile: [(String, [UInt8], String)] = [
@@ -128,5 +122,6 @@ struct ContractTests {
         try await watcher.wait(for: "a valid request after the hostile ones") {
             $0.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/mallory/subscriptions").last?.watching.count == 1
         }
+        try await store.send(SIGTERM)
     }
 }

@@ -46,7 +46,7 @@ final class AlertCollector: Sendable {
 }
 
 /// DESIGN §5: a restart of the store, of the broker, or of both loses no watch and no alert.
-@Suite("Durability: nothing is lost")
+@Suite("Durability: nothing is lost", .timeLimit(.minutes(3)))
 struct DurabilityTests {
     /// Publishes a subscribe request for each customer, keeping many in flight.
     func subscribeAll(_ count: Int, through broker: MosquittoBroker, mode: String = "every") async throws {
@@ -64,10 +64,8 @@ struct DurabilityTests {
     @Test("the store killed with SIGKILL in the middle of a fan-out to 3,000 customers alerts them all after a restart")
     func killDuringFanOut() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
+        let data = store.dataDirectory
         try await subscribeAll(3_000, through: broker)
         try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
 
@@ -97,10 +95,8 @@ struct DurabilityTests {
     @Test("requests the store had acknowledged but not yet committed survive a SIGKILL")
     func acknowledgedRequestsSurvive() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
+        let data = store.dataDirectory
         let sending = Task { try await subscribeAll(4_000, through: broker, mode: "once") }
         try await waitUntil("the store to be busy", within: 30) { storedWatches(data) > 100 }
         try await store.send(SIGKILL)
@@ -117,10 +113,7 @@ struct DurabilityTests {
     @Test("a customer offline during the restock receives the alert when it comes back")
     func offlineCustomer() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
         // A first listen creates alice's persistent session, then she goes away.
         let first = try await ChildProcess.run(restockExecutable, ["listen", "--broker", broker.url, "--customer", "alice", "--timeout", "1"])
         #expect(first.status == 0, "\(first.standardError)")
@@ -140,10 +133,8 @@ struct DurabilityTests {
     @Test("the broker killed and restarted under a running store: the store carries on by itself")
     func brokerRestart() async throws {
         let broker = try await MosquittoBroker.start(.init(persistence: true))
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data)
-        try await store.start()
+        let store = try await StoreProcess.started(on: broker)
+        let data = store.dataDirectory
         try await mosquittoPub(broker, "restock/apple/subscribe/alice", #"{"sku":"ipad","mode":"every"}"#)
         try await waitUntil("alice's watch stored") { storedWatches(data) == 1 }
 

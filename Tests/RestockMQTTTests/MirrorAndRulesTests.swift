@@ -7,14 +7,12 @@ import Testing
 
 /// The in-process store mirrors what customers asked for through the broker, and the rules of DESIGN §4
 /// hold end to end.
-@Suite("Mirror and rules over MQTT")
+@Suite("Mirror and rules over MQTT", .timeLimit(.minutes(2)))
 struct MirrorAndRulesTests {
     @Test("a subscription made with mosquitto_pub appears in the store's observer list; an unsubscription removes it")
     func mirror() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let running = try await InProcessStore.start(broker: broker, dataDirectory: data)
+        let running = try await InProcessStore.start(broker: broker)
         let store = running.service.store
 
         try await mosquittoPub(broker, "restock/apple/subscribe/alice", "vision-pro")
@@ -25,15 +23,13 @@ struct MirrorAndRulesTests {
         try await mosquittoPub(broker, "restock/apple/unsubscribe/alice", "vision-pro")
         try await waitUntil("alice's watch removed") { store.watchers(of: sku("vision-pro")).count == 1 }
         #expect(store.watch(customer("alice"), of: sku("vision-pro")) == nil)
-        await running.stop()
+        try await running.stop()
     }
 
     @Test("after random subscribes and unsubscribes, the store, the retained mirrors and the database agree")
     func consistency() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let running = try await InProcessStore.start(broker: broker, dataDirectory: data)
+        let running = try await InProcessStore.start(broker: broker)
         let store = running.service.store
         let client = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "consistency"))
         try await client.connect()
@@ -57,9 +53,9 @@ struct MirrorAndRulesTests {
             #expect(mirrored?.watching.map(\.position) == inStore.map(\.position), "\(who)")
         }
         await client.disconnect()
-        await running.stop()
+        try await running.stop()
         // What the store restores from disk is what it had in memory.
-        let restored = try StoreDatabase.snapshot(readingOnly: data)
+        let restored = try StoreDatabase.snapshot(readingOnly: running.dataDirectory)
         let inMemory = Set(store.snapshot.watches)
         #expect(restored.watches.count == inMemory.count)
         #expect(Set(restored.watches).symmetricDifference(inMemory).isEmpty, "store and database differ")
@@ -68,9 +64,7 @@ struct MirrorAndRulesTests {
     @Test("once, every, minQuantity and fair release, over MQTT")
     func rules() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let running = try await InProcessStore.start(broker: broker, dataDirectory: data, alertsPerUnit: 1)
+        let running = try await InProcessStore.start(broker: broker, alertsPerUnit: 1)
         let alerts = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/alerts")
         func received(_ who: String) -> [RestockAlert] {
             alerts.payloads(RestockAlert.self, on: "restock/apple/customers/\(who)/alerts")
@@ -96,15 +90,13 @@ struct MirrorAndRulesTests {
         try await alerts.wait(for: "five alerts") { $0.messages.count == 5 }
         #expect(received("every1").count == 2 && received("once2").count == 1 && received("once1").count == 1)
         #expect(running.service.store.watchers(of: sku("tv")).map(\.customer.rawValue) == ["every1"])
-        await running.stop()
+        try await running.stop()
     }
 
     @Test("the seed scenario over MQTT")
     func seed() async throws {
         let broker = try await MosquittoBroker.start()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let running = try await InProcessStore.start(broker: broker, dataDirectory: data)
+        let running = try await InProcessStore.start(broker: broker)
         let alerts = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/alerts")
         for who in ["alice", "bob"] {
             try await mosquittoPub(broker, "restock/apple/subscribe/\(who)", #"{"sku":"iphone-15","mode":"every"}"#)
@@ -119,6 +111,6 @@ struct MirrorAndRulesTests {
         try await alerts.wait(for: "alice alerted again") { $0.messages.count == 3 }
         #expect(alerts.messages.map(\.topic).filter { $0.contains("/bob/") }.count == 1)
         #expect(alerts.messages.map(\.topic).filter { $0.contains("/alice/") }.count == 2)
-        await running.stop()
+        try await running.stop()
     }
 }

@@ -5,7 +5,7 @@ import RestockTestSupport
 import Testing
 
 /// The mosquitto configuration we ship (deploy/mosquitto), run for real on a private port.
-@Suite("The shipped production configuration")
+@Suite("The shipped production configuration", .timeLimit(.minutes(3)))
 struct ProductionConfigTests {
     static let deploy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("deploy/mosquitto")
@@ -36,9 +36,7 @@ struct ProductionConfigTests {
     @Test("with the demo credentials and the ACL, the whole flow works, and 1,500 alerts queued for an offline customer all arrive")
     func flowAndQueue() async throws {
         let broker = try await Self.productionBroker()
-        let data = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = StoreProcess(broker: broker, dataDirectory: data, extraArguments: ["--username", "store-apple"], environment: ["RESTOCK_PASSWORD": "store-secret"])
+        let store = try StoreProcess(broker: broker, extraArguments: ["--username", "store-apple"], environment: ["RESTOCK_PASSWORD": "store-secret"])
         try await store.start(username: "alice", password: "alice-secret")
 
         // alice's persistent session exists, then she goes away.

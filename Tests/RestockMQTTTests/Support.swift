@@ -39,12 +39,27 @@ final class StoreProcess: Sendable {
     private let process = Mutex<ChildProcess?>(nil)
     private let logFile: URL
 
-    init(broker: MosquittoBroker, dataDirectory: URL, extraArguments: [String] = [], environment: [String: String] = [:]) {
+    /// A store on `broker`, with a fresh data directory of its own that is removed with it.
+    init(broker: MosquittoBroker, extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+        let dataDirectory = try temporaryDirectory()
         self.environment = environment
         self.broker = broker
         self.dataDirectory = dataDirectory
         self.arguments = ["serve", "--broker", broker.url, "--data", dataDirectory.path] + extraArguments
         self.logFile = dataDirectory.appendingPathExtension("log")
+    }
+
+    deinit {
+        process.withLock { $0?.send(SIGKILL) }
+        try? FileManager.default.removeItem(at: dataDirectory)
+        try? FileManager.default.removeItem(at: logFile)
+    }
+
+    /// A store on `broker`, started.
+    static func started(on broker: MosquittoBroker) async throws -> StoreProcess {
+        let store = try StoreProcess(broker: broker)
+        try await store.start()
+        return store
     }
 
     /// Starts it and waits until its retained status says online (read as `username`, when the broker wants one).
@@ -126,11 +141,26 @@ func mosquittoPub(_ broker: MosquittoBroker, _ topic: String, bytes: [UInt8]) as
 }
 
 /// A store service running in this process, so a test can look at its in-process `Store`.
-struct InProcessStore {
+final class InProcessStore: Sendable {
     let service: StoreService
     let task: Task<Void, any Error>
+    let dataDirectory: URL
+    private let finished: CompletionFlag
 
-    static func start(broker: MosquittoBroker, dataDirectory: URL, alertsPerUnit: Int = 0) async throws -> InProcessStore {
+    private init(service: StoreService, task: Task<Void, any Error>, dataDirectory: URL, finished: CompletionFlag) {
+        self.service = service
+        self.task = task
+        self.dataDirectory = dataDirectory
+        self.finished = finished
+    }
+
+    deinit {
+        task.cancel()
+        try? FileManager.default.removeItem(at: dataDirectory)
+    }
+
+    static func start(broker: MosquittoBroker, alertsPerUnit: Int = 0) async throws -> InProcessStore {
+        let dataDirectory = try temporaryDirectory()
         var logger = Logging.Logger(label: "test.store")
         logger.logLevel = .warning
         let service = try StoreService(
@@ -138,14 +168,25 @@ struct InProcessStore {
                 connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), store: apple,
                 dataDirectory: dataDirectory, alertsPerUnit: alertsPerUnit),
             logger: logger)
-        let task = Task { try await service.run() }
+        let finished = CompletionFlag()
+        let task = Task {
+            defer { finished.set() }
+            try await service.run()
+        }
         let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
         try await waitUntil("the store to come online", within: 30) { (try? await client.status())?.isOnline == true }
-        return InProcessStore(service: service, task: task)
+        return InProcessStore(service: service, task: task, dataDirectory: dataDirectory, finished: finished)
     }
 
-    func stop() async {
+    func stop() async throws {
         task.cancel()
-        _ = try? await task.value
+        try await waitUntil("the store service to stop", within: 30) { [finished] in finished.isSet }
     }
+}
+
+/// Set once, read from anywhere.
+final class CompletionFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }

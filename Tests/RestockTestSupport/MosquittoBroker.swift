@@ -51,6 +51,9 @@ public final class MosquittoBroker: Sendable {
     public let certificates: TestCertificates?
 
     private let process: Mutex<ChildProcess?>
+    /// Whether releasing this broker removes its directory: not for an attempt abandoned while starting,
+    /// whose directory the next attempt uses.
+    private let ownsDirectory = Mutex(true)
 
     /// `mqtt://127.0.0.1:port`.
     public var url: String { "mqtt://127.0.0.1:\(port)" }
@@ -89,7 +92,8 @@ public final class MosquittoBroker: Sendable {
                 return broker
             } catch {
                 lastError = error
-                broker.process.withLock { $0 = nil }
+                broker.ownsDirectory.withLock { $0 = false }
+                broker.process.withLock { $0?.send(SIGKILL) }
             }
         }
         throw lastError ?? DeadlineExceeded(what: "mosquitto to start", seconds: 10)
@@ -97,7 +101,7 @@ public final class MosquittoBroker: Sendable {
 
     deinit {
         process.withLock { $0?.send(SIGKILL) }
-        try? FileManager.default.removeItem(at: directory)
+        if ownsDirectory.withLock({ $0 }) { try? FileManager.default.removeItem(at: directory) }
     }
 
     /// Stops it with SIGTERM (mosquitto saves its persistence file) and waits for it to exit.

@@ -2,7 +2,8 @@ import CMosquitto
 
 extension MQTTClient {
     /// Subscribes and waits for the broker's answer. The subscription is made again by itself after a
-    /// reconnect to a broker that lost the session.
+    /// reconnect to a broker that lost the session. If the connection drops before the answer, this
+    /// throws ``MQTTError/notConnected`` (the subscription is still made again on reconnect).
     /// - Returns: The QoS the broker granted.
     /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)`` before anything is sent;
     ///   ``MQTTError/subscribeRefused(filter:reasonCode:reason:)`` when the broker refuses it.
@@ -16,7 +17,7 @@ extension MQTTClient {
         let code = mosquitto_subscribe_v5(pointerForExtensions, &mid, filter.filter, qos.rawValue, 0, nil)
         do {
             guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
-            return try await acknowledgement(of: mid, in: \.subscribes)
+            return try await acknowledgement(of: mid, in: \.subscribes, failsOnDisconnect: true)
         } catch {
             context.state.withLock { $0.activeSubscriptions[filter.filter] = previous }
             if case MQTTError.subscribeRefused(_, let reasonCode, let reason) = error {
@@ -35,7 +36,7 @@ extension MQTTClient {
         var mid: Int32 = 0
         let code = mosquitto_unsubscribe_v5(pointerForExtensions, &mid, filter.filter, nil)
         guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
-        try await acknowledgement(of: mid, in: \.unsubscribes)
+        try await acknowledgement(of: mid, in: \.unsubscribes, failsOnDisconnect: true)
     }
 
     /// The incoming messages whose topic matches `filter` (by libmosquitto's matcher), from now on, in

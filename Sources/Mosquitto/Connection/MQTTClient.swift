@@ -125,10 +125,14 @@ public final class MQTTClient: Sendable {
         let context = self.context
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Value, any Error>) in
-                let early = context.state.withLock {
+                let registration = context.state.withLock {
                     $0[keyPath: table].wait(for: mid, with: waiter, failsOnDisconnect: failsOnDisconnect)
                 }
-                if let early { waiter.resume(with: early.mapError { $0 as any Error }) }
+                switch registration {
+                case .waiting: break
+                case .acknowledged(let result): waiter.resume(with: result.mapError { $0 as any Error })
+                case .cancelled: waiter.resume(throwing: CancellationError())
+                }
             }
         } onCancel: {
             let waiter = context.state.withLock { $0[keyPath: table].abandon(mid) }

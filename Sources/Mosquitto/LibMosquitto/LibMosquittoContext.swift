@@ -83,10 +83,12 @@ final class LibMosquittoContext: Sendable {
             case .idle:
                 break
             }
-            return (waiter, state.publishes.takeFailingOnDisconnect(), lost)
+            return (waiter, (state.publishes.takeFailingOnDisconnect(), state.subscribes.takeFailingOnDisconnect(), state.unsubscribes.takeFailingOnDisconnect()), lost)
         }
         waiter?.resume(throwing: MQTTError.connectionFailed(reason))
-        for publish in failing { publish.resume(throwing: MQTTError.notConnected) }
+        for publish in failing.0 { publish.resume(throwing: MQTTError.notConnected) }
+        for subscribe in failing.1 { subscribe.resume(throwing: MQTTError.notConnected) }
+        for unsubscribe in failing.2 { unsubscribe.resume(throwing: MQTTError.notConnected) }
         if lost, reasonCode != 0 { emit(.connectionLost(reason: reason)) }
     }
 

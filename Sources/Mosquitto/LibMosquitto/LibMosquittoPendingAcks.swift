@@ -11,11 +11,23 @@ struct LibMosquittoPendingAcks<Value: Sendable> {
     private var early: [Int32: Result<Value, MQTTError>] = [:]
     private var abandoned: Set<Int32> = []
 
-    /// Registers `waiter` for `mid`; returns the result if the acknowledgement already came.
-    mutating func wait(for mid: Int32, with waiter: Waiter, failsOnDisconnect: Bool = false) -> Result<Value, MQTTError>? {
-        if let result = early.removeValue(forKey: mid) { return result }
+    /// What became of a waiter handed to ``wait(for:with:failsOnDisconnect:)``.
+    enum Registration {
+        /// Registered: it will be resumed when the acknowledgement comes.
+        case waiting
+        /// The acknowledgement had already come: resume the waiter with this.
+        case acknowledged(Result<Value, MQTTError>)
+        /// The wait was cancelled before the waiter came: resume it with `CancellationError`.
+        case cancelled
+    }
+
+    /// Registers `waiter` for `mid`, unless the acknowledgement already came or the wait was cancelled.
+    mutating func wait(for mid: Int32, with waiter: Waiter, failsOnDisconnect: Bool = false) -> Registration {
+        if let result = early.removeValue(forKey: mid) { return .acknowledged(result) }
+        // Cancelled first: the acknowledgement, whenever it comes, is dropped (mid stays abandoned).
+        if abandoned.contains(mid) { return .cancelled }
         waiters[mid] = (waiter, failsOnDisconnect)
-        return nil
+        return .waiting
     }
 
     /// Records the acknowledgement of `mid`; returns the waiter to resume, if one is registered.
@@ -35,7 +47,8 @@ struct LibMosquittoPendingAcks<Value: Sendable> {
         return entry.waiter
     }
 
-    /// Removes the waiters that a lost connection fails (QoS 0 publishes, which libmosquitto drops).
+    /// Removes the waiters that a lost connection fails: QoS 0 publishes, and subscribes and unsubscribes,
+    /// which libmosquitto does not send again after reconnecting. (QoS 1 and 2 publishes are resent.)
     mutating func takeFailingOnDisconnect() -> [Waiter] {
         let failing = waiters.filter { $0.value.failsOnDisconnect }
         for mid in failing.keys { waiters[mid] = nil }

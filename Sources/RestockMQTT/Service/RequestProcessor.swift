@@ -21,7 +21,7 @@ struct RequestProcessor: Sendable {
     @discardableResult
     func drainInbox() throws -> Int {
         var total = 0
-        while true {
+        while !Task.isCancelled {
             let batch = try database.pendingRequests(limit: Self.batchSize)
             guard let last = batch.last else { return total }
             var changes = StoreChanges()
@@ -39,6 +39,7 @@ struct RequestProcessor: Sendable {
             try database.commit(changes)
             total += batch.count
         }
+        return total
     }
 
     private func apply(_ request: JournaledRequest, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>) {

@@ -79,23 +79,33 @@ public final class StoreService: Service, Sendable {
         requestArrived.yield()
         outboxGrew.yield()
 
+        // On graceful shutdown every loop is cancelled at once: what is left in the inbox and the outbox is
+        // on disk, and the next start takes it up.
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    for await _ in requests {
-                        if try processor.drainInbox() > 0 { outboxGrew.yield() }
+                    try await cancelWhenGracefulShutdown {
+                        for await _ in requests {
+                            if try processor.drainInbox() > 0 { outboxGrew.yield() }
+                        }
                     }
+                } catch is CancellationError {
                 } catch {
                     self.logger.critical("cannot apply requests: \(error)")
                 }
             }
             group.addTask {
-                do { try await publisher.run(wakeups: outbox) } catch { self.logger.error("outbox stopped: \(error)") }
+                do {
+                    try await cancelWhenGracefulShutdown { try await publisher.run(wakeups: outbox) }
+                } catch is CancellationError {
+                } catch {
+                    self.logger.error("outbox stopped: \(error)")
+                }
             }
             group.addTask {
                 // A restarted broker may have lost the retained status: say online again on every reconnect,
                 // and resend what the outbox still holds.
-                for await event in connectionEvents {
+                for await event in connectionEvents.cancelOnGracefulShutdown() {
                     guard case .connected = event else {
                         self.logger.warning("broker connection: \(event)")
                         continue
@@ -106,17 +116,21 @@ public final class StoreService: Service, Sendable {
                     outboxGrew.yield()
                 }
             }
-            await withGracefulShutdownHandler {
-                await group.next()
-            } onGracefulShutdown: {
-                requestArrived.finish()
-                outboxGrew.finish()
-            }
+            await group.next()
             group.cancelAll()
         }
 
+        // Say offline even when this task was cancelled (a new task does not inherit the cancellation),
+        // but give up after a few seconds if the broker is gone.
         let goodbye = StoreStatus(store: store.id, online: false, since: clock())
-        try? await client.publish(goodbye.payloadBytes(), to: topics.status, qos: .atLeastOnce, retain: true)
+        let topic = topics.status
+        let publishing = Task { try await client.publish(goodbye.payloadBytes(), to: topic, qos: .atLeastOnce, retain: true) }
+        let timer = Task {
+            try await Task.sleep(for: .seconds(5))
+            publishing.cancel()
+        }
+        _ = try? await publishing.value
+        timer.cancel()
         await client.disconnect()
         logger.info("store \(store.id) offline")
     }
