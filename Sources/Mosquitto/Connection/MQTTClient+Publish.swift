@@ -45,7 +45,7 @@ extension MQTTClient {
         var mid: Int32 = 0
         let code = payload.withUnsafeBytes { bytes in
             mosquitto_publish_v5(
-                pointerForExtensions, &mid, topic.name, Int32(bytes.count), bytes.baseAddress, qos.rawValue, retain,
+                pointer, &mid, topic.name, Int32(bytes.count), bytes.baseAddress, qos.rawValue, retain,
                 list?.head)
         }
         guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }

@@ -11,10 +11,9 @@ extension MQTTClient {
     public func subscribe(to filter: String, qos: MQTTQoS = .atLeastOnce) async throws -> MQTTQoS {
         let filter = try MQTTTopicFilter(filter)
         try requireSession()
-        let context = contextForExtensions
         let previous = context.state.withLock { $0.activeSubscriptions.updateValue(qos, forKey: filter.filter) }
         var mid: Int32 = 0
-        let code = mosquitto_subscribe_v5(pointerForExtensions, &mid, filter.filter, qos.rawValue, 0, nil)
+        let code = mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, 0, nil)
         do {
             guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
             return try await acknowledgement(of: mid, in: \.subscribes, failsOnDisconnect: true)
@@ -32,9 +31,9 @@ extension MQTTClient {
     public func unsubscribe(from filter: String) async throws {
         let filter = try MQTTTopicFilter(filter)
         try requireSession()
-        contextForExtensions.state.withLock { $0.activeSubscriptions[filter.filter] = nil }
+        context.state.withLock { $0.activeSubscriptions[filter.filter] = nil }
         var mid: Int32 = 0
-        let code = mosquitto_unsubscribe_v5(pointerForExtensions, &mid, filter.filter, nil)
+        let code = mosquitto_unsubscribe_v5(pointer, &mid, filter.filter, nil)
         guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
         try await acknowledgement(of: mid, in: \.unsubscribes, failsOnDisconnect: true)
     }
@@ -44,11 +43,11 @@ extension MQTTClient {
     /// The stream ends at ``disconnect()``; releasing it stops the delivery to it.
     /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)``.
     public func messages(matching filter: String = "#") throws(MQTTError) -> AsyncStream<MQTTMessage> {
-        contextForExtensions.addMessageSink(filter: try MQTTTopicFilter(filter))
+        context.addMessageSink(filter: try MQTTTopicFilter(filter))
     }
 
     /// The filters the client is subscribed to, and their QoS.
     public var subscriptions: [String: MQTTQoS] {
-        contextForExtensions.state.withLock { $0.activeSubscriptions }
+        context.state.withLock { $0.activeSubscriptions }
     }
 }

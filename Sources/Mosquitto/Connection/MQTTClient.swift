@@ -25,8 +25,9 @@ public final class MQTTClient: Sendable {
     /// Serializes the blocking calls: connect, `loop_start`, `loop_stop`.
     private let control = DispatchQueue(label: "restock.mosquitto.control")
 
-    private var context: LibMosquittoContext { handle.context }
-    private var pointer: OpaquePointer { handle.pointer }
+    /// Shared with the callbacks; internal so the `MQTTClient+…` extensions reach it.
+    var context: LibMosquittoContext { handle.context }
+    var pointer: OpaquePointer { handle.pointer }
 
     /// Creates a client; nothing is sent until ``connect()``.
     /// - Parameters:
@@ -148,7 +149,4 @@ public final class MQTTClient: Sendable {
         }
         guard online else { throw .notConnected }
     }
-
-    var contextForExtensions: LibMosquittoContext { context }
-    var pointerForExtensions: OpaquePointer { pointer }
 }

@@ -58,41 +58,52 @@ public final class StoreClient: Sendable {
     }
 
     /// Publishes `payload` on `topic` and waits for the first live (not retained) message on `answer`,
-    /// or an error report about `topic` on `errors`.
+    /// or an error report about `topic` on `errors`. The whole exchange is bounded by `wait` seconds.
     private func request<Answer: Decodable & Sendable>(
         _ topic: String, payload: Data, answer: String, errors: String, wait: Double
     ) async throws -> Answer {
-        try await withClient { client in
-        try await requireOnline(client)
-        let answers = try client.messages(matching: answer)
-        let refusals = try client.messages(matching: errors)
-        try await client.subscribe(to: answer)
-        try await client.subscribe(to: errors)
-        try await client.publish(Array(payload), to: topic, qos: .atLeastOnce)
-
-        return try await withDeadline(wait, waitingFor: "an answer on \(answer)") {
-            try await withThrowingTaskGroup(of: Answer?.self) { group in
-                group.addTask {
-                    for await message in answers where !message.retain {
-                        if let decoded = try? JSONDecoder().decode(Answer.self, from: Data(message.payload)) { return decoded }
-                    }
-                    return nil
+        do {
+            return try await withDeadline(wait, waitingFor: "an answer on \(answer)") {
+                try await self.withClient { client in
+                    try await self.requireOnline(client)
+                    let answers = try client.messages(matching: answer)
+                    let refusals = try client.messages(matching: errors)
+                    try await client.subscribe(to: answer)
+                    try await client.subscribe(to: errors)
+                    try await client.publish(Array(payload), to: topic, qos: .atLeastOnce)
+                    return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals)
                 }
-                group.addTask {
-                    for await message in refusals where !message.retain {
-                        if let report = try? JSONDecoder().decode(ErrorReport.self, from: Data(message.payload)), report.topic == topic {
-                            throw RestockMQTTError.refused(code: report.error, detail: report.detail)
-                        }
-                    }
-                    return nil
-                }
-                defer { group.cancelAll() }
-                while let result = try await group.next() {
-                    if let result { return result }
-                }
-                throw MQTTError.notConnected
             }
+        } catch let timeout as DeadlineExceeded {
+            throw RestockMQTTError.noAnswer(what: timeout.what, seconds: timeout.seconds)
         }
+    }
+
+    /// The first live message on `answers` that decodes as `Answer`, or the refusal of `topic` on `refusals`.
+    private static func firstAnswer<Answer: Decodable & Sendable>(
+        _ type: Answer.Type, on answers: AsyncStream<MQTTMessage>, orRefusalOf topic: String,
+        on refusals: AsyncStream<MQTTMessage>
+    ) async throws -> Answer {
+        try await withThrowingTaskGroup(of: Answer?.self) { group in
+            group.addTask {
+                for await message in answers where !message.retain {
+                    if let decoded = try? JSONDecoder().decode(Answer.self, from: Data(message.payload)) { return decoded }
+                }
+                return nil
+            }
+            group.addTask {
+                for await message in refusals where !message.retain {
+                    if let report = try? JSONDecoder().decode(ErrorReport.self, from: Data(message.payload)), report.topic == topic {
+                        throw RestockMQTTError.refused(code: report.error, detail: report.detail)
+                    }
+                }
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+            }
+            throw MQTTError.notConnected
         }
     }
 
