@@ -13,7 +13,7 @@ deps:
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
 ## build: compile everything, failing on any warning in our own code
@@ -32,7 +32,7 @@ demo: deps
 
 ## compose-check: validate docker-compose.yml (there is no Docker engine here to run it)
 compose-check:
-	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends docker-compose; }
+	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose; }
 	docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
 
 clean:
