@@ -14,7 +14,9 @@ struct ProductionConfigTests {
     static func productionBroker() async throws -> MosquittoBroker {
         let shipped = try String(contentsOf: deploy.appendingPathComponent("mosquitto.conf"), encoding: .utf8)
         #expect(shipped.contains("max_queued_messages 0") && shipped.contains("persistence true"))
-        let template = shipped.replacingOccurrences(of: "listener 1883\n", with: "listener PORT 127.0.0.1\n")
+        // Its plain listener moves to the test's private port on loopback; the rest stays as shipped.
+        let template = shipped.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("listener ") ? "listener PORT 127.0.0.1" : String($0) }.joined(separator: "\n")
             .replacingOccurrences(of: "/mosquitto/data/", with: "DIR/")
             .replacingOccurrences(of: "/mosquitto/config/", with: "DIR/")
             .replacingOccurrences(of: "log_dest stdout", with: "log_dest file DIR/mosquitto.log")
