@@ -83,12 +83,14 @@ final class LibMosquittoContext: Sendable {
             case .idle:
                 break
             }
-            return (waiter, (state.publishes.takeFailingOnDisconnect(), state.subscribes.takeFailingOnDisconnect(), state.unsubscribes.takeFailingOnDisconnect()), lost)
+            // What libmosquitto will not send again after reconnecting fails now.
+            let failing: [any FailableWaiter] =
+                state.publishes.takeFailingOnDisconnect() + state.subscribes.takeFailingOnDisconnect()
+                + state.unsubscribes.takeFailingOnDisconnect()
+            return (waiter, failing, lost)
         }
         waiter?.resume(throwing: MQTTError.connectionFailed(reason))
-        for publish in failing.0 { publish.resume(throwing: MQTTError.notConnected) }
-        for subscribe in failing.1 { subscribe.resume(throwing: MQTTError.notConnected) }
-        for unsubscribe in failing.2 { unsubscribe.resume(throwing: MQTTError.notConnected) }
+        for pending in failing { pending.fail(with: MQTTError.notConnected) }
         if lost, reasonCode != 0 { emit(.connectionLost(reason: reason)) }
     }
 
@@ -195,4 +197,13 @@ final class LibMosquittoContext: Sendable {
         guard version == .v311 else { return LibMosquittoLibrary.reasonText(code) }
         return String(cString: mosquitto_connack_string(code))
     }
+}
+
+/// A waiting continuation of any value type, as something that can be failed.
+protocol FailableWaiter: Sendable {
+    func fail(with error: MQTTError)
+}
+
+extension CheckedContinuation: FailableWaiter where E == any Error {
+    func fail(with error: MQTTError) { resume(throwing: error) }
 }
