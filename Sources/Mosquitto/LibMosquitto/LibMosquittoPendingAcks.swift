@@ -55,6 +55,9 @@ struct LibMosquittoPendingAcks<Value: Sendable> {
         return failing.values.map(\.waiter)
     }
 
+    /// Whether a waiter is registered for `mid`.
+    func isWaiting(_ mid: Int32) -> Bool { waiters[mid] != nil }
+
     /// Removes every waiter, for a client that is shutting down.
     mutating func takeAll() -> [Waiter] {
         defer {
