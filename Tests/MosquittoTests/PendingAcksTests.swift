@@ -49,6 +49,20 @@ struct PendingAcksTests {
         #expect(try await value.value == 6)
     }
 
+    @Test("cancelled after the acknowledgement came but before the waiter: the waiter gets the result")
+    func acknowledgedThenCancelled() async throws {
+        let table = Table()
+        table.complete(4, with: .success(8))
+        table.abandon(4)
+        let outcome = Synchronization.Mutex<Int?>(nil)
+        Task {
+            let value = (try? await table.wait(for: 4)) ?? -1
+            outcome.withLock { $0 = value }
+        }
+        try await waitUntil("the waiter to end", within: 5) { outcome.withLock { $0 } != nil }
+        #expect(outcome.withLock { $0 } == 8)
+    }
+
     @Test("a lost connection fails the waiters that will never be answered, and only those")
     func disconnect() async throws {
         let table = Table()

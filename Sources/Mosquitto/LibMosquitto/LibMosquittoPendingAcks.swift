@@ -37,10 +37,11 @@ struct LibMosquittoPendingAcks<Value: Sendable> {
         return nil
     }
 
-    /// Forgets the waiter of `mid` (its task was cancelled): a later acknowledgement is dropped.
+    /// Forgets the waiter of `mid` (its task was cancelled): a later acknowledgement is dropped. When the
+    /// acknowledgement has already come, it stays for the waiter: the operation did complete.
     mutating func abandon(_ mid: Int32) -> Waiter? {
         guard let entry = waiters.removeValue(forKey: mid) else {
-            if early.removeValue(forKey: mid) == nil { abandoned.insert(mid) }
+            if early[mid] == nil { abandoned.insert(mid) }
             return nil
         }
         abandoned.insert(mid)

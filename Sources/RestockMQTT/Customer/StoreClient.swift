@@ -9,8 +9,10 @@ import RestockCore
 public final class StoreClient: Sendable {
     public let connection: BrokerConnection
     public let topics: RestockTopics
-    /// How long to wait for retained messages after subscribing, when there may be none.
-    public var retainedQuietPeriod: Duration { .milliseconds(400) }
+    /// How long a read of retained state waits for a first message before concluding there is none.
+    public var retainedFirstMessageWait: Duration { .seconds(2) }
+    /// How long a read of several retained topics waits after the last message before it ends.
+    public var retainedQuietPeriod: Duration { .milliseconds(300) }
 
     public init(connection: BrokerConnection, topics: RestockTopics) {
         self.connection = connection
@@ -181,7 +183,7 @@ public final class StoreClient: Sendable {
         let single = !filter.contains("+") && !filter.contains("#")
         let messages = try client.messages(matching: filter)
         try await client.subscribe(to: filter)
-        let quiet = retainedQuietPeriod
+        let quiet = retainedQuietPeriod, firstWait = retainedFirstMessageWait
         let collected = try await withThrowingTaskGroup(of: [T]?.self) { group in
             let found = RetainedCollector<T>()
             group.addTask {
@@ -194,11 +196,18 @@ public final class StoreClient: Sendable {
                 return nil
             }
             group.addTask {
-                // Retained messages follow the SUBACK at once; wait until none has come for a while.
-                var seen = -1
-                while seen != found.count {
-                    seen = found.count
-                    try await Task.sleep(for: quiet)
+                // Retained messages follow the SUBACK; the read ends when none has come for a while
+                // (longer before the first, which a busy broker may be slow to send).
+                let step = Duration.milliseconds(50)
+                var seen = 0, silence = Duration.zero
+                while silence < (seen == 0 ? firstWait : quiet) {
+                    try await Task.sleep(for: step)
+                    if found.count != seen {
+                        seen = found.count
+                        silence = .zero
+                    } else {
+                        silence += step
+                    }
                 }
                 return found.values
             }
