@@ -94,16 +94,23 @@ struct StoreExited: Error, CustomStringConvertible {
 final class TopicWatcher: Sendable {
     private let child: ChildProcess
     private let prefix: String
+    private let outputFile: URL
 
     /// Starts `mosquitto_sub` on `filter` and waits for its SUBACK.
     init(broker: MosquittoBroker, filter: String, extra: [String] = []) async throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("sub-\(UUID().uuidString).log")
+        outputFile = output
         // Line-buffered: redirected to a file, mosquitto_sub would hold its debug lines (the SUBACK) back.
         child = try ChildProcess(
             "stdbuf", ["-oL", "mosquitto_sub", "-p", String(broker.port), "-h", "127.0.0.1", "-V", "5", "-q", "1", "-v", "-d", "-t", filter] + extra,
             outputFile: output)
         prefix = String(filter.prefix { $0 != "+" && $0 != "#" })
         try await waitUntil("mosquitto_sub to subscribe to \(filter)", within: 15) { [child] in child.output.contains("SUBACK") }
+    }
+
+    deinit {
+        child.send(SIGKILL)
+        try? FileManager.default.removeItem(at: outputFile)
     }
 
     /// Every `(topic, payload)` received so far.
