@@ -1,4 +1,5 @@
 import Foundation
+import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
@@ -10,9 +11,9 @@ struct CommandLineTests {
         try await ChildProcess.run(restockExecutable, arguments, within: 60)
     }
 
-    @Test("the demo runs to completion with its own private broker")
-    func demo() async throws {
-        let result = try await restock(["demo"])
+    @Test("the demo runs to completion with its own private broker", arguments: ["5", "3.1.1"])
+    func demo(mqttVersion: String) async throws {
+        let result = try await restock(["demo", "--mqtt-version", mqttVersion])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.contains("Started a private mosquitto on mqtt://127.0.0.1:"))
         #expect(result.standardOutput.contains("🔔 alice got an alert"))
@@ -88,6 +89,24 @@ struct CommandLineTests {
         #expect(second.status != 0)
         #expect(second.standardError.contains("another store process is using \(data.path)"))
         try await store.send(SIGTERM)
+    }
+
+    @Test("listen prints each alert once, by id, and ignores fields it does not know")
+    func listenDeduplicates() async throws {
+        let broker = try await MosquittoBroker.start()
+        // A first listen creates the persistent session that queues what follows.
+        let hello = try await restock(["listen", "--broker", broker.url, "--customer", "alice", "--timeout", "1"])
+        #expect(hello.status == 0, "\(hello.standardError)")
+        func alert(_ id: String) -> String {
+            #"{"version":1,"id":"\#(id)","store":"apple","customer":"alice","sku":"ipad","quantity":1,"position":1,"message":"m","at":"2026-11-21T10:00:00Z","channel":"sms"}"#
+        }
+        for id in ["apple-1", "apple-1", "apple-2"] {
+            try await mosquittoPub(broker, "restock/apple/customers/alice/alerts", alert(id))
+        }
+        let result = try await restock(["listen", "--broker", broker.url, "--customer", "alice", "--count", "2", "--timeout", "10", "--json"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let ids = result.standardOutput.split(separator: "\n").compactMap { try? RestockAlert(jsonData: Data($0.utf8)).id }
+        #expect(ids == ["apple-1", "apple-2"])
     }
 
     @Test("every command has --help")
