@@ -34,20 +34,32 @@ public final class LocalMosquitto: Sendable {
                 ] + configuration
             let file = directory.appendingPathComponent("mosquitto.conf")
             try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
-            let process = try ChildProcess(
-                "mosquitto", ["-c", file.path], outputFile: directory.appendingPathComponent("mosquitto.log"))
             do {
-                try await waitUntil("mosquitto to listen on port \(port)", within: 15) {
-                    if process.exitStatus != nil { throw MosquittoExited(log: process.output) }
-                    return isListening(port: port)
-                }
+                let process = try await launch(
+                    configurationFile: file, listeningOn: [port], output: directory.appendingPathComponent("mosquitto.log"))
                 return LocalMosquitto(port: port, directory: directory, process: process)
             } catch {
-                process.send(SIGKILL)
                 lastError = error
             }
         }
         throw lastError ?? MosquittoExited(log: "")
+    }
+
+    /// Starts `mosquitto -c configurationFile` and waits until it accepts connections on every port in
+    /// `ports`; if it exits first (a port taken, a bad line), fails with what it printed.
+    /// - Parameter output: Where its standard output and error go.
+    public static func launch(configurationFile: URL, listeningOn ports: [Int], output: URL) async throws -> ChildProcess {
+        let process = try ChildProcess("mosquitto", ["-c", configurationFile.path], outputFile: output)
+        do {
+            try await waitUntil("mosquitto to listen on \(ports)", within: 15) {
+                if process.exitStatus != nil { throw MosquittoExited(log: process.output) }
+                return ports.allSatisfy { isListening(port: $0) }
+            }
+            return process
+        } catch {
+            process.send(SIGKILL)
+            throw error
+        }
     }
 
     private init(port: Int, directory: URL, process: ChildProcess) {

@@ -128,14 +128,10 @@ public final class MosquittoBroker: Sendable {
 
     /// Starts it again after ``stop()`` or ``kill()``.
     public func launch() async throws {
-        let child = try ChildProcess(
-            "mosquitto", ["-c", configurationFile.path], outputFile: directory.appendingPathComponent("stdout.log"))
+        let child = try await LocalMosquitto.launch(
+            configurationFile: configurationFile, listeningOn: [port] + (tlsPort.map { [$0] } ?? []),
+            output: directory.appendingPathComponent("stdout.log"))
         process.withLock { $0 = child }
-        let ports = [port] + (tlsPort.map { [$0] } ?? [])
-        try await waitUntil("mosquitto to listen on \(ports)", within: 15) {
-            if child.exitStatus != nil { throw BrokerExited(output: child.output + self.log) }
-            return ports.allSatisfy { isListening(port: $0) }
-        }
     }
 
     private func writeConfiguration(_ options: Options) async throws {
