@@ -6,45 +6,6 @@ import RestockTestSupport
 import Synchronization
 import Testing
 
-/// Alert ids received per customer, by a wildcard subscriber with a persistent session.
-final class AlertCollector: Sendable {
-    private final class Tally: Sendable {
-        let ids = Mutex<[String: Set<String>]>([:])
-        let deliveries = Mutex(0)
-    }
-
-    private let tally = Tally()
-    let client: MQTTClient
-    private let reader: Task<Void, Never>
-
-    init(broker: MosquittoBroker) async throws {
-        client = try MQTTClient(
-            configuration: .init(
-                broker: try BrokerAddress(url: broker.url), clientID: "collector-\(UUID().uuidString.prefix(6))",
-                session: .persistent, maxInflight: 1_000))
-        let messages = try client.messages(matching: "restock/apple/customers/+/alerts")
-        try await client.connect()
-        try await client.subscribe(to: "restock/apple/customers/+/alerts", qos: .atLeastOnce)
-        let tally = self.tally
-        reader = Task {
-            for await message in messages {
-                guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
-                tally.ids.withLock { _ = $0[alert.customer.rawValue, default: []].insert(alert.id) }
-                tally.deliveries.withLock { $0 += 1 }
-            }
-        }
-    }
-
-    var customers: Int { tally.ids.withLock { $0.count } }
-    var total: Int { tally.deliveries.withLock { $0 } }
-    var idsByCustomer: [String: Set<String>] { tally.ids.withLock { $0 } }
-
-    func close() async {
-        reader.cancel()
-        await client.disconnect()
-    }
-}
-
 /// DESIGN §5: a restart of the store, of the broker, or of both loses no watch and no alert.
 @Suite("Durability: nothing is lost", .timeLimit(.minutes(3)))
 struct DurabilityTests {

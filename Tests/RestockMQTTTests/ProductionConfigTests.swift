@@ -7,28 +7,6 @@ import Testing
 /// The mosquitto configuration we ship (deploy/mosquitto), run for real on a private port.
 @Suite("The shipped production configuration", .timeLimit(.minutes(3)))
 struct ProductionConfigTests {
-    static let deploy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("deploy/mosquitto")
-
-    /// The shipped configuration, with its listener moved to a private loopback port and its paths to the test's directory.
-    static func productionBroker() async throws -> MosquittoBroker {
-        let shipped = try String(contentsOf: deploy.appendingPathComponent("mosquitto.conf"), encoding: .utf8)
-        #expect(shipped.contains("max_queued_messages 0") && shipped.contains("persistence true"))
-        // Its plain listener moves to the test's private port on loopback; the rest stays as shipped.
-        let template = shipped.split(separator: "\n", omittingEmptySubsequences: false)
-            .map { $0.hasPrefix("listener ") ? "listener PORT 127.0.0.1" : String($0) }.joined(separator: "\n")
-            .replacingOccurrences(of: "/mosquitto/data/", with: "DIR/")
-            .replacingOccurrences(of: "/mosquitto/config/", with: "DIR/")
-            .replacingOccurrences(of: "log_dest stdout", with: "log_dest file DIR/mosquitto.log")
-        return try await MosquittoBroker.start(
-            .init(
-                files: [
-                    "acl": try Data(contentsOf: deploy.appendingPathComponent("acl")),
-                    "passwords": try Data(contentsOf: deploy.appendingPathComponent("passwords")),
-                ],
-                configurationTemplate: template))
-    }
-
     func restock(_ arguments: [String], user: String, password: String, broker: MosquittoBroker) async throws -> CommandResult {
         try await ChildProcess.run(
             restockExecutable, arguments + ["--broker", broker.url, "--username", user], environment: ["RESTOCK_PASSWORD": password],
@@ -37,7 +15,7 @@ struct ProductionConfigTests {
 
     @Test("with the demo credentials and the ACL, the whole flow works, and 1,500 alerts queued for an offline customer all arrive")
     func flowAndQueue() async throws {
-        let broker = try await Self.productionBroker()
+        let broker = try await MosquittoBroker.shipped()
         let store = try StoreProcess(broker: broker, extraArguments: ["--username", "store-apple"], environment: ["RESTOCK_PASSWORD": "store-secret"])
         try await store.start(username: "alice", password: "alice-secret")
 

@@ -12,7 +12,7 @@ public final class MosquittoBroker: Sendable {
         public var users: [String: String] = [:]
         /// The text of an ACL file, if any.
         public var acl: String?
-        /// Add a TLS listener with a certificate for `localhost` and `127.0.0.1`, made with openssl.
+        /// Add a TLS listener with a certificate for `localhost`, made with openssl.
         public var tls = false
         /// Users checked by mosquitto's dynamic-security plugin, which (unlike an ACL file) also refuses
         /// subscriptions: each may publish to and subscribe to the patterns given, and nothing else.

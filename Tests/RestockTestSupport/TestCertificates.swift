@@ -1,7 +1,8 @@
 import Foundation
 
-/// A certificate authority and a server certificate for `localhost` and `127.0.0.1`, made with openssl,
-/// plus a second, unrelated authority to show that a wrong CA is refused.
+/// A certificate authority and a server certificate for the name `localhost` only, made with openssl, plus
+/// a second, unrelated authority to show that a wrong CA is refused. Connecting to `127.0.0.1` reaches the
+/// same listener under a name the certificate does not carry: a wrong host name.
 public struct TestCertificates: Sendable {
     public let caFile: String
     public let serverCertificateFile: String
@@ -17,11 +18,14 @@ public struct TestCertificates: Sendable {
         try await openssl(["req", "-x509"] + ec + ["-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "2", "-subj", "/CN=Restock Test CA"])
         try await openssl(["req", "-x509"] + ec + ["-keyout", path("other-ca.key"), "-out", path("other-ca.crt"), "-days", "2", "-subj", "/CN=Some Other CA"])
         try await openssl(["req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
+        try "subjectAltName=DNS:localhost\n".write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
         try await openssl([
             "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
             "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("server.ext"),
         ])
+        // mosquitto started as root drops to its own user unless configured otherwise (the shipped file is not):
+        // it must still read this throwaway key.
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path("server.key"))
         return TestCertificates(
             caFile: path("ca.crt"), serverCertificateFile: path("server.crt"), serverKeyFile: path("server.key"),
             otherCAFile: path("other-ca.crt"))

@@ -1,0 +1,55 @@
+import Foundation
+
+extension MosquittoBroker {
+    /// The shipped configuration directory, deploy/mosquitto.
+    public static let deploy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("deploy/mosquitto")
+
+    /// The shipped configuration (deploy/mosquitto: mosquitto.conf, acl, passwords), run on private loopback ports
+    /// with its paths moved to the broker's directory; everything else stays as shipped.
+    /// - Parameters:
+    ///   - users: More users, added to the shipped password file (hashed by `mosquitto_passwd`).
+    ///   - tls: Turn on the TLS listener the shipped file carries commented out, with certificates for
+    ///     `localhost` in the place it names.
+    public static func shipped(users: [String: String] = [:], tls: Bool = false) async throws -> MosquittoBroker {
+        let shipped = try String(contentsOf: deploy.appendingPathComponent("mosquitto.conf"), encoding: .utf8)
+        var lines = shipped.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if tls {
+            let tlsKeys = ["#listener 8883", "#cafile", "#certfile", "#keyfile"]  // the shipped file's lines, uncommented
+            lines = lines.map { line in tlsKeys.contains { line.hasPrefix($0) } ? String(line.dropFirst()) : line }
+        }
+        let template = lines.map { line in
+            switch line {
+            case "listener 1883": "listener PORT 127.0.0.1"  // shipped port → the broker's free loopback port
+            case "listener 8883": "listener TLSPORT 127.0.0.1"  // likewise for TLS
+            default: line
+            }
+        }
+        .joined(separator: "\n")
+        .replacingOccurrences(of: "/mosquitto/config/certs/", with: "DIR/tls/")
+        .replacingOccurrences(of: "/mosquitto/data/", with: "DIR/")
+        .replacingOccurrences(of: "/mosquitto/config/", with: "DIR/")
+        .replacingOccurrences(of: "log_dest stdout", with: "log_dest file DIR/mosquitto.log")
+
+        var passwords = try Data(contentsOf: deploy.appendingPathComponent("passwords"))
+        if !users.isEmpty { passwords += try await hashedPasswordLines(users) }
+        return try await MosquittoBroker.start(
+            .init(
+                tls: tls,
+                files: ["acl": try Data(contentsOf: deploy.appendingPathComponent("acl")), "passwords": passwords],
+                configurationTemplate: template))
+    }
+
+    /// `user:hash` lines for a password file: written in plain text, then hashed in one `mosquitto_passwd -U`.
+    private static func hashedPasswordLines(_ users: [String: String]) async throws -> Data {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("passwords-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let plain = users.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)\n" }.joined()
+        try plain.write(to: file, atomically: true, encoding: .utf8)
+        let result = try await ChildProcess.run("mosquitto_passwd", ["-U", file.path])
+        guard result.status == 0 else { throw BrokerExited(output: "mosquitto_passwd -U failed: \(result.standardError)") }
+        var hashed = try Data(contentsOf: file)
+        if hashed.last != UInt8(ascii: "\n") { hashed.append(UInt8(ascii: "\n")) }
+        return hashed
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import LocalBroker
+import Mosquitto
+import RestockCore
+import RestockMQTT
+import Synchronization
+
+/// `restock serve` of store `apple` as a real process, on its own data directory.
+public final class StoreProcess: Sendable {
+    public let broker: MosquittoBroker
+    public let dataDirectory: URL
+    public let arguments: [String]
+    public let environment: [String: String]
+    private let process = Mutex<ChildProcess?>(nil)
+    private let logFile: URL
+
+    private let ownsDataDirectory: Bool
+
+    /// A store on `broker`, with a fresh data directory of its own that is removed with it, or on
+    /// `dataDirectory` when given (left in place). It connects to `brokerURL` when given (a proxy, a TLS
+    /// listener), to the broker's plain listener otherwise.
+    public init(
+        broker: MosquittoBroker, brokerURL: String? = nil, dataDirectory: URL? = nil, extraArguments: [String] = [],
+        environment: [String: String] = [:]
+    ) throws {
+        self.ownsDataDirectory = dataDirectory == nil
+        let dataDirectory = try dataDirectory ?? temporaryDirectory()
+        self.environment = environment
+        self.broker = broker
+        self.dataDirectory = dataDirectory
+        self.arguments = ["serve", "--broker", brokerURL ?? broker.url, "--data", dataDirectory.path] + extraArguments
+        self.logFile = dataDirectory.appendingPathExtension("\(UUID().uuidString.prefix(8)).log")
+    }
+
+    deinit {
+        process.withLock { $0?.send(SIGKILL) }
+        if ownsDataDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
+        try? FileManager.default.removeItem(at: logFile)
+    }
+
+    /// A store on `broker`, started.
+    public static func started(on broker: MosquittoBroker) async throws -> StoreProcess {
+        let store = try StoreProcess(broker: broker)
+        try await store.start()
+        return store
+    }
+
+    /// Starts it and waits until its retained status says online (read as `username`, when the broker wants
+    /// one). `extraEnvironment` applies to this start only.
+    public func start(username: String? = nil, password: String? = nil, extraEnvironment: [String: String] = [:]) async throws {
+        let child = try launch(extraEnvironment: extraEnvironment)
+        let client = StoreClient(
+            connection: BrokerConnection(broker: try BrokerAddress(url: broker.url), username: username, password: password),
+            topics: try RestockTopics(store: StoreID("apple")))
+        do {
+            try await waitUntil("the store to come online", within: 30) {
+                if let status = child.exitStatus { throw StoreExited(status: status, log: self.log) }
+                return (try? await client.status())?.isOnline == true && self.log.contains("online")
+            }
+        } catch let timeout as DeadlineExceeded {
+            throw DeadlineExceeded(what: "\(timeout.what); its log ends: \(log.suffix(600))", seconds: timeout.seconds)
+        }
+    }
+
+    /// Starts the process without waiting for anything.
+    @discardableResult
+    public func launch(extraEnvironment: [String: String] = [:]) throws -> ChildProcess {
+        let child = try ChildProcess(
+            restockExecutable, arguments, outputFile: logFile, environment: environment.merging(extraEnvironment) { $1 })
+        process.withLock { $0 = child }
+        return child
+    }
+
+    /// The exit status, once the process has exited.
+    public var exitStatus: Int32? { process.withLock { $0 }?.exitStatus }
+
+    /// Sends `signal` and waits for the process to exit.
+    public func send(_ signal: Int32) async throws {
+        guard let child = process.withLock({ $0 }) else { return }
+        child.send(signal)
+        try await child.waitForExit(within: 30)
+    }
+
+    public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+}
+
+public struct StoreExited: Error, CustomStringConvertible {
+    public let status: Int32
+    public let log: String
+    public init(status: Int32, log: String) {
+        self.status = status
+        self.log = log
+    }
+    public var description: String { "restock serve exited with \(status):\n\(log)" }
+}
