@@ -31,10 +31,18 @@ public final class StoreDatabase: Sendable {
     /// Reads the state saved in `directory` without taking the directory lock, while a store may be
     /// running on it (for tests and inspection; WAL readers never block the writer).
     public static func snapshot(readingOnly directory: URL) throws -> StoreSnapshot {
+        try loadSnapshot(from: readOnlyPool(directory))
+    }
+
+    /// The queue lengths of the database in `directory`, read as ``snapshot(readingOnly:)`` reads.
+    public static func queueLengths(readingOnly directory: URL) throws -> (inbox: Int, outbox: Int, watches: Int) {
+        try queueLengths(in: readOnlyPool(directory))
+    }
+
+    private static func readOnlyPool(_ directory: URL) throws -> DatabasePool {
         var configuration = Configuration()
         configuration.readonly = true
-        let pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
-        return try loadSnapshot(from: pool)
+        return try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
     }
 
     private static var migrator: DatabaseMigrator {
@@ -181,6 +189,10 @@ public final class StoreDatabase: Sendable {
 
     /// How many rows each queue holds (for tests and logs).
     public func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
+        try Self.queueLengths(in: pool)
+    }
+
+    private static func queueLengths(in pool: DatabasePool) throws -> (inbox: Int, outbox: Int, watches: Int) {
         try pool.read { db in
             (
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM inbox") ?? 0,
@@ -215,10 +227,16 @@ public struct WatchKey: Sendable, Hashable {
 /// A message to publish after the commit. `key` makes it unique in the outbox: an alert's id, or
 /// a retained topic (whose newer version replaces an older one not yet sent).
 public struct Publication: Sendable, Hashable {
+    /// The key of an alert's publication is this prefix and the alert id.
+    public static let alertKeyPrefix = "alert:"
+
     public var key: String
     public var topic: String
     public var payload: [UInt8]
     public var retain: Bool
+
+    /// Whether it carries an alert.
+    public var isAlert: Bool { key.hasPrefix(Self.alertKeyPrefix) }
 }
 
 /// What one batch of requests changed, to commit in one transaction.

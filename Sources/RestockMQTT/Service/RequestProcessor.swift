@@ -37,6 +37,9 @@ struct RequestProcessor: Sendable {
             changes.counters = store.counters
             changes.processedThrough = last.seq
             try database.commit(changes)
+            if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
+                FaultInjection.crash("crash-after-commit: alerts committed, none published")
+            }
             total += batch.count
         }
         return total
@@ -118,6 +121,6 @@ struct RequestProcessor: Sendable {
     }
 
     private func publication(of alert: RestockAlert) -> Publication {
-        Publication(key: "alert:\(alert.id)", topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false)
+        Publication(key: Publication.alertKeyPrefix + alert.id, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false)
     }
 }
