@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients libsqlit
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps build test demo compose-check clean
+.PHONY: deps build test reliability demo compose-check clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -24,6 +24,11 @@ build: deps
 ## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever)
 test: build compose-check
 	timeout --kill-after=30 1200 $(SWIFT) test --skip-build
+
+## reliability: faults and attacks on real processes (R1–R8, S1–S3); prints the table, fails on any loss or
+## intrusion. RECORD=docs/reliability.md writes the table there too.
+reliability: build
+	timeout --kill-after=30 1800 $$($(SWIFT) build --show-bin-path)/restock-reliability $(if $(RECORD),--record $(RECORD))
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps

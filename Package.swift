@@ -44,8 +44,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
-        // Shared by the test targets: a private mosquitto per test, with deadlines for every wait.
-        .target(name: "RestockTestSupport", dependencies: ["LocalBroker"], path: "Tests/RestockTestSupport"),
+        // Shared by the tests and the reliability run: a private mosquitto (generated or shipped configuration),
+        // `restock serve` and mosquitto_sub as processes, an alert collector, deadlines for every wait.
+        .target(
+            name: "RestockTestSupport", dependencies: ["LocalBroker", "RestockMQTT", "Mosquitto", "RestockCore"],
+            path: "Tests/RestockTestSupport"),
+        // `make reliability`: faults and attacks on real processes, and the table of what came of them.
+        .executableTarget(
+            name: "restock-reliability", dependencies: ["RestockTestSupport", "RestockMQTT", "Mosquitto", "RestockCore"],
+            path: "Tests/Reliability"),
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "RestockTestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport"]),
         .testTarget(

@@ -1,0 +1,22 @@
+/// A reliability or security scenario: real processes, a fault or an attack, and the rows it reports.
+struct Scenario: Sendable {
+    let id: String
+    let title: String
+    /// A scenario still running after this many seconds fails (and the run goes on with the next).
+    let timeLimit: Double
+    let run: @Sendable () async throws -> [ScenarioRow]
+
+    static let all: [Scenario] = [
+        Scenario(id: "R1", title: "broker SIGTERM and restart during a stream", timeLimit: 240) { [try await BrokerRestart.run(.r1)] },
+        Scenario(id: "R2", title: "broker SIGKILL and restart during a stream", timeLimit: 240) { [try await BrokerRestart.run(.r2)] },
+        Scenario(id: "R3", title: "store killed between commit and publish", timeLimit: 180) { [try await StoreCrash.run()] },
+        Scenario(id: "R4", title: "customer offline for 5,000 alerts", timeLimit: 300) { [try await OfflineCustomer.run()] },
+        Scenario(id: "R5", title: "connections cut mid-stream by a TCP proxy", timeLimit: 240) { [try await ConnectionCut.run()] },
+        Scenario(id: "R6", title: "50,000 alerts to 1,000 customers, shipped broker config", timeLimit: 600) { [try await Burst.run()] },
+        Scenario(id: "R7", title: "two store processes for one store", timeLimit: 240) { try await TwoStores.run() },
+        Scenario(id: "R8", title: "restart with 100,000 watches", timeLimit: 900) { [try await Restore.run()] },
+        Scenario(id: "S1", title: "hostile requests", timeLimit: 300) { try await HostileRequests.run() },
+        Scenario(id: "S2", title: "production ACL and passwords", timeLimit: 240) { try await Authorization.run() },
+        Scenario(id: "S3", title: "TLS with the shipped config", timeLimit: 240) { [try await TransportSecurity.run()] },
+    ]
+}

@@ -1,0 +1,46 @@
+import Foundation
+import LocalBroker
+import RestockMQTT
+import RestockTestSupport
+
+/// R7: a second `restock serve` for a store that is already running.
+enum TwoStores {
+    static let customers = 50
+
+    static func run() async throws -> [ScenarioRow] {
+        [try await sameDataDirectory()]
+    }
+
+    /// On the same data directory: the second is refused by the directory lock, changes nothing, and the
+    /// first carries on.
+    static func sameDataDirectory() async throws -> ScenarioRow {
+        let broker = try await MosquittoBroker.start()
+        let first = try await StoreProcess.started(on: broker)
+        let ids = Requests.customers(customers, prefix: "twin")
+        try await Requests.publish(Requests.subscriptions(ids, to: "twin-sku"), to: broker.url)
+        try await StoreQueues.waitForWatches(customers, in: first.dataDirectory, within: 60)
+        let before = try StoreDatabase.snapshot(readingOnly: first.dataDirectory)
+
+        let second = try StoreProcess(broker: broker, dataDirectory: first.dataDirectory)
+        let child = try second.launch()
+        try await waitUntil("the second store to exit", within: 30) { child.exitStatus != nil }
+        let refusal = second.log.split(separator: "\n").last.map(String.init) ?? ""
+        let after = try StoreDatabase.snapshot(readingOnly: first.dataDirectory)
+
+        let collector = try await AlertCollector(broker: broker)
+        try await StockStream(url: broker.url, sku: "twin-sku").set(5)
+        try? await waitUntil("every alert", within: 60) { collector.distinct >= customers }
+
+        var row = ScenarioRow(
+            "R7", "a second `restock serve` started on the running store's data directory; then a restock",
+            expected: customers, distinct: collector.distinct, deliveries: collector.total)
+        row.notes.append("second store: exit \(child.exitStatus ?? -1), \"\(refusal)\"")
+        row.check(child.exitStatus != 0, "the second store did not stop")
+        row.check(refusal.contains("another store process is using"), "the second store did not say another process uses the data directory")
+        row.check(before.watches == after.watches && before.nextPosition == after.nextPosition, "the state changed when the second store started")
+        row.check(first.exitStatus == nil, "the first store stopped")
+        await collector.close()
+        try await first.send(SIGTERM)
+        return row
+    }
+}

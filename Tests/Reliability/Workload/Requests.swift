@@ -1,0 +1,37 @@
+import Foundation
+import LocalBroker
+import Mosquitto
+import RestockMQTT
+
+/// Requests published by one MQTT client, many in flight at once, each acknowledged by the broker.
+enum Requests {
+    /// Publishes every `(topic, payload)` at QoS 1 in order and waits for every acknowledgement.
+    static func publish(
+        _ requests: [(topic: String, payload: [UInt8])], to url: String, username: String? = nil, password: String? = nil
+    ) async throws {
+        let client = try MQTTClient(
+            configuration: .init(
+                broker: try BrokerAddress(url: url), clientID: "requests-\(UUID().uuidString.prefix(8))", username: username,
+                password: password, maxInflight: 1_000))
+        try await client.connect()
+        // Windows of 5,000 keep libmosquitto's queue short while keeping the pipe full.
+        var start = requests.startIndex
+        while start < requests.endIndex {
+            let window = requests[start..<min(start + 5_000, requests.endIndex)]
+            let publications = try window.map { try client.send($0.payload, to: $0.topic, qos: .atLeastOnce) }
+            for publication in publications { try await publication.acknowledged() }
+            start = window.endIndex
+        }
+        await client.disconnect()
+    }
+
+    /// One subscribe request per customer for `sku`.
+    static func subscriptions(_ customers: [String], to sku: String, mode: String = "once") -> [(topic: String, payload: [UInt8])] {
+        customers.map { ("restock/apple/subscribe/\($0)", Array(#"{"sku":"\#(sku)","mode":"\#(mode)"}"#.utf8)) }
+    }
+
+    /// `count` customer ids with `prefix`, zero-padded so they sort in creation order.
+    static func customers(_ count: Int, prefix: String) -> [String] {
+        (0..<count).map { "\(prefix)\(String(format: "%05d", $0))" }
+    }
+}

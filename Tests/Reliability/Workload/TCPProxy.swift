@@ -1,0 +1,146 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP relay from a free loopback port to a loopback target port, that can cut every link it carries
+/// at once: both sides see their connection reset in the middle of whatever they were sending.
+final class TCPProxy: Sendable {
+    /// One relayed connection: the client's socket and the one to the target.
+    private final class Link: Sendable {
+        let client: Int32
+        let upstream: Int32
+        /// The two pumps; the second to finish closes the sockets.
+        private let pumpsRunning = Atomic<Int>(2)
+
+        init(client: Int32, upstream: Int32) {
+            self.client = client
+            self.upstream = upstream
+        }
+
+        func shutdownBoth() {
+            shutdown(client, Int32(SHUT_RDWR))
+            shutdown(upstream, Int32(SHUT_RDWR))
+        }
+
+        /// Returns true for the pump that finished last.
+        func pumpFinished() -> Bool { pumpsRunning.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
+    }
+
+    let port: Int
+    let targetPort: Int
+    private let listener: Int32
+    private let links = Mutex<[ObjectIdentifier: Link]>([:])
+    private let accepted = Atomic<Int>(0)
+
+    /// Listens on a free port of 127.0.0.1 and relays each connection to `127.0.0.1:targetPort`.
+    init(to targetPort: Int) throws {
+        self.targetPort = targetPort
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        guard listener >= 0 else { throw ProxyError("socket", errno) }
+        var address = Self.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, Glibc.listen(listener, 128) == 0 else { throw ProxyError("bind/listen", errno) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    deinit { close() }
+
+    /// `mqtt://127.0.0.1:port`.
+    var url: String { "mqtt://127.0.0.1:\(port)" }
+    /// How many connections it has accepted so far.
+    var connectionsAccepted: Int { accepted.load(ordering: .relaxed) }
+    /// How many links it carries now.
+    var liveLinks: Int { links.withLock { $0.count } }
+
+    /// Cuts every link it carries now; new connections are relayed as before. Returns how many it cut.
+    @discardableResult
+    func cut() -> Int {
+        links.withLock { links in
+            for link in links.values { link.shutdownBoth() }
+            return links.count
+        }
+    }
+
+    /// Stops listening and cuts every link.
+    func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        cut()
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                Glibc.close(listener)
+                return
+            }
+            accepted.add(1, ordering: .relaxed)
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var target = Self.loopback(port: targetPort)
+            let connected = withUnsafePointer(to: &target) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard upstream >= 0, connected == 0 else {
+                Glibc.close(client)
+                if upstream >= 0 { Glibc.close(upstream) }
+                continue
+            }
+            let link = Link(client: client, upstream: upstream)
+            links.withLock { $0[ObjectIdentifier(link)] = link }
+            Thread.detachNewThread { [self] in pump(link, from: client, to: upstream) }
+            Thread.detachNewThread { [self] in pump(link, from: upstream, to: client) }
+        }
+    }
+
+    private func pump(_ link: Link, from source: Int32, to destination: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        relay: while true {
+            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            var sent = 0
+            while sent < count {
+                let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, count - sent) }
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { break relay }
+                sent += written
+            }
+        }
+        link.shutdownBoth()
+        if link.pumpFinished() {
+            links.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(link)) }
+            Glibc.close(link.client)
+            Glibc.close(link.upstream)
+        }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}
+
+struct ProxyError: Error, CustomStringConvertible {
+    let call: String
+    let code: Int32
+    init(_ call: String, _ code: Int32) {
+        self.call = call
+        self.code = code
+    }
+    var description: String { "\(call) failed: \(String(cString: strerror(code)))" }
+}
