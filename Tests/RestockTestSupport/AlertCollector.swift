@@ -21,13 +21,18 @@ public final class AlertCollector: Sendable {
     private let reader: Task<Void, Never>
 
     /// Connects to `url` (the broker's own listener when `nil`) and subscribes at QoS 1 to `filter`.
-    public init(
+    public convenience init(
         broker: MosquittoBroker, url: String? = nil, filter: String = "restock/apple/customers/+/alerts",
         clientID: String = "collector-\(UUID().uuidString.prefix(6))", username: String? = nil, password: String? = nil
     ) async throws {
+        try await self.init(url: url ?? broker.url, filter: filter, clientID: clientID, username: username, password: password)
+    }
+
+    /// Connects to `url` as `clientID`, with a persistent session, and subscribes at QoS 1 to `filter`.
+    public init(url: String, filter: String, clientID: String, username: String? = nil, password: String? = nil) async throws {
         client = try MQTTClient(
             configuration: .init(
-                broker: try BrokerAddress(url: url ?? broker.url), clientID: clientID, session: .persistent,
+                broker: try BrokerAddress(url: url), clientID: clientID, session: .persistent,
                 username: username, password: password, maxInflight: 1_000))
         let messages = try client.messages(matching: filter)
         try await client.connect()
