@@ -12,6 +12,7 @@ enum LibMosquittoCallbacks {
         mosquitto_subscribe_v5_callback_set(mosq, onSubscribe)
         mosquitto_unsubscribe_v5_callback_set(mosq, onUnsubscribe)
         mosquitto_message_v5_callback_set(mosq, onMessage)
+        mosquitto_log_callback_set(mosq, onLog)
     }
 
 }
@@ -79,4 +80,17 @@ private func onMessage(
         qos: MQTTQoS(rawValue: message.pointee.qos) ?? .atMostOnce, retain: message.pointee.retain,
         properties: LibMosquittoProperties.read(properties))
     Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().received(copied)
+}
+
+/// libmosquitto reports a failed TLS handshake (a certificate it cannot verify, a host name the certificate
+/// does not carry) only in its log, then quietly tries again: a connect waiting for its first answer is
+/// failed with the reason instead of running into its timeout.
+private func onLog(_ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ level: Int32, _ text: UnsafePointer<CChar>?) {
+    guard let userdata, let text, level == MOSQ_LOG_ERR else { return }
+    let line = String(cString: text)
+    guard line.hasPrefix("OpenSSL Error") else { return }
+    // "OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed" → "certificate verify failed"
+    let reason = line.split(separator: ":").last.map(String.init) ?? line
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
+        .failConnecting(.connectionFailed("TLS handshake failed: \(reason)"))
 }

@@ -53,6 +53,9 @@ enum TransportSecurity {
                 row.intrusions += 1
                 row.notes.append("\(what): connected")
             } else {
+                if !what.hasPrefix("plain") {
+                    row.check(result.standardError.contains("certificate verify failed"), "\(what): the refusal does not name the certificate problem")
+                }
                 row.notes.append("\(what): refused, \"\(result.standardError.split(separator: "\n").last ?? "")\"")
             }
         }
