@@ -5,7 +5,12 @@
 /// instead of shifting the array, and the slots are compacted once tombstones outnumber live entries,
 /// so no single removal ever scans the list.
 struct InsertionOrderedDictionary<Key: Hashable, Value> {
-    private var slots: [(key: Key, value: Value)?] = []
+    fileprivate struct Entry {
+        let key: Key
+        var value: Value
+    }
+
+    private var slots: [Entry?] = []
     private var slotOfKey: [Key: Int] = [:]
 
     init() {}
@@ -24,10 +29,10 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
     /// Appends `value` at the end when `key` is new, or replaces the value in place, keeping its order.
     mutating func updateValue(_ value: Value, forKey key: Key) {
         if let slot = slotOfKey[key] {
-            slots[slot] = (key, value)
+            slots[slot]!.value = value
         } else {
             slotOfKey[key] = slots.count
-            slots.append((key, value))
+            slots.append(Entry(key: key, value: value))
         }
     }
 
@@ -41,18 +46,14 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
         return removed
     }
 
-    /// Visits every entry in order and lets `body` change its value or remove it (by returning `false`).
+    /// Visits every entry in order and lets `body` change its value in place or remove it (by returning `false`).
     mutating func updateEach(_ body: (inout Value) throws -> Bool) rethrows {
         var removedAny = false
-        for slot in slots.indices {
-            guard var entry = slots[slot] else { continue }
-            if try body(&entry.value) {
-                slots[slot] = entry
-            } else {
-                slots[slot] = nil
-                slotOfKey[entry.key] = nil
-                removedAny = true
-            }
+        for slot in slots.indices where slots[slot] != nil {
+            guard try !body(&slots[slot]!.value) else { continue }
+            slotOfKey[slots[slot]!.key] = nil
+            slots[slot] = nil
+            removedAny = true
         }
         if removedAny { compactIfSparse() }
     }
@@ -77,7 +78,7 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
             slots = []
             return
         }
-        var compacted: [(key: Key, value: Value)?] = []
+        var compacted: [Entry?] = []
         compacted.reserveCapacity(slotOfKey.count)
         for case let entry? in slots {
             slotOfKey[entry.key] = compacted.count
@@ -88,3 +89,4 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
 }
 
 extension InsertionOrderedDictionary: Sendable where Key: Sendable, Value: Sendable {}
+extension InsertionOrderedDictionary.Entry: Sendable where Key: Sendable, Value: Sendable {}

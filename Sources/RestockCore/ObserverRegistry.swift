@@ -28,9 +28,14 @@ final class ObserverRegistration: Sendable {
 /// lock and calls them after releasing it, checking each is still active just before its call, so an
 /// observer may cancel itself or others from inside a callback, and a cancelled one is skipped.
 final class ObserverRegistry: Sendable {
+    /// One customer's observers. A class, so finding them for an alert costs one reference, not a copy of the table.
+    private final class CustomerObservers {
+        var registrations = InsertionOrderedDictionary<UInt64, ObserverRegistration>()
+    }
+
     private struct Tables {
         var nextID: UInt64 = 1
-        var byCustomer: [CustomerID: InsertionOrderedDictionary<UInt64, ObserverRegistration>] = [:]
+        var byCustomer: [CustomerID: CustomerObservers] = [:]
         var everyone = InsertionOrderedDictionary<UInt64, ObserverRegistration>()
         var count = 0
     }
@@ -47,8 +52,9 @@ final class ObserverRegistry: Sendable {
             defer { tables.nextID += 1 }
             let registration = ObserverRegistration(id: tables.nextID, customer: customer, observer: observer)
             if let customer {
-                tables.byCustomer[customer, default: InsertionOrderedDictionary()]
-                    .updateValue(registration, forKey: registration.id)
+                let observers = tables.byCustomer[customer] ?? CustomerObservers()
+                observers.registrations.updateValue(registration, forKey: registration.id)
+                tables.byCustomer[customer] = observers
             } else {
                 tables.everyone.updateValue(registration, forKey: registration.id)
             }
@@ -66,14 +72,15 @@ final class ObserverRegistry: Sendable {
                 tables.everyone.removeValue(forKey: registration.id)
                 return
             }
-            tables.byCustomer[customer]?.removeValue(forKey: registration.id)
-            if tables.byCustomer[customer]?.isEmpty == true { tables.byCustomer[customer] = nil }
+            guard let observers = tables.byCustomer[customer] else { return }
+            observers.registrations.removeValue(forKey: registration.id)
+            if observers.registrations.isEmpty { tables.byCustomer[customer] = nil }
         }
     }
 
     /// The number of registered observers of `customer` (excluding those of every customer).
     func count(for customer: CustomerID) -> Int {
-        tables.withLock { $0.byCustomer[customer]?.count ?? 0 }
+        tables.withLock { $0.byCustomer[customer]?.registrations.count ?? 0 }
     }
 
     /// The number of registered observers.
@@ -82,21 +89,32 @@ final class ObserverRegistry: Sendable {
     /// Calls the observers of each alert's customer, then those of every customer, alert by alert in order.
     func deliver(_ alerts: [RestockAlert]) {
         guard !alerts.isEmpty else { return }
-        // Snapshot under the lock, call out after: (alert index, registration) pairs in delivery order.
-        let calls: [(Int, ObserverRegistration)] = tables.withLock { tables in
-            guard tables.count > 0 else { return [] }
-            var calls: [(Int, ObserverRegistration)] = []
-            for (index, alert) in alerts.enumerated() {
-                tables.byCustomer[alert.customer]?.forEachValue { calls.append((index, $0)) }
-                tables.everyone.forEachValue { calls.append((index, $0)) }
+        // Snapshot under the lock, call out after: for each call, the alert's index and the registration.
+        var indices: [Int] = []
+        var registrations: [ObserverRegistration] = []
+        tables.withLock { tables in
+            guard tables.count > 0 else { return }
+            indices.reserveCapacity(alerts.count)
+            registrations.reserveCapacity(alerts.count)
+            for index in alerts.indices {
+                tables.byCustomer[alerts[index].customer]?.registrations.forEachValue {
+                    indices.append(index)
+                    registrations.append($0)
+                }
+                tables.everyone.forEachValue {
+                    indices.append(index)
+                    registrations.append($0)
+                }
             }
-            return calls
         }
-        for (index, registration) in calls where registration.isActive {
-            do {
-                try registration.observer.restockAlertRaised(alerts[index])
-            } catch {
-                failureHandler?(error, alerts[index])
+        // Alerts are lent to observers straight from the array, not copied for each call.
+        alerts.withUnsafeBufferPointer { alerts in
+            for (index, registration) in zip(indices, registrations) where registration.isActive {
+                do {
+                    try registration.observer.restockAlertRaised(alerts[index])
+                } catch {
+                    failureHandler?(error, alerts[index])
+                }
             }
         }
     }

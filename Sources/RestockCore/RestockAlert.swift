@@ -4,6 +4,9 @@ import Foundation
 ///
 /// It encodes exactly `{"version":1,"id","store","customer","sku","quantity","position","message","at"}`.
 /// Decoding ignores fields it does not know, so later versions can add fields without breaking observers.
+///
+/// An alert the store raises keeps its id and sentence as the numbers they are made from, and writes them
+/// out only when read or encoded: an in-process observer that never reads them never pays for the text.
 public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
     /// The payload version this type writes.
     public static let currentVersion = 1
@@ -11,7 +14,10 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
     /// Payload version; 1.
     public var version: Int
     /// Unique per alert, and the same on every redelivery of it: consumers drop an id they have seen.
-    public var id: String
+    public var id: String {
+        get { idText ?? "\(store)-\(sequence)" }
+        set { idText = newValue }
+    }
     /// The store that raised the alert.
     public var store: StoreID
     /// The customer alerted.
@@ -23,9 +29,19 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
     /// The position of the watch that raised it.
     public var position: UInt64
     /// A human sentence.
-    public var message: String
+    public var message: String {
+        get { messageText ?? Self.message(customer: customer, sku: sku, store: store, quantity: quantity) }
+        set { messageText = newValue }
+    }
     /// When the alert was raised.
     public var at: Date
+
+    /// The id as given (decoded or set), or `nil` while it is the store's `{store}-{sequence}`.
+    private var idText: String?
+    /// The store's alert sequence number the id is made from, when `idText` is `nil`.
+    private var sequence: UInt64 = 0
+    /// The sentence as given, or `nil` while it is the standard one.
+    private var messageText: String?
 
     /// Creates an alert.
     public init(
@@ -33,14 +49,37 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
         quantity: Int, position: UInt64, message: String, at: Date
     ) {
         self.version = version
-        self.id = id
+        self.idText = id
         self.store = store
         self.customer = customer
         self.sku = sku
         self.quantity = quantity
         self.position = position
-        self.message = message
+        self.messageText = message
         self.at = at
+    }
+
+    /// The alert a store raises: id `{store}-{sequence}` and the standard sentence, both written when read.
+    init(store: StoreID, sequence: UInt64, customer: CustomerID, sku: SKU, quantity: Int, position: UInt64, at: Date) {
+        self.version = Self.currentVersion
+        self.sequence = sequence
+        self.store = store
+        self.customer = customer
+        self.sku = sku
+        self.quantity = quantity
+        self.position = position
+        self.at = at
+    }
+
+    public static func == (lhs: RestockAlert, rhs: RestockAlert) -> Bool {
+        lhs.version == rhs.version && lhs.store == rhs.store && lhs.customer == rhs.customer && lhs.sku == rhs.sku
+            && lhs.quantity == rhs.quantity && lhs.position == rhs.position && lhs.at == rhs.at && lhs.id == rhs.id
+            && lhs.message == rhs.message
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(customer)
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -50,13 +89,13 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         version = try container.decode(Int.self, forKey: .version)
-        id = try container.decode(String.self, forKey: .id)
+        idText = try container.decode(String.self, forKey: .id)
         store = try container.decode(StoreID.self, forKey: .store)
         customer = try container.decode(CustomerID.self, forKey: .customer)
         sku = try container.decode(SKU.self, forKey: .sku)
         quantity = try container.decode(Int.self, forKey: .quantity)
         position = try container.decode(UInt64.self, forKey: .position)
-        message = try container.decode(String.self, forKey: .message)
+        messageText = try container.decode(String.self, forKey: .message)
         let text = try container.decode(String.self, forKey: .at)
         guard let date = Timestamp.date(from: text) else {
             throw DecodingError.dataCorruptedError(
@@ -82,8 +121,32 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
 extension RestockAlert {
     /// The alert as compact JSON with sorted keys: the bytes published on the customer's alerts topic.
     public func jsonData() -> Data {
-        // Encoding plain strings and integers cannot fail.
-        try! PayloadCoding.encoder.encode(self)
+        guard idText == nil, messageText == nil else {
+            // Given text may need escaping: the encoder's way. Encoding strings and integers cannot fail.
+            return try! PayloadCoding.encoder.encode(self)
+        }
+        // A store's own alert holds identifiers (`[A-Za-z0-9._-]`), numbers, a timestamp and the standard
+        // sentence: nothing to escape, so it is written directly, byte for byte what the encoder writes.
+        var json = #"{"at":""#
+        json += Timestamp.string(from: at)
+        json += #"","customer":""#
+        json += customer.rawValue
+        json += #"","id":""#
+        json += id
+        json += #"","message":""#
+        json += message
+        json += #"","position":"#
+        json += String(position)
+        json += #","quantity":"#
+        json += String(quantity)
+        json += #","sku":""#
+        json += sku.rawValue
+        json += #"","store":""#
+        json += store.rawValue
+        json += #"","version":"#
+        json += String(version)
+        json += "}"
+        return Data(json.utf8)
     }
 
     /// Decodes an alert, ignoring unknown fields.

@@ -130,10 +130,18 @@ struct StoreState: Sendable {
             budget = overflow ? .max : product
         }
 
-        var alerted: [Watch] = []
+        // Alerts are made as the line is walked, in place: no watch is copied but those reported back.
+        var alerts: [RestockAlert] = []
         var removed: [Watch] = []
         var updated: [Watch] = []
         var stillHeldBack = 0
+        var sequence = nextAlertSequence
+        let store = self.store
+        let line = watchers[sku]?.count ?? 0
+        if rise > 0 {
+            alerts.reserveCapacity(min(line, budget))
+            updated.reserveCapacity(min(line, budget))
+        }
         watchers[sku]?.updateEach { watch in
             guard watch.isSatisfied(by: onHand) else {
                 if !watch.isWaiting {
@@ -148,7 +156,11 @@ struct StoreState: Sendable {
                 return true
             }
             budget -= 1
-            alerted.append(watch)
+            alerts.append(
+                RestockAlert(
+                    store: store, sequence: sequence, customer: watch.customer, sku: sku, quantity: onHand,
+                    position: watch.position, at: now))
+            sequence += 1
             switch watch.mode {
             case .once:
                 removed.append(watch)
@@ -159,7 +171,7 @@ struct StoreState: Sendable {
                 return true
             }
         }
-        let alerts = alerted.map { makeAlert(for: $0, quantity: onHand, now: now) }
+        nextAlertSequence = sequence
         for watch in removed { forget(watch) }
         if watchers[sku]?.isEmpty == true { watchers[sku] = nil }
         heldBack[sku] = stillHeldBack == 0 ? nil : stillHeldBack
@@ -173,10 +185,8 @@ struct StoreState: Sendable {
     private mutating func makeAlert(for watch: Watch, quantity: Int, now: Date) -> RestockAlert {
         defer { nextAlertSequence += 1 }
         return RestockAlert(
-            id: "\(store)-\(nextAlertSequence)", store: store, customer: watch.customer, sku: watch.sku,
-            quantity: quantity, position: watch.position,
-            message: RestockAlert.message(customer: watch.customer, sku: watch.sku, store: store, quantity: quantity),
-            at: now)
+            store: store, sequence: nextAlertSequence, customer: watch.customer, sku: watch.sku, quantity: quantity,
+            position: watch.position, at: now)
     }
 
     private mutating func insert(_ watch: Watch) {
