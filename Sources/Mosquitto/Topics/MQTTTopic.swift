@@ -70,7 +70,17 @@ enum TopicRules {
     static func problem(in text: String, allowWildcards: Bool) -> String? {
         if text.isEmpty { return "it is empty" }
         if text.utf8.count > MQTTTopic.maximumLength { return "it is longer than 65,535 bytes" }
-        if let reason = characterProblem(in: text) { return reason }
+        // One pass over the bytes settles the common case: printable ASCII without wildcards.
+        var hasWildcard = false, isPrintableASCII = true
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "+") || byte == UInt8(ascii: "#") {
+                hasWildcard = true
+            } else if byte < 0x20 || byte >= 0x7F {
+                isPrintableASCII = false
+            }
+        }
+        if !isPrintableASCII, let reason = characterProblem(in: text) { return reason }
+        guard hasWildcard else { return nil }
         let levels = text.split(separator: "/", omittingEmptySubsequences: false)
         for (index, level) in levels.enumerated() {
             let hasPlus = level.contains("+"), hasHash = level.contains("#")
