@@ -18,37 +18,47 @@ struct OutboxPublisher: Sendable {
         }
     }
 
-    /// Publishes everything pending.
+    /// Publishes everything pending. Each round is queued before the previous round's acknowledgements are
+    /// awaited and forgotten, so the connection stays busy while the database is written.
     func drain() async throws {
-        var lastSent: Int64 = 0
+        var lastQueued: Int64 = 0
+        var awaiting: [(seq: Int64, publication: MQTTPublication)] = []
         while !Task.isCancelled {
-            let pending = try database.pendingPublications(after: lastSent, limit: Self.round)
-            guard let last = pending.last else { return }
             do {
+                let pending = try database.pendingPublications(after: lastQueued, limit: Self.round)
                 // Queued one after another, so they leave in order; acknowledged in any order.
-                let publications = try pending.map { message in
+                let sent = try pending.map { message in
                     (message.seq, try client.send(message.payload, to: message.topic, qos: .atLeastOnce, retain: message.retain))
                 }
-                var acknowledged: [Int64] = []
-                acknowledged.reserveCapacity(publications.count)
-                for (seq, publication) in publications {
-                    do {
-                        try await publication.acknowledged()
-                    } catch MQTTError.publishRefused(let topic, let code, let reason) {
-                        // Retrying cannot help; keep it from blocking the rest.
-                        logger.error("the broker refused a publish; dropping it", metadata: ["topic": "\(topic)", "reason": "\(code) \(reason)"])
-                    }
-                    acknowledged.append(seq)
-                }
-                try database.markPublished(acknowledged)
-                lastSent = last.seq
+                if let last = pending.last { lastQueued = last.seq }
+                try await acknowledge(awaiting)
+                awaiting = sent
+                if pending.isEmpty { return }
             } catch MQTTError.notConnected {
                 // Reconnecting: start over from the oldest unacknowledged message once back.
                 logger.notice("broker connection lost while publishing; will resend after reconnecting")
                 try await waitUntilConnected()
-                lastSent = 0
+                lastQueued = 0
+                awaiting = []
             }
         }
+    }
+
+    /// Waits for each acknowledgement, then forgets those messages in one transaction.
+    private func acknowledge(_ publications: [(seq: Int64, publication: MQTTPublication)]) async throws {
+        guard !publications.isEmpty else { return }
+        var acknowledged: [Int64] = []
+        acknowledged.reserveCapacity(publications.count)
+        for (seq, publication) in publications {
+            do {
+                try await publication.acknowledged()
+            } catch MQTTError.publishRefused(let topic, let code, let reason) {
+                // Retrying cannot help; keep it from blocking the rest.
+                logger.error("the broker refused a publish; dropping it", metadata: ["topic": "\(topic)", "reason": "\(code) \(reason)"])
+            }
+            acknowledged.append(seq)
+        }
+        try database.markPublished(acknowledged)
     }
 
     private func waitUntilConnected() async throws {
