@@ -4,9 +4,9 @@ import Mosquitto
 import RestockMQTT
 
 /// Requests published by one MQTT client, many in flight at once, each acknowledged by the broker.
-enum Requests {
+public enum Requests {
     /// Publishes every `(topic, payload)` at QoS 1 in order and waits for every acknowledgement.
-    static func publish(
+    public static func publish(
         _ requests: [(topic: String, payload: [UInt8])], to url: String, username: String? = nil, password: String? = nil
     ) async throws {
         let client = try MQTTClient(
@@ -26,12 +26,12 @@ enum Requests {
     }
 
     /// One subscribe request per customer for `sku`.
-    static func subscriptions(_ customers: [String], to sku: String, mode: String = "once") -> [(topic: String, payload: [UInt8])] {
+    public static func subscriptions(_ customers: [String], to sku: String, mode: String = "once") -> [(topic: String, payload: [UInt8])] {
         customers.map { ("restock/apple/subscribe/\($0)", Array(#"{"sku":"\#(sku)","mode":"\#(mode)"}"#.utf8)) }
     }
 
     /// `count` customer ids with `prefix`, zero-padded so they sort in creation order.
-    static func customers(_ count: Int, prefix: String) -> [String] {
+    public static func customers(_ count: Int, prefix: String) -> [String] {
         (0..<count).map { "\(prefix)\(String(format: "%05d", $0))" }
     }
 }
