@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients libsqlit
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps build test reliability demo compose-check clean
+.PHONY: deps build test reliability bench demo compose-check clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -29,6 +29,13 @@ test: build compose-check
 ## intrusion. RECORD=docs/reliability.md writes the table there too.
 reliability: build
 	timeout --kill-after=30 1800 $$($(SWIFT) build --show-bin-path)/restock-reliability $(if $(RECORD),--record $(RECORD))
+
+## bench: B1–B5 in a release build, next to what a user would pick instead (OpenCombine, NotificationCenter,
+## mosquitto_pub/mosquitto_sub); prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg
+bench: deps
+	$(SWIFT) build -c release --product restock
+	$(SWIFT) build -c release --product restock-bench
+	timeout --kill-after=30 900 $$($(SWIFT) build -c release --show-bin-path)/restock-bench --output docs/benchmarks.md --plot docs/benchmarks.svg
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps

@@ -1,0 +1,74 @@
+/// The tables, goals and curves of B3, B4 and B5.
+enum EndToEndSections {
+    static func throughput(_ rows: [EndToEndBench.Row], runs: Int) -> BenchSection {
+        var section = BenchSection(
+            id: "B3", title: "B3 MQTT end to end",
+            method: """
+                `restock serve` (release build, durability on: SQLite in WAL mode) on a private mosquitto with \
+                persistence, N customers watching one SKU (mode every, seeded once through `StoreDatabase`). \
+                Each run: `{"set":1}` published at QoS 1 by an admin client; timed from just before that publish \
+                to the moment the N-th distinct alert is read from a `mosquitto_sub -q 1` on \
+                `restock/apple/customers/+/alerts`; then `{"set":0}` and a wait until the store's outbox is empty. \
+                In the same run: N messages of an alert's size written to `mosquitto_pub -l -q 1` (already \
+                connected) and read by a second `mosquitto_sub -q 1` on `bench/+/alerts`, in runs of at most \
+                50,000. \(runs) runs.
+                """)
+        section.table = MarkdownTable(header: [
+            "N customers", "store, alerts/s", "mosquitto_pub -l → mosquitto_sub, messages/s", "store ÷ C tools", "lost", "duplicates",
+        ])
+        var goals: [Goal] = []
+        for row in rows {
+            let ratio = row.store.ratio(to: row.tools)
+            section.table.add([
+                Figure.grouped(row.customers), row.store.formatted(), row.tools.formatted(), ratio.formatted(),
+                "\(row.lost) (C tools: \(row.toolsLost))", "\(row.duplicates)",
+            ])
+            goals.append(
+                Goal(
+                    text: "B3 N = \(Figure.grouped(row.customers)): ≥ 0.8 of the C tools' rate, 0 lost",
+                    figure: "\(Figure.format(ratio.median))×, \(row.lost) lost", isMet: ratio.median >= 0.8 && row.lost == 0))
+        }
+        section.goals = goals
+        section.curves = [
+            Curve(plot: "B3", name: "restock serve → mosquitto_sub", points: rows.map { (Double($0.customers), $0.store.median) }),
+            Curve(plot: "B3", name: "mosquitto_pub -l → mosquitto_sub", points: rows.map { (Double($0.customers), $0.tools.median) }),
+        ]
+        return section
+    }
+
+    static func latency(_ result: (store: LatencyBench.Percentiles, tools: LatencyBench.Percentiles), runs: Int) -> BenchSection {
+        var section = BenchSection(
+            id: "B4", title: "B4 Latency",
+            method: """
+                One customer watching one SKU (mode every). \(Figure.grouped(LatencyBench.restocks)) restocks, \
+                one every \(LatencyBench.period / 1_000_000) ms: `{"set":1}` written to a connected \
+                `mosquitto_pub -l -q 1` on the admin topic, timed until the alert is read from the customer's \
+                `mosquitto_sub -q 1`; then `{"set":0}`. Next to it, in the same run, a line written to another \
+                `mosquitto_pub -l` and read from a `mosquitto_sub` on its topic: the broker's round trip with \
+                the same tools. Latencies in µs, recorded in an HDR histogram; \(runs) runs.
+                """)
+        section.table = MarkdownTable(header: ["path", "p50 µs", "p99 µs", "max µs"])
+        section.table.add(["stock command → store → alert at the customer", result.store.p50.formatted(), result.store.p99.formatted(), result.store.max.formatted()])
+        section.table.add(["mosquitto_pub → mosquitto_sub", result.tools.p50.formatted(), result.tools.p99.formatted(), result.tools.max.formatted()])
+        section.notes = [
+            "The store's path is two broker hops plus a durable commit: the request journaled, applied and committed "
+                + "with its alert before the alert is published. Its median is \(Figure.format(result.store.p50.ratio(to: result.tools.p50).median))× the single hop's."
+        ]
+        return section
+    }
+
+    static func subscribeThroughput(_ rate: Samples, requests: Int, runs: Int) -> BenchSection {
+        var section = BenchSection(
+            id: "B5", title: "B5 Subscribe requests, processed durably",
+            method: """
+                \(Figure.grouped(requests)) subscribe requests per run (each a new customer, mode every) published \
+                at QoS 1 by one client with up to 1,000 in flight; timed from the first publish until all of \
+                them are committed watches in the store's database (each request is journaled before its PUBACK, \
+                applied in batches, and its customer's retained mirror published). \(runs) runs, each adding to \
+                the same store.
+                """)
+        section.table = MarkdownTable(header: ["requests", "requests/s"])
+        section.table.add([Figure.grouped(requests), rate.formatted()])
+        return section
+    }
+}

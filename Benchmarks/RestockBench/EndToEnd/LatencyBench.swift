@@ -1,0 +1,91 @@
+import Foundation
+import Histogram
+import Mosquitto
+import RestockCore
+import RestockTestSupport
+
+/// B4: one restock to one customer, 1,000 times at a steady rate: from the stock command written to
+/// `mosquitto_pub -l` to the alert printed by the customer's `mosquitto_sub`; next to the same two tools
+/// talking straight to each other through the same broker.
+struct LatencyBench {
+    static let restocks = 1_000
+    /// One restock every 5 ms (200 a second), unless the previous alert is later than that.
+    static let period: UInt64 = 5_000_000
+    let runs: Int
+
+    struct Percentiles {
+        var p50 = Samples(), p99 = Samples(), max = Samples()
+
+        mutating func append(_ histogram: Histogram<UInt64>) {
+            p50.append(Double(histogram.valueAtPercentile(50)) / 1_000)
+            p99.append(Double(histogram.valueAtPercentile(99)) / 1_000)
+            max.append(Double(histogram.max) / 1_000)
+        }
+    }
+
+    func run(say: (String) -> Void) async throws -> (store: Percentiles, tools: Percentiles) {
+        let broker = try await BenchBroker.start()
+        let store = try StoreProcess(broker: broker)
+        try await store.start()
+        try await mosquittoPub(broker, "restock/apple/subscribe/latency", #"{"sku":"latency-1","mode":"every"}"#)
+        try await StoreQueues.waitForWatches(1, in: store.dataDirectory, within: 30)
+
+        let customer = try await Subscriber(
+            broker: broker, filter: "restock/apple/customers/latency/alerts", probeTopic: "restock/apple/customers/latency/alerts",
+            identify: ArrivalLog.alertID)
+        let echo = try await Subscriber(broker: broker, filter: "bench/latency", probeTopic: "bench/latency") { line in
+            String(decoding: line, as: UTF8.self)
+        }
+        // The admin is the project's own client (as `restock stock` is): mosquitto_pub -l reads its next line
+        // only when its network loop wakes, which adds tens of ms to the second line of each restock.
+        let admin = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "bench-latency-admin"))
+        try await admin.connect()
+        let stock = { @Sendable (quantity: Int) in
+            _ = try? admin.send(Array(#"{"sku":"latency-1","set":\#(quantity)}"#.utf8), to: "restock/apple/admin/stock", qos: .atLeastOnce)
+        }
+        let pinger = try tool(broker, topic: "bench/latency")
+        var result = (store: Percentiles(), tools: Percentiles())
+        for run in 1...runs {
+            let storeRun = try await measure(
+                customer.log, send: { _ in stock(1) }, reset: { stock(0) })
+            let toolsRun = try await measure(echo.log, send: { index in pinger.write(line: "ping-\(run)-\(index)") })
+            result.store.append(storeRun)
+            result.tools.append(toolsRun)
+            say("  B4 run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs")
+        }
+        await admin.disconnect()
+        pinger.stop()
+        try await store.send(SIGTERM)
+        try await broker.stop()
+        return result
+    }
+
+    private func tool(_ broker: MosquittoBroker, topic: String) throws -> PipedProcess {
+        try PipedProcess("mosquitto_pub", ["-h", "127.0.0.1", "-p", String(broker.port), "-V", "5", "-q", "1", "-t", topic, "-l"])
+    }
+
+    /// `restocks` round trips, one every `period`: send, wait for the arrival, reset. The whole run has a deadline.
+    private func measure(
+        _ log: ArrivalLog, send: @escaping @Sendable (Int) -> Void, reset: @escaping @Sendable () -> Void = {}
+    ) async throws -> Histogram<UInt64> {
+        let latencies = try await withDeadline(120, waitingFor: "\(Self.restocks) round trips") {
+            var arrivals = log.arrivals.makeAsyncIterator()
+            var latencies: [UInt64] = []
+            let clock = ContinuousClock()
+            var tick = clock.now
+            for index in 0..<Self.restocks {
+                try await clock.sleep(until: tick)  // pacing: the steady rate, not a wait for anything
+                let start = nanoseconds()
+                send(index)
+                guard let arrived = await arrivals.next() else { throw BenchFailure("B4: the subscriber stopped") }
+                latencies.append(arrived - start)
+                reset()
+                tick = tick.advanced(by: .nanoseconds(Int64(Self.period)))
+            }
+            return latencies
+        }
+        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+        for latency in latencies { histogram.record(latency) }
+        return histogram
+    }
+}
