@@ -19,7 +19,7 @@ deps:
 ## build: compile everything, failing on any warning in our own code
 build: deps
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
-	@if grep -E '/(Sources|Tests)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
+	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 
 ## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever)
 test: build compose-check

@@ -54,7 +54,7 @@ struct BenchRun {
                 say("wrote \(plot)")
             }
             if let output = options.output {
-                try report.markdown.write(toFile: output, atomically: true, encoding: .utf8)
+                try report.write(to: output)
                 say("wrote \(output)")
             }
         } catch {
