@@ -15,7 +15,7 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
     /// Unique per alert, and the same on every redelivery of it: consumers drop an id they have seen.
     public var id: String {
-        get { idText ?? "\(store)-\(sequence)" }
+        get { idText ?? "\(store)-\(storedSequence)" }
         set { idText = newValue }
     }
     /// The store that raised the alert.
@@ -38,8 +38,10 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
 
     /// The id as given (decoded or set), or `nil` while it is the store's `{store}-{sequence}`.
     private var idText: String?
-    /// The store's alert sequence number the id is made from, when `idText` is `nil`.
-    private var sequence: UInt64 = 0
+    /// The store's alert sequence number the id is made from, for an alert as a store raised it (id and
+    /// sentence its own, not set since); `nil` otherwise.
+    public var sequence: UInt64? { idText == nil && messageText == nil ? storedSequence : nil }
+    private var storedSequence: UInt64 = 0
     /// The sentence as given, or `nil` while it is the standard one.
     private var messageText: String?
 
@@ -59,10 +61,11 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
         self.at = at
     }
 
-    /// The alert a store raises: id `{store}-{sequence}` and the standard sentence, both written when read.
-    init(store: StoreID, sequence: UInt64, customer: CustomerID, sku: SKU, quantity: Int, position: UInt64, at: Date) {
+    /// The alert a store raises as its `sequence`-th: id `{store}-{sequence}` and the standard sentence, both
+    /// written when read. A durable store rebuilds the alerts it has not yet published this way.
+    public init(store: StoreID, sequence: UInt64, customer: CustomerID, sku: SKU, quantity: Int, position: UInt64, at: Date) {
         self.version = Self.currentVersion
-        self.sequence = sequence
+        self.storedSequence = sequence
         self.store = store
         self.customer = customer
         self.sku = sku

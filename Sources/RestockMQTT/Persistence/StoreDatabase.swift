@@ -64,6 +64,15 @@ public final class StoreDatabase: Sendable {
                         payload BLOB NOT NULL, retain INTEGER NOT NULL);
                     """)
         }
+        migrator.registerMigration("v2: alert batches in the outbox") { db in
+            // A row with `batch` > 0 holds that many alerts of one stock change (an ``AlertBatch``), of which
+            // the first `sent` are acknowledged.
+            try db.execute(
+                sql: """
+                    ALTER TABLE outbox ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE outbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;
+                    """)
+        }
         return migrator
     }
 
@@ -162,8 +171,8 @@ public final class StoreDatabase: Sendable {
             }
             // A retained topic keeps only its newest version waiting: REPLACE gives it a new seq (rows of one
             // statement are inserted in order, so a later version in the same batch still wins).
-            try BulkStatement(head: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain) VALUES ", columns: 4)
-                .execute(changes.publications.map { [$0.key, $0.topic, Data($0.payload), $0.retain] }, in: db)
+            try BulkStatement(head: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain, batch) VALUES ", columns: 5)
+                .execute(changes.publications.map { [$0.key, $0.topic, Data($0.payload), $0.retain, $0.batch] }, in: db)
             if let seq = changes.processedThrough {
                 try db.execute(sql: "DELETE FROM inbox WHERE seq <= ?", arguments: [seq])
             }
@@ -176,20 +185,33 @@ public final class StoreDatabase: Sendable {
     public func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
         try pool.read { db in
             try Row.fetchAll(
-                db, sql: "SELECT seq, topic, payload, retain FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+                db, sql: "SELECT seq, topic, payload, retain, batch, sent FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
                 arguments: [seq, limit]
             ).map {
-                PendingPublication(seq: $0["seq"], topic: $0["topic"], payload: Array($0["payload"] as Data), retain: $0["retain"])
+                PendingPublication(
+                    seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), retain: $0[3], batch: $0[4], sent: $0[5])
             }
         }
     }
 
     /// Forgets messages the broker has acknowledged (by the version published: a newer one stays).
     public func markPublished(_ seqs: [Int64]) throws {
-        guard !seqs.isEmpty else { return }
+        try acknowledge(messages: seqs, batches: [])
+    }
+
+    /// Records acknowledgements in one transaction: single messages are forgotten; a batch records how many
+    /// of its alerts, from the first, are acknowledged, and is forgotten when that is all of them.
+    public func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
+        guard !seqs.isEmpty || !batches.isEmpty else { return }
         try pool.write { db in
             let forget = try db.cachedStatement(sql: "DELETE FROM outbox WHERE seq = ?")
             for seq in seqs { try forget.execute(arguments: [seq]) }
+            let progress = try db.cachedStatement(sql: "UPDATE outbox SET sent = ? WHERE seq = ? AND batch > ?")
+            let finish = try db.cachedStatement(sql: "DELETE FROM outbox WHERE seq = ? AND batch <= ?")
+            for batch in batches {
+                try progress.execute(arguments: [batch.sent, batch.seq, batch.sent])
+                try finish.execute(arguments: [batch.seq, batch.sent])
+            }
         }
     }
 
@@ -202,7 +224,8 @@ public final class StoreDatabase: Sendable {
         try pool.read { db in
             (
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM inbox") ?? 0,
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0,
+                // Messages, not rows: a batch counts the alerts it still has to send.
+                try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(CASE WHEN batch > 0 THEN batch - sent ELSE 1 END), 0) FROM outbox") ?? 0,
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM watch") ?? 0
             )
         }
@@ -216,12 +239,16 @@ public struct JournaledRequest: Sendable, Hashable {
     public let payload: [UInt8]
 }
 
-/// A message waiting in the outbox.
+/// A message waiting in the outbox, or a batch of alerts (`batch` > 0: the payload is an ``AlertBatch``).
 public struct PendingPublication: Sendable, Hashable {
     public let seq: Int64
     public let topic: String
     public let payload: [UInt8]
     public let retain: Bool
+    /// How many alerts the batch holds; 0 for a single message.
+    public let batch: Int
+    /// How many of the batch's alerts, from the first, are acknowledged.
+    public let sent: Int
 }
 
 /// Identifies a watch: one customer, one SKU.
@@ -245,6 +272,22 @@ public struct Publication: Sendable, Hashable {
     public var topic: String
     public var payload: [UInt8]
     public var retain: Bool
+    /// How many alerts it holds when it is an ``AlertBatch``; 0 for a single message.
+    public var batch = 0
+
+    public init(key: String, topic: String, payload: [UInt8], retain: Bool) {
+        self.key = key
+        self.topic = topic
+        self.payload = payload
+        self.retain = retain
+    }
+
+    /// The alerts of one stock change, as one outbox record.
+    public init(batch: AlertBatch) {
+        let first = batch.alert(0).id
+        self.init(key: Self.alertKeyPrefix + "\(first)+\(batch.count)", topic: "", payload: batch.encoded(), retain: false)
+        self.batch = batch.count
+    }
 
     /// Whether it carries an alert.
     public var isAlert: Bool { key.hasPrefix(Self.alertKeyPrefix) }

@@ -1,12 +1,15 @@
 import Logging
 import Mosquitto
+import RestockCore
 
 /// Publishes what the outbox holds, in commit order, and forgets each message once the broker has
-/// acknowledged it. After a crash, or a lost connection, whatever was not acknowledged goes out again
+/// acknowledged it. A batch of alerts is expanded here, alert by alert, and its progress recorded as its
+/// rounds are acknowledged. After a crash, or a lost connection, whatever was not acknowledged goes out again
 /// with the same payload (and the same alert id).
 struct OutboxPublisher: Sendable {
     let client: MQTTClient
     let database: StoreDatabase
+    let topics: RestockTopics
     let logger: Logger
     /// How many messages are read and kept in flight at once.
     static let round = 1_000
@@ -18,53 +21,123 @@ struct OutboxPublisher: Sendable {
         }
     }
 
+    /// One message on its way, and where in the outbox it comes from.
+    private struct Outgoing {
+        let seq: Int64
+        /// Its place in a batch of alerts, or `nil` for a message of its own.
+        let index: Int?
+        let topic: String
+        let payload: [UInt8]
+        let retain: Bool
+    }
+
     /// Publishes everything pending. Each round is queued before the previous round's acknowledgements are
-    /// awaited and forgotten, so the connection stays busy while the database is written.
+    /// awaited and recorded, so the connection stays busy while the database is written.
     func drain() async throws {
-        var lastQueued: Int64 = 0
-        var awaiting: [(seq: Int64, publication: MQTTPublication)] = []
         while !Task.isCancelled {
+            var reader = OutboxReader(database: database, topics: topics, logger: logger)
+            var awaiting: [(Outgoing, MQTTPublication)] = []
             do {
-                let pending = try database.pendingPublications(after: lastQueued, limit: Self.round)
-                // Queued one after another, so they leave in order; acknowledged in any order.
-                let sent = try pending.map { message in
-                    (message.seq, try client.send(message.payload, to: message.topic, qos: .atLeastOnce, retain: message.retain))
+                while !Task.isCancelled {
+                    let round = try reader.next(Self.round)
+                    // Queued one after another, so they leave in order; acknowledged in any order.
+                    let sent = try round.map { message in
+                        (message, try client.send(message.payload, to: message.topic, qos: .atLeastOnce, retain: message.retain))
+                    }
+                    try await acknowledge(awaiting)
+                    awaiting = sent
+                    if round.isEmpty { return }
                 }
-                if let last = pending.last { lastQueued = last.seq }
-                try await acknowledge(awaiting)
-                awaiting = sent
-                if pending.isEmpty { return }
             } catch MQTTError.notConnected {
                 // Reconnecting: start over from the oldest unacknowledged message once back.
                 logger.notice("broker connection lost while publishing; will resend after reconnecting")
                 try await waitUntilConnected()
-                lastQueued = 0
-                awaiting = []
             }
         }
     }
 
-    /// Waits for each acknowledgement, then forgets those messages in one transaction.
-    private func acknowledge(_ publications: [(seq: Int64, publication: MQTTPublication)]) async throws {
+    /// Waits for each acknowledgement, then records them in one transaction: messages are forgotten, and each
+    /// batch remembers how far it has been acknowledged (every earlier round was acknowledged before).
+    private func acknowledge(_ publications: [(Outgoing, MQTTPublication)]) async throws {
         guard !publications.isEmpty else { return }
-        var acknowledged: [Int64] = []
-        acknowledged.reserveCapacity(publications.count)
-        for (seq, publication) in publications {
+        var messages: [Int64] = []
+        var batches: [(seq: Int64, sent: Int)] = []
+        for (message, publication) in publications {
             do {
                 try await publication.acknowledged()
             } catch MQTTError.publishRefused(let topic, let code, let reason) {
                 // Retrying cannot help; keep it from blocking the rest.
                 logger.error("the broker refused a publish; dropping it", metadata: ["topic": "\(topic)", "reason": "\(code) \(reason)"])
             }
-            acknowledged.append(seq)
+            if let index = message.index {
+                if batches.last?.seq == message.seq {
+                    batches[batches.count - 1].sent = index + 1
+                } else {
+                    batches.append((message.seq, index + 1))
+                }
+            } else {
+                messages.append(message.seq)
+            }
         }
-        try database.markPublished(acknowledged)
+        try database.acknowledge(messages: messages, batches: batches)
     }
 
     private func waitUntilConnected() async throws {
         while !client.isConnected {
             try Task.checkCancellation()
             try await ContinuousClock().sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Reads the outbox in order, a round at a time, expanding batches of alerts into their messages.
+    private struct OutboxReader {
+        let database: StoreDatabase
+        let topics: RestockTopics
+        let logger: Logger
+        /// The last row taken whole, or the batch being taken.
+        private var seq: Int64 = 0
+        /// The batch being taken, and the index of its next alert.
+        private var batch: (seq: Int64, alerts: AlertBatch, next: Int)?
+
+        init(database: StoreDatabase, topics: RestockTopics, logger: Logger) {
+            self.database = database
+            self.topics = topics
+            self.logger = logger
+        }
+
+        /// Up to `limit` messages, following the last ones returned.
+        mutating func next(_ limit: Int) throws -> [Outgoing] {
+            var round: [Outgoing] = []
+            while round.count < limit {
+                if let current = batch, current.next < current.alerts.count {
+                    let end = min(current.alerts.count, current.next + limit - round.count)
+                    for index in current.next..<end {
+                        let alert = current.alerts.alert(index)
+                        round.append(
+                            Outgoing(seq: current.seq, index: index, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false))
+                    }
+                    batch?.next = end
+                    continue
+                }
+                let rows = try database.pendingPublications(after: seq, limit: limit - round.count)
+                guard !rows.isEmpty else { break }
+                for row in rows {
+                    seq = row.seq
+                    guard row.batch > 0 else {
+                        round.append(Outgoing(seq: row.seq, index: nil, topic: row.topic, payload: row.payload, retain: row.retain))
+                        continue
+                    }
+                    guard let alerts = AlertBatch(decoding: row.payload), alerts.count == row.batch else {
+                        // Not written by this store: nothing to send, and it must not block the rest.
+                        logger.error("dropping an unreadable batch of alerts from the outbox", metadata: ["seq": "\(row.seq)"])
+                        try database.acknowledge(messages: [row.seq], batches: [])
+                        continue
+                    }
+                    batch = (row.seq, alerts, row.sent)
+                    break  // take its alerts, then read on after it
+                }
+            }
+            return round
         }
     }
 }

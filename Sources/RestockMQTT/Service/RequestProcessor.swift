@@ -95,7 +95,13 @@ struct RequestProcessor: Sendable {
                     mirrors.insert(watch.customer)
                 }
                 for watch in outcome.updatedWatches { changes.watches[WatchKey(customer: watch.customer, sku: watch.sku)] = watch }
-                changes.publications += outcome.alerts.map(publication(of:))
+                // One record for all the alerts of the change (each rebuilt when published); one row each only if
+                // they cannot share one.
+                if let batch = AlertBatch(outcome.alerts) {
+                    changes.publications.append(Publication(batch: batch))
+                } else {
+                    changes.publications += outcome.alerts.map(publication(of:))
+                }
                 let record = InventoryRecord(store: store.id, sku: sku, quantity: outcome.quantity, updatedAt: clock())
                 let topic = topics.inventory(sku)
                 changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))

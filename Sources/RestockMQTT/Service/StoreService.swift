@@ -74,7 +74,7 @@ public final class StoreService: Service, Sendable {
         logger.info("store \(store.id) online", metadata: ["broker": "\(configuration.connection.broker)", "topics": "\(topics.root)/#"])
 
         let processor = RequestProcessor(store: store, topics: topics, database: database, logger: logger, clock: clock)
-        let publisher = OutboxPublisher(client: client, database: database, logger: logger)
+        let publisher = OutboxPublisher(client: client, database: database, topics: topics, logger: logger)
         // Requests and alerts left from before a restart go first.
         requestArrived.yield()
         outboxGrew.yield()
