@@ -116,9 +116,15 @@ struct StoreState: Sendable {
 
     /// Applies a stock change and raises the alerts it causes, in position order.
     mutating func changeStock(sku: SKU, change: StockChange, now: Date) throws(RestockError) -> StockOutcome {
-        let previous = quantity(of: sku)
+        // Each table is searched for the SKU once: hashing the SKU was most of a small restock's cost.
+        let stocked = inventory.index(forKey: sku)
+        let previous = stocked.map { inventory.values[$0] } ?? 0
         let onHand = try change.applied(to: previous, sku: sku)
-        inventory[sku] = onHand == 0 ? nil : onHand
+        if let stocked {
+            if onHand == 0 { inventory.remove(at: stocked) } else { inventory.values[stocked] = onHand }
+        } else if onHand > 0 {
+            inventory[sku] = onHand
+        }
 
         let rise = onHand - previous
         // Fair release: a rise of d units alerts at most d×K waiting watches; without it, all of them.
@@ -137,44 +143,51 @@ struct StoreState: Sendable {
         var stillHeldBack = 0
         var sequence = nextAlertSequence
         let store = self.store
-        let line = watchers[sku]?.count ?? 0
+        let lineIndex = watchers.index(forKey: sku)
+        let line = lineIndex.map { watchers.values[$0].count } ?? 0
         if rise > 0 {
             alerts.reserveCapacity(min(line, budget))
             updated.reserveCapacity(min(line, budget))
         }
-        watchers[sku]?.updateEach { watch in
-            guard watch.isSatisfied(by: onHand) else {
-                if !watch.isWaiting {
-                    watch.isWaiting = true
-                    updated.append(watch)
+        if let lineIndex {
+            watchers.values[lineIndex].updateEach { watch in
+                guard watch.isSatisfied(by: onHand) else {
+                    if !watch.isWaiting {
+                        watch.isWaiting = true
+                        updated.append(watch)
+                    }
+                    return true
                 }
-                return true
+                guard watch.isWaiting else { return true }
+                guard budget > 0 else {
+                    stillHeldBack += 1
+                    return true
+                }
+                budget -= 1
+                alerts.append(
+                    RestockAlert(
+                        store: store, sequence: sequence, customer: watch.customer, sku: sku, quantity: onHand,
+                        position: watch.position, at: now))
+                sequence += 1
+                switch watch.mode {
+                case .once:
+                    removed.append(watch)
+                    return false
+                case .every:
+                    watch.isWaiting = false
+                    updated.append(watch)
+                    return true
+                }
             }
-            guard watch.isWaiting else { return true }
-            guard budget > 0 else {
-                stillHeldBack += 1
-                return true
-            }
-            budget -= 1
-            alerts.append(
-                RestockAlert(
-                    store: store, sequence: sequence, customer: watch.customer, sku: sku, quantity: onHand,
-                    position: watch.position, at: now))
-            sequence += 1
-            switch watch.mode {
-            case .once:
-                removed.append(watch)
-                return false
-            case .every:
-                watch.isWaiting = false
-                updated.append(watch)
-                return true
-            }
+            if watchers.values[lineIndex].isEmpty { watchers.remove(at: lineIndex) }
         }
         nextAlertSequence = sequence
         for watch in removed { forget(watch) }
-        if watchers[sku]?.isEmpty == true { watchers[sku] = nil }
-        heldBack[sku] = stillHeldBack == 0 ? nil : stillHeldBack
+        if stillHeldBack > 0 {
+            heldBack[sku] = stillHeldBack
+        } else if !heldBack.isEmpty {
+            heldBack[sku] = nil
+        }
         return StockOutcome(
             sku: sku, previousQuantity: previous, quantity: onHand, alerts: alerts,
             removedWatches: removed, updatedWatches: updated)
