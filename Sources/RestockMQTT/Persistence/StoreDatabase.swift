@@ -155,11 +155,15 @@ public final class StoreDatabase: Sendable {
                 }
             }
             // An upsert changes a known watch's row in place (a REPLACE would delete it and insert it again,
-            // rewriting both of its indexes).
+            // rewriting both of its indexes). Every column is set: a watch dropped and made again within one
+            // batch comes back with a new position.
             try BulkStatement(
                 head: "INSERT INTO watch (customer, sku, mode, minQuantity, position, since, waiting) VALUES ",
                 columns: 7,
-                tail: " ON CONFLICT (customer, sku) DO UPDATE SET mode = excluded.mode, minQuantity = excluded.minQuantity, waiting = excluded.waiting"
+                tail: """
+                     ON CONFLICT (customer, sku) DO UPDATE SET mode = excluded.mode, minQuantity = excluded.minQuantity,
+                    position = excluded.position, since = excluded.since, waiting = excluded.waiting
+                    """
             ).execute(saved, in: db)
             try BulkStatement(head: "DELETE FROM watch WHERE (customer, sku) IN (VALUES ", columns: 2, tail: ")").execute(deleted, in: db)
             try BulkStatement(head: "INSERT OR REPLACE INTO inventory (sku, quantity) VALUES ", columns: 2)
