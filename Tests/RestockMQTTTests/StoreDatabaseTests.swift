@@ -11,15 +11,14 @@ struct StoreDatabaseTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try StoreDatabase(directory: directory)
         let alice = try CustomerID("alice"), sku = try SKU("ipad")
-        let key = WatchKey(customer: alice, sku: sku)
         var first = StoreChanges()
-        first.watches[key] = Watch(customer: alice, sku: sku, mode: .once, minQuantity: 1, position: 3, since: Date(timeIntervalSinceReferenceDate: 1))
+        first.save(Watch(customer: alice, sku: sku, mode: .once, minQuantity: 1, position: 3, since: Date(timeIntervalSinceReferenceDate: 1)))
         try database.commit(first)
         var again = StoreChanges()
         let renewed = Watch(
             customer: alice, sku: sku, mode: .every, minQuantity: 2, position: 9, since: Date(timeIntervalSinceReferenceDate: 2),
             isWaiting: false)
-        again.watches[key] = renewed
+        again.save(renewed)
         try database.commit(again)
         #expect(try database.loadSnapshot().watches == [renewed])
     }
@@ -34,11 +33,36 @@ struct StoreDatabaseTests {
             Watch(customer: try CustomerID("c\($0)"), sku: sku, mode: .once, minQuantity: 1, position: UInt64($0 + 1), since: Date(timeIntervalSinceReferenceDate: 0))
         }
         var changes = StoreChanges()
-        for watch in watches { changes.watches[WatchKey(customer: watch.customer, sku: sku)] = watch }
+        for watch in watches { changes.save(watch) }
         try database.commit(changes)
         var removal = StoreChanges()
-        for watch in watches where watch.position % 3 == 0 { removal.watches[WatchKey(customer: watch.customer, sku: sku)] = .some(nil) }
+        for watch in watches where watch.position % 3 == 0 { removal.delete(WatchKey(customer: watch.customer, sku: sku)) }
         try database.commit(removal)
         #expect(try database.loadSnapshot().watches == watches.filter { $0.position % 3 != 0 })
+    }
+
+    @Test("changes apply in the order they were made: a line's flags by position between saves of the same watches")
+    func orderedChanges() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("db-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try StoreDatabase(directory: directory)
+        let sku = try SKU("ipad")
+        let since = Date(timeIntervalSinceReferenceDate: 0)
+        let a = Watch(customer: try CustomerID("a"), sku: sku, mode: .every, minQuantity: 1, position: 1, since: since)
+        let b = Watch(customer: try CustomerID("b"), sku: sku, mode: .once, minQuantity: 1, position: 2, since: since)
+        let alerted = Watch(customer: a.customer, sku: sku, mode: .every, minQuantity: 1, position: 1, since: since, isWaiting: false)
+        var changes = StoreChanges()
+        changes.save(a)  // made in this batch, then alerted, then its terms changed again
+        changes.save(b)
+        changes.lineChanged(updated: [alerted], removed: [b])
+        let renewed = Watch(customer: a.customer, sku: sku, mode: .every, minQuantity: 5, position: 1, since: since, isWaiting: true)
+        changes.save(renewed)
+        try database.commit(changes)
+        #expect(try database.loadSnapshot().watches == [renewed])
+
+        var again = StoreChanges()
+        again.lineChanged(updated: [Watch(customer: a.customer, sku: sku, mode: .every, minQuantity: 5, position: 1, since: since, isWaiting: false)], removed: [])
+        try database.commit(again)
+        #expect(try database.loadSnapshot().watches.map(\.isWaiting) == [false])
     }
 }

@@ -41,11 +41,11 @@ enum EndToEndSections {
             id: "B4", title: "B4 Latency",
             method: """
                 One customer watching one SKU (mode every). \(Figure.grouped(LatencyBench.restocks)) restocks, \
-                one every \(LatencyBench.period / 1_000_000) ms: `{"set":1}` written to a connected \
-                `mosquitto_pub -l -q 1` on the admin topic, timed until the alert is read from the customer's \
-                `mosquitto_sub -q 1`; then `{"set":0}`. Next to it, in the same run, a line written to another \
-                `mosquitto_pub -l` and read from a `mosquitto_sub` on its topic: the broker's round trip with \
-                the same tools. Latencies in µs, recorded in an HDR histogram; \(runs) runs.
+                one every \(LatencyBench.period / 1_000_000) ms: `{"set":1}` published at QoS 1 by a connected \
+                admin client (the project's own, as `restock stock` uses), timed until the alert is read from the \
+                customer's `mosquitto_sub -q 1`; then `{"set":0}`. Next to it, in the same run, a line written to a \
+                connected `mosquitto_pub -l -q 1` and read from a `mosquitto_sub` on its topic: one trip through \
+                the broker with the C tools. Latencies in µs, recorded in an HDR histogram; \(runs) runs.
                 """)
         section.table = MarkdownTable(header: ["path", "p50 µs", "p99 µs", "max µs"])
         section.table.add(["stock command → store → alert at the customer", result.store.p50.formatted(), result.store.p99.formatted(), result.store.max.formatted()])

@@ -12,11 +12,9 @@ enum SeededStore {
         let sku = try SKU(sku)
         let since = Date()
         var changes = StoreChanges()
-        changes.watches.reserveCapacity(count)
         for index in 0..<count {
             let customer = try CustomerID("\(customerPrefix)\(index)")
-            changes.watches[WatchKey(customer: customer, sku: sku)] = Watch(
-                customer: customer, sku: sku, mode: mode, minQuantity: 1, position: UInt64(index + 1), since: since)
+            changes.save(Watch(customer: customer, sku: sku, mode: mode, minQuantity: 1, position: UInt64(index + 1), since: since))
         }
         changes.counters = (UInt64(count + 1), 1)
         try database.commit(changes)

@@ -141,31 +141,30 @@ public final class StoreDatabase: Sendable {
         try pool.write { db in
             // Rows go in many to a statement: SQLite then parses nothing and GRDB binds in bulk, which is most of
             // the cost of a row when a restock writes thousands.
-            var saved: [[(any DatabaseValueConvertible)?]] = []
-            var deleted: [[(any DatabaseValueConvertible)?]] = []
-            // In key order, so the index is walked once instead of at random.
-            for (key, watch) in changes.watches.sorted(by: { ($0.key.customer, $0.key.sku) < ($1.key.customer, $1.key.sku) }) {
-                if let watch {
-                    saved.append([
-                        watch.customer.rawValue, watch.sku.rawValue, watch.mode.rawValue, watch.minQuantity,
-                        Int64(watch.position), watch.since.timeIntervalSinceReferenceDate, watch.isWaiting,
-                    ])
-                } else {
-                    deleted.append([key.customer.rawValue, key.sku.rawValue])
+            // Watch changes apply in the order they were made; runs of saves or deletes go many to a statement.
+            var run: (saves: [Watch], deletes: [WatchKey]) = ([], [])
+            for change in changes.watchChanges + [nil] {
+                switch change {
+                case .save(let watch)?:
+                    if !run.deletes.isEmpty { try Self.write(&run, in: db) }
+                    run.saves.append(watch)
+                case .delete(let key)?:
+                    if !run.saves.isEmpty { try Self.write(&run, in: db) }
+                    run.deletes.append(key)
+                case .waiting(let waiting, let positions)?:
+                    try Self.write(&run, in: db)
+                    // One statement for a whole line of watches: a restock to 100,000 `every` customers flips
+                    // 100,000 flags, which one row at a time was most of its commit.
+                    try db.cachedStatement(sql: "UPDATE watch SET waiting = ? WHERE position IN (SELECT value FROM json_each(?))")
+                        .execute(arguments: [waiting, Self.jsonArray(positions)])
+                case .deleted(let positions)?:
+                    try Self.write(&run, in: db)
+                    try db.cachedStatement(sql: "DELETE FROM watch WHERE position IN (SELECT value FROM json_each(?))")
+                        .execute(arguments: [Self.jsonArray(positions)])
+                case nil:
+                    try Self.write(&run, in: db)
                 }
             }
-            // An upsert changes a known watch's row in place (a REPLACE would delete it and insert it again,
-            // rewriting both of its indexes). Every column is set: a watch dropped and made again within one
-            // batch comes back with a new position.
-            try BulkStatement(
-                head: "INSERT INTO watch (customer, sku, mode, minQuantity, position, since, waiting) VALUES ",
-                columns: 7,
-                tail: """
-                     ON CONFLICT (customer, sku) DO UPDATE SET mode = excluded.mode, minQuantity = excluded.minQuantity,
-                    position = excluded.position, since = excluded.since, waiting = excluded.waiting
-                    """
-            ).execute(saved, in: db)
-            try BulkStatement(head: "DELETE FROM watch WHERE (customer, sku) IN (VALUES ", columns: 2, tail: ")").execute(deleted, in: db)
             try BulkStatement(head: "INSERT OR REPLACE INTO inventory (sku, quantity) VALUES ", columns: 2)
                 .execute(changes.inventory.map { [$0.key.rawValue, $0.value] }, in: db)
             if let counters = changes.counters {
@@ -181,6 +180,39 @@ public final class StoreDatabase: Sendable {
                 try db.execute(sql: "DELETE FROM inbox WHERE seq <= ?", arguments: [seq])
             }
         }
+    }
+
+    /// Writes a run of saves (in key order; a key saved twice keeps its last version) or deletes, and empties it.
+    private static func write(_ run: inout (saves: [Watch], deletes: [WatchKey]), in db: Database) throws {
+        if !run.saves.isEmpty {
+            // An upsert changes a known watch's row in place (a REPLACE would delete it and insert it again,
+            // rewriting both of its indexes). Every column is set: a watch dropped and made again within one
+            // batch comes back with a new position. The sort is stable, so a later save of a key stays later.
+            let rows: [[(any DatabaseValueConvertible)?]] = run.saves.sorted { ($0.customer, $0.sku) < ($1.customer, $1.sku) }.map { watch in
+                [
+                    watch.customer.rawValue, watch.sku.rawValue, watch.mode.rawValue, watch.minQuantity,
+                    Int64(watch.position), watch.since.timeIntervalSinceReferenceDate, watch.isWaiting,
+                ]
+            }
+            try BulkStatement(
+                head: "INSERT INTO watch (customer, sku, mode, minQuantity, position, since, waiting) VALUES ",
+                columns: 7,
+                tail: """
+                     ON CONFLICT (customer, sku) DO UPDATE SET mode = excluded.mode, minQuantity = excluded.minQuantity,
+                    position = excluded.position, since = excluded.since, waiting = excluded.waiting
+                    """
+            ).execute(rows, in: db)
+        }
+        if !run.deletes.isEmpty {
+            try BulkStatement(head: "DELETE FROM watch WHERE (customer, sku) IN (VALUES ", columns: 2, tail: ")")
+                .execute(run.deletes.map { [$0.customer.rawValue, $0.sku.rawValue] }, in: db)
+        }
+        run = ([], [])
+    }
+
+    /// `[1,2,3]`: positions for `json_each`.
+    private static func jsonArray(_ positions: [UInt64]) -> String {
+        "[" + positions.map(String.init).joined(separator: ",") + "]"
     }
 
     // MARK: Outbox
@@ -299,8 +331,20 @@ public struct Publication: Sendable, Hashable {
 
 /// What one batch of requests changed, to commit in one transaction.
 public struct StoreChanges: Sendable {
-    /// New state of each changed watch; `nil` when it was removed.
-    public var watches: [WatchKey: Watch?] = [:]
+    /// What happened to watches, in order.
+    public enum WatchChange: Sendable {
+        /// A watch made or changed (by customer and SKU).
+        case save(Watch)
+        /// A watch removed.
+        case delete(WatchKey)
+        /// The waiting flag of these watches (by position) became this.
+        case waiting(Bool, positions: [UInt64])
+        /// These watches (by position) were removed.
+        case deleted(positions: [UInt64])
+    }
+
+    /// The changes to watches, applied in this order.
+    public private(set) var watchChanges: [WatchChange] = []
     public var inventory: [SKU: Int] = [:]
     public var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
     public var publications: [Publication] = []
@@ -308,4 +352,19 @@ public struct StoreChanges: Sendable {
     public var processedThrough: Int64?
 
     public init() {}
+
+    /// A watch made or changed.
+    public mutating func save(_ watch: Watch) { watchChanges.append(.save(watch)) }
+
+    /// A watch removed.
+    public mutating func delete(_ key: WatchKey) { watchChanges.append(.delete(key)) }
+
+    /// What a stock change did to its line: `updated` watches changed their waiting flag, `removed` ones are gone.
+    public mutating func lineChanged(updated: [Watch], removed: [Watch]) {
+        let alerted = updated.filter { !$0.isWaiting }.map(\.position)
+        let rearmed = updated.filter(\.isWaiting).map(\.position)
+        if !alerted.isEmpty { watchChanges.append(.waiting(false, positions: alerted)) }
+        if !rearmed.isEmpty { watchChanges.append(.waiting(true, positions: rearmed)) }
+        if !removed.isEmpty { watchChanges.append(.deleted(positions: removed.map(\.position))) }
+    }
 }

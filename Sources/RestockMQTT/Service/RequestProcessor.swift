@@ -77,24 +77,21 @@ struct RequestProcessor: Sendable {
                     try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity)
                 }
                 if outcome.isChanged {
-                    changes.watches[WatchKey(customer: who, sku: sku)] = outcome.isKept ? outcome.watch : nil
+                    if outcome.isKept { changes.save(outcome.watch) } else { changes.delete(WatchKey(customer: who, sku: sku)) }
                 }
                 if let alert = outcome.alert { changes.publications.append(publication(of: alert)) }
                 mirrors.insert(who)
             case .unsubscribe(let who, let sku):
-                if store.unsubscribe(who, from: sku) != nil { changes.watches[WatchKey(customer: who, sku: sku)] = .some(nil) }
+                if store.unsubscribe(who, from: sku) != nil { changes.delete(WatchKey(customer: who, sku: sku)) }
                 mirrors.insert(who)
             case .unsubscribeAll(let who):
-                for watch in store.unsubscribeAll(who) { changes.watches[WatchKey(customer: who, sku: watch.sku)] = .some(nil) }
+                for watch in store.unsubscribeAll(who) { changes.delete(WatchKey(customer: who, sku: watch.sku)) }
                 mirrors.insert(who)
             case .stock(let sku, let change):
                 let outcome = try perform { () throws(RestockError) in try store.changeStock(of: sku, change) }
                 changes.inventory[sku] = outcome.quantity
-                for watch in outcome.removedWatches {
-                    changes.watches[WatchKey(customer: watch.customer, sku: watch.sku)] = .some(nil)
-                    mirrors.insert(watch.customer)
-                }
-                for watch in outcome.updatedWatches { changes.watches[WatchKey(customer: watch.customer, sku: watch.sku)] = watch }
+                changes.lineChanged(updated: outcome.updatedWatches, removed: outcome.removedWatches)
+                for watch in outcome.removedWatches { mirrors.insert(watch.customer) }
                 // One record for all the alerts of the change (each rebuilt when published); one row each only if
                 // they cannot share one.
                 if let batch = AlertBatch(outcome.alerts) {
