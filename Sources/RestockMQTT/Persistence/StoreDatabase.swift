@@ -143,28 +143,27 @@ public final class StoreDatabase: Sendable {
             // the cost of a row when a restock writes thousands.
             // Watch changes apply in the order they were made; runs of saves or deletes go many to a statement.
             var run: (saves: [Watch], deletes: [WatchKey]) = ([], [])
-            for change in changes.watchChanges + [nil] {
+            for change in changes.watchChanges {
                 switch change {
-                case .save(let watch)?:
+                case .save(let watch):
                     if !run.deletes.isEmpty { try Self.write(&run, in: db) }
                     run.saves.append(watch)
-                case .delete(let key)?:
+                case .delete(let key):
                     if !run.saves.isEmpty { try Self.write(&run, in: db) }
                     run.deletes.append(key)
-                case .waiting(let waiting, let positions)?:
+                case .waiting(let waiting, let positions):
                     try Self.write(&run, in: db)
                     // One statement for a whole line of watches: a restock to 100,000 `every` customers flips
                     // 100,000 flags, which one row at a time was most of its commit.
                     try db.cachedStatement(sql: "UPDATE watch SET waiting = ? WHERE position IN (SELECT value FROM json_each(?))")
                         .execute(arguments: [waiting, Self.jsonArray(positions)])
-                case .deleted(let positions)?:
+                case .deleted(let positions):
                     try Self.write(&run, in: db)
                     try db.cachedStatement(sql: "DELETE FROM watch WHERE position IN (SELECT value FROM json_each(?))")
                         .execute(arguments: [Self.jsonArray(positions)])
-                case nil:
-                    try Self.write(&run, in: db)
                 }
             }
+            try Self.write(&run, in: db)
             try BulkStatement(head: "INSERT OR REPLACE INTO inventory (sku, quantity) VALUES ", columns: 2)
                 .execute(changes.inventory.map { [$0.key.rawValue, $0.value] }, in: db)
             if let counters = changes.counters {
@@ -230,12 +229,8 @@ public final class StoreDatabase: Sendable {
         }
     }
 
-    /// Forgets messages the broker has acknowledged (by the version published: a newer one stays).
-    public func markPublished(_ seqs: [Int64]) throws {
-        try acknowledge(messages: seqs, batches: [])
-    }
-
-    /// Records acknowledgements in one transaction: single messages are forgotten; a batch records how many
+    /// Records acknowledgements in one transaction: single messages are forgotten (by the version published:
+    /// a newer one of a retained topic stays, under its own seq); a batch records how many
     /// of its alerts, from the first, are acknowledged, and is forgotten when that is all of them.
     public func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
         guard !seqs.isEmpty || !batches.isEmpty else { return }
