@@ -50,29 +50,14 @@ public final class ChildProcess: Sendable {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let environmentLines = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
-        var pid: pid_t = 0
-        let status = Self.withCStrings([path] + arguments) { argv in
-            Self.withCStrings(environmentLines) { envp in posix_spawn(&pid, path, &actions, &attributes, argv, envp) }
-        }
+        let spawned = Self.spawn(path, arguments, actions: &actions, environment: environment)
         if input != nil { close(inputPipe[0]) }
-        guard status == 0 else {
+        do {
+            pid = try spawned.get()
+        } catch {
             if input != nil { close(inputPipe[1]) }
-            throw POSIXError(.init(rawValue: status) ?? .EIO)
+            throw error
         }
-        self.pid = pid
         if let input {
             // Written from another thread, so a child that reads slowly never blocks the caller.
             let writeEnd = inputPipe[1]
@@ -147,6 +132,31 @@ public final class ChildProcess: Sendable {
             status: status,
             standardOutput: String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self),
             standardError: String(decoding: (try? Data(contentsOf: err)) ?? Data(), as: UTF8.self))
+    }
+
+    /// Starts `path` with `arguments` and the file actions given, with no signal blocked and the usual signals
+    /// at their default handlers whatever the calling thread has, and this process's environment plus `environment`.
+    public static func spawn(
+        _ path: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t, environment: [String: String] = [:]
+    ) -> Result<pid_t, POSIXError> {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let environmentLines = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let status = withCStrings([path] + arguments) { argv in
+            withCStrings(environmentLines) { envp in posix_spawn(&pid, path, &actions, &attributes, argv, envp) }
+        }
+        return status == 0 ? .success(pid) : .failure(POSIXError(.init(rawValue: status) ?? .EIO))
     }
 
     /// The full path of `name`, searched on PATH when it has no slash.

@@ -21,29 +21,16 @@ final class PipedProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         for descriptor in toChild + fromChild { posix_spawn_file_actions_addclose(&actions, descriptor) }
-        // The child starts with no signal blocked and default handlers, whatever this thread has.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), defaults = sigset_t()
-        sigemptyset(&none)
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: pid_t = 0
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        let status = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        let spawned = ChildProcess.spawn(path, arguments, actions: &actions)
         close(toChild[0])
         close(fromChild[1])
-        guard status == 0 else {
+        do {
+            pid = try spawned.get()
+        } catch {
             close(toChild[1])
             close(fromChild[0])
-            throw POSIXError(.init(rawValue: status) ?? .EIO)
+            throw error
         }
-        self.pid = pid
         self.input = toChild[1]
         let descriptor = fromChild[0]
         Thread.detachNewThread {
