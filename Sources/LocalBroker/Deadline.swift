@@ -19,8 +19,10 @@ public func withDeadline<T: Sendable>(
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await operation() }
+        // Within a billion seconds, so that no value (infinity, NaN, 1e300) can trap converting to a Duration.
+        let bounded = seconds.isNaN ? 0 : min(max(seconds, 0), 1e9)
         group.addTask {
-            try? await ContinuousClock().sleep(until: .now + .seconds(seconds))
+            try? await ContinuousClock().sleep(until: .now + .seconds(bounded))
             return nil
         }
         defer { group.cancelAll() }

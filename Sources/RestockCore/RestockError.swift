@@ -2,10 +2,10 @@
 public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An identifier does not match `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.
     case invalidIdentifier(kind: String, value: String)
-    /// A watch's minimum quantity is below 1.
-    case invalidMinQuantity(Int)
-    /// A stock `set` names a negative quantity.
-    case negativeStock(Int)
+    /// A watch's minimum quantity is outside ``RequestLimits/minQuantity`` (the value as given).
+    case invalidMinQuantity(String)
+    /// A stock `set` or `add` is outside ``RequestLimits/stockSet`` or ``RequestLimits/stockAdd``.
+    case stockChangeOutOfRange(field: String, value: String)
     /// A quantity would leave the range the store accepts (0 through ``Store/maximumQuantity``).
     case quantityOutOfRange(sku: String, requested: String)
     /// The fair-release factor is negative or too large.
@@ -22,7 +22,7 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
             default: "invalid-identifier"
             }
         case .invalidMinQuantity: "invalid-min-quantity"
-        case .negativeStock, .quantityOutOfRange: "invalid-quantity"
+        case .stockChangeOutOfRange, .quantityOutOfRange: "invalid-quantity"
         case .invalidAlertsPerUnit: "invalid-alerts-per-unit"
         }
     }
@@ -33,9 +33,9 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidIdentifier(let kind, let value):
             "invalid \(kind) \(Self.quoted(value)): use 1 to 64 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
         case .invalidMinQuantity(let value):
-            "invalid minQuantity \(value): it must be an integer of at least 1"
-        case .negativeStock(let value):
-            "invalid stock quantity \(value): it cannot be negative"
+            "invalid minQuantity \(value): it must be an integer from \(RequestLimits.describe(RequestLimits.minQuantity))"
+        case .stockChangeOutOfRange(let field, let value):
+            "invalid \(field) \(value): it must be an integer from \(RequestLimits.describe(field == "add" ? RequestLimits.stockAdd : RequestLimits.stockSet))"
         case .quantityOutOfRange(let sku, let requested):
             "stock of \(sku) cannot become \(requested): it must stay between 0 and \(Store.maximumQuantity)"
         case .invalidAlertsPerUnit(let value):

@@ -6,16 +6,15 @@ public enum StockChange: Sendable, Hashable {
     case add(Int)
 
     /// The quantity after applying this change to `current`.
-    /// - Throws: ``RestockError`` when a `set` is negative or the result leaves `0...Store.maximumQuantity`.
+    /// - Throws: ``RestockError`` when the change is outside ``RequestLimits`` or the result leaves
+    ///   `0...Store.maximumQuantity`.
     func applied(to current: Int, sku: SKU) throws(RestockError) -> Int {
         switch self {
         case .set(let quantity):
-            guard quantity >= 0 else { throw .negativeStock(quantity) }
-            guard quantity <= Store.maximumQuantity else {
-                throw .quantityOutOfRange(sku: sku.rawValue, requested: String(quantity))
-            }
+            guard RequestLimits.stockSet.contains(quantity) else { throw .stockChangeOutOfRange(field: "set", value: String(quantity)) }
             return quantity
         case .add(let delta):
+            guard RequestLimits.stockAdd.contains(delta) else { throw .stockChangeOutOfRange(field: "add", value: String(delta)) }
             let (sum, overflow) = current.addingReportingOverflow(delta)
             guard !overflow, sum <= Store.maximumQuantity else {
                 throw .quantityOutOfRange(sku: sku.rawValue, requested: "\(current) + \(delta)")

@@ -6,7 +6,7 @@ import RestockMQTT
 
 /// The options every command that talks to a broker shares (DESIGN §6).
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port (env RESTOCK_BROKER).")
+    @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port, optionally mqtt://user:password@host:port (env RESTOCK_BROKER).")
     var broker: String = ProcessInfo.processInfo.environment["RESTOCK_BROKER"] ?? "mqtt://127.0.0.1:1883"
 
     @Option(help: "User name for the broker.")
@@ -48,8 +48,9 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     func brokerConnection() throws -> BrokerConnection {
-        let address: BrokerAddress
-        do { address = try BrokerAddress(url: broker) } catch { throw ValidationError(error.description) }
+        let fromURL: BrokerConnection
+        do { fromURL = try BrokerConnection(url: broker) } catch { throw ValidationError(error.description) }
+        let address = fromURL.broker
         let version: MQTTProtocolVersion
         switch mqttVersion {
         case "5": version = .v5
@@ -60,8 +61,9 @@ struct ConnectionOptions: ParsableArguments {
             throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")
         }
         let tls = address.usesTLS ? MQTTTLSConfiguration(caFile: cafile, certificateFile: cert, keyFile: key) : nil
-        let password = self.password ?? ProcessInfo.processInfo.environment["RESTOCK_PASSWORD"]
-        return BrokerConnection(broker: address, username: username, password: password, tls: tls, protocolVersion: version)
+        let password = self.password ?? ProcessInfo.processInfo.environment["RESTOCK_PASSWORD"] ?? fromURL.password
+        return BrokerConnection(
+            broker: address, username: username ?? fromURL.username, password: password, tls: tls, protocolVersion: version)
     }
 
     func client() throws -> StoreClient {
@@ -77,4 +79,21 @@ func identifier<Kind>(_ raw: String, _ type: Identifier<Kind>.Type, option: Stri
 /// Writes one line to standard output at once, unbuffered, so a pipe sees each alert as it arrives.
 func emit(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The longest `--wait` or `--timeout`: one day.
+let maximumSeconds = 86_400.0
+
+/// Checks a number of seconds given on the command line: finite, more than 0, at most a day.
+func checkSeconds(_ value: Double, option: String) throws {
+    guard value.isFinite, value > 0, value <= maximumSeconds else {
+        throw ValidationError("--\(option) must be a number of seconds more than 0 and at most \(Int(maximumSeconds)), not \(value)")
+    }
+}
+
+/// Checks a whole number given on the command line against the contract's range for it.
+func checkRange(_ value: Int, _ range: ClosedRange<Int>, option: String) throws {
+    guard range.contains(value) else {
+        throw ValidationError("--\(option) must be from \(RequestLimits.describe(range)), not \(value)")
+    }
 }

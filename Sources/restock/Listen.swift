@@ -11,14 +11,14 @@ extension Restock {
 
         @OptionGroup var connection: ConnectionOptions
         @Option(help: "Customer id.") var customer: String
-        @Option(help: "Stop after this many alerts.") var count: Int?
-        @Option(help: "Stop after this many seconds.") var timeout: Double?
+        @Option(parsing: .unconditional, help: "Stop after this many alerts.") var count: Int?
+        @Option(parsing: .unconditional, help: "Stop after this many seconds (at most 86400).") var timeout: Double?
         @Flag(help: "Print each alert as one JSON object a line.") var json = false
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
-            if let timeout, timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
+            if let timeout { try checkSeconds(timeout, option: "timeout") }
         }
 
         func run() async throws {

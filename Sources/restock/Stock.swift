@@ -9,14 +9,16 @@ extension Restock {
 
         @OptionGroup var connection: ConnectionOptions
         @Option(help: "SKU.") var sku: String
-        @Option(parsing: .unconditional, help: "Make the on-hand quantity exactly N.") var set: Int?
-        @Option(parsing: .unconditional, help: "Add N (negative, such as --add -2, to remove; never below 0).") var add: Int?
-        @Option(help: "Seconds to wait for the store's confirmation.") var wait: Double = 10
+        @Option(parsing: .unconditional, help: "Make the on-hand quantity exactly N (0 to 1000000000).") var set: Int?
+        @Option(parsing: .unconditional, help: "Add N (negative, such as --add -2, to remove; never below 0; -1000000000 to 1000000000).") var add: Int?
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400).") var wait: Double = 10
 
         func validate() throws {
             _ = try identifier(sku, SKU.self, option: "sku")
             guard (set == nil) != (add == nil) else { throw ValidationError("give exactly one of --set N and --add N") }
-            if let set, set < 0 { throw ValidationError("--set cannot be negative") }
+            if let set { try checkRange(set, RequestLimits.stockSet, option: "set") }
+            if let add { try checkRange(add, RequestLimits.stockAdd, option: "add") }
+            try checkSeconds(wait, option: "wait")
         }
 
         func run() async throws {

@@ -11,14 +11,14 @@ extension Restock {
         @Option(help: "Customer id.") var customer: String
         @Option(help: "SKU to watch.") var sku: String
         @Flag(help: "Alert on every return, not just once.") var every = false
-        @Option(help: "Alert only when at least this many are on hand.") var minQuantity: Int = 1
-        @Option(help: "Seconds to wait for the store's confirmation.") var wait: Double = 10
+        @Option(parsing: .unconditional, help: "Alert only when at least this many are on hand (1 to 1000000000).") var minQuantity: Int = 1
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400).") var wait: Double = 10
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")
             _ = try identifier(sku, SKU.self, option: "sku")
-            guard minQuantity >= 1 else { throw ValidationError("--min-quantity must be at least 1") }
-            guard wait > 0 else { throw ValidationError("--wait must be more than 0 seconds") }
+            try checkRange(minQuantity, RequestLimits.minQuantity, option: "min-quantity")
+            try checkSeconds(wait, option: "wait")
         }
 
         func run() async throws {

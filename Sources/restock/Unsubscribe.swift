@@ -11,12 +11,13 @@ extension Restock {
         @Option(help: "Customer id.") var customer: String
         @Option(help: "SKU to stop watching.") var sku: String?
         @Flag(help: "Stop watching everything.") var all = false
-        @Option(help: "Seconds to wait for the store's confirmation.") var wait: Double = 10
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400).") var wait: Double = 10
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")
             guard sku != nil || all else { throw ValidationError("give --sku SKU or --all") }
             guard sku == nil || !all else { throw ValidationError("give --sku SKU or --all, not both") }
+            try checkSeconds(wait, option: "wait")
             if let sku { _ = try identifier(sku, SKU.self, option: "sku") }
         }
 

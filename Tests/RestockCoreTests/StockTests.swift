@@ -28,7 +28,7 @@ struct StockTests {
     func refused() throws {
         let store = makeStore()
         try store.changeStock(of: sku("ipad"), .set(5))
-        #expect(throws: RestockError.negativeStock(-1)) { try store.changeStock(of: sku("ipad"), .set(-1)) }
+        #expect(throws: RestockError.stockChangeOutOfRange(field: "set", value: "-1")) { try store.changeStock(of: sku("ipad"), .set(-1)) }
         #expect(throws: RestockError.self) { try store.changeStock(of: sku("ipad"), .add(.max)) }
         #expect(throws: RestockError.self) { try store.changeStock(of: sku("ipad"), .set(Store.maximumQuantity + 1)) }
         #expect(store.quantity(of: sku("ipad")) == 5)

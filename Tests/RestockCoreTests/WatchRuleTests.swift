@@ -76,7 +76,7 @@ struct WatchRuleTests {
     @Test("minQuantity below 1 is refused")
     func minQuantityRange() {
         let store = makeStore()
-        #expect(throws: RestockError.invalidMinQuantity(0)) { try store.subscribe(alice, to: iphone, minQuantity: 0) }
+        #expect(throws: RestockError.invalidMinQuantity("0")) { try store.subscribe(alice, to: iphone, minQuantity: 0) }
         #expect(store.watchCount == 0)
     }
 

@@ -52,12 +52,27 @@ struct CommandLineTests {
         "errors are one plain line on stderr and a non-zero exit",
         arguments: [
             (["subscribe", "--customer", "a/b", "--sku", "x"], "error: --customer: invalid customer id"),
-            (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "0"], "error: --min-quantity must be at least 1"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "0"], "error: --min-quantity must be from 1 to 1000000000, not 0"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "-5"], "error: --min-quantity must be from 1 to 1000000000, not -5"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "9223372036854775807"], "error: --min-quantity must be from 1 to 1000000000"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "inf"], "error: --wait must be a number of seconds more than 0 and at most 86400"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "1e300"], "error: --wait must be a number of seconds"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "-1"], "error: --wait must be a number of seconds"),
+            (["unsubscribe", "--customer", "alice", "--all", "--wait", "nan"], "error: --wait must be a number of seconds"),
+            (["stock", "--sku", "x", "--set", "1", "--wait", "inf"], "error: --wait must be a number of seconds"),
+            (["stock", "--sku", "x", "--add", "-9223372036854775808"], "error: --add must be from -1000000000 to 1000000000"),
+            (["stock", "--sku", "x", "--add", "-999999999999999999"], "error: --add must be from -1000000000 to 1000000000"),
+            (["stock", "--sku", "x", "--set", "1000000001"], "error: --set must be from 0 to 1000000000"),
+            (["listen", "--customer", "alice", "--timeout", "nan"], "error: --timeout must be a number of seconds"),
+            (["listen", "--customer", "alice", "--timeout", "inf"], "error: --timeout must be a number of seconds"),
+            (["listen", "--customer", "alice", "--timeout", "1e20"], "error: --timeout must be a number of seconds"),
+            (["listen", "--customer", "alice", "--count", "-1"], "error: --count must be at least 1"),
+            (["inventory", "--broker", "mqtt://user:pw@"], "error: invalid configuration: broker URL \"mqtt://\" has no usable host"),
             (["stock", "--sku", "x", "--set", "1", "--add", "1"], "error: give exactly one of --set N and --add N"),
             (["unsubscribe", "--customer", "alice"], "error: give --sku SKU or --all"),
             (["inventory", "--broker", "http://nope"], "error: invalid configuration: broker URL \"http://nope\" must start with mqtt://"),
             (["serve", "--alerts-per-unit", "-1"], "error: --alerts-per-unit must be 0 (off) through 1000000"),
-            (["stock", "--sku", "x", "--set", "-2"], "error: --set cannot be negative"),
+            (["stock", "--sku", "x", "--set", "-2"], "error: --set must be from 0 to 1000000000, not -2"),
         ])
     func usageErrors(arguments: [String], message: String) async throws {
         let result = try await restock(arguments)
@@ -89,6 +104,29 @@ struct CommandLineTests {
         #expect(second.status != 0)
         #expect(second.standardError.contains("another store process is using \(data.path)"))
         try await store.send(SIGTERM)
+    }
+
+    @Test("credentials in the broker URL are used: mqtt://user:password@host:port")
+    func credentialsInURL() async throws {
+        let broker = try await MosquittoBroker.start()
+        let result = try await restock(["inventory", "--broker", "mqtt://someone:secret@127.0.0.1:\(broker.port)"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == "no stock recorded\n")
+        let connection = try BrokerConnection(url: "mqtt://ann%40shop:p%3Aw@127.0.0.1:\(broker.port)")
+        #expect(connection.username == "ann@shop" && connection.password == "p:w")
+        #expect(connection.broker == .hostname("127.0.0.1", port: broker.port))
+    }
+
+    @Test("a data directory belongs to one store: another store id is refused with one line")
+    func dataDirectoryOfAnotherStore() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        try await store.send(SIGTERM)
+        let data = store.dataDirectory
+        let pear = try await restock(["serve", "--store", "pear", "--broker", broker.url, "--data", data.path])
+        #expect(pear.status != 0)
+        #expect(pear.standardError.contains("holds the state of store apple"), "\(pear.standardError)")
+        #expect(pear.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }.count == 1)
     }
 
     @Test("listen prints each alert once, by id, and ignores fields it does not know")

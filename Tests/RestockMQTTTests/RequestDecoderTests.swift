@@ -30,6 +30,58 @@ struct RequestDecoderTests {
         do { _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) } catch { #expect(error.code == code, "\(payload)") }
     }
 
+    @Test(
+        "numbers at the edges are refused with the field's code and range, never trapping",
+        arguments: [
+            (#"{"sku":"a","minQuantity":-9223372036854775808}"#, "invalid-min-quantity"),
+            (#"{"sku":"a","minQuantity":9223372036854775807}"#, "invalid-min-quantity"),
+            (#"{"sku":"a","minQuantity":1000000001}"#, "invalid-min-quantity"),
+            (#"{"sku":"a","minQuantity":1e19}"#, "invalid-min-quantity"),
+            (#"{"sku":"a","minQuantity":-1e300}"#, "invalid-min-quantity"),
+            (#"{"sku":"a","minQuantity":0}"#, "invalid-min-quantity"),
+        ])
+    func subscribeBoundaries(payload: String, code: String) {
+        do {
+            _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8))
+            Issue.record("accepted \(payload)")
+        } catch {
+            #expect(error.code == code, "\(payload)")
+            #expect(error.detail.contains("1 to 1000000000"), "\(error.detail)")
+        }
+    }
+
+    @Test(
+        "stock numbers at the edges are refused as invalid-quantity with the range",
+        arguments: [
+            #"{"sku":"a","set":-9223372036854775808}"#, #"{"sku":"a","add":-9223372036854775808}"#,
+            #"{"sku":"a","add":9223372036854775807}"#, #"{"sku":"a","add":-999999999999999999}"#, #"{"sku":"a","set":1000000001}"#,
+            #"{"sku":"a","add":-1000000001}"#, #"{"sku":"a","set":1e19}"#,
+        ])
+    func stockBoundaries(payload: String) {
+        do {
+            _ = try RequestDecoder.stock(payload: Array(payload.utf8))
+            Issue.record("accepted \(payload)")
+        } catch {
+            #expect(error.code == "invalid-quantity", "\(payload)")
+            #expect(error.detail.contains("1000000000"), "\(error.detail)")
+        }
+    }
+
+    @Test("the limits themselves, and whole numbers written as 3.0, 3e0 or -0, are accepted")
+    func limitsAccepted() throws {
+        #expect(try RequestDecoder.subscribe(alice, payload: Array(#"{"sku":"a","minQuantity":1000000000}"#.utf8)) == .subscribe(alice, sku("a"), mode: .once, minQuantity: 1_000_000_000))
+        #expect(try RequestDecoder.subscribe(alice, payload: Array(#"{"sku":"a","minQuantity":3.0}"#.utf8)) == .subscribe(alice, sku("a"), mode: .once, minQuantity: 3))
+        #expect(try RequestDecoder.stock(payload: Array(#"{"sku":"a","add":-1000000000}"#.utf8)) == .stock(sku("a"), .add(-1_000_000_000)))
+        #expect(try RequestDecoder.stock(payload: Array(#"{"sku":"a","set":-0}"#.utf8)) == .stock(sku("a"), .set(0)))
+        #expect(try RequestDecoder.stock(payload: Array(#"{"sku":"a","set":2e0}"#.utf8)) == .stock(sku("a"), .set(2)))
+    }
+
+    @Test("payload-too-large names the real size")
+    func tooLargeNamesTheSize() {
+        #expect(RequestDecoder.tooLarge(70_000).detail.contains("70000 bytes"))
+        do { _ = try RequestDecoder.stock(payload: Array(repeating: 0x61, count: 9_000)) } catch { #expect(error.detail.contains("9000 bytes")) }
+    }
+
     @Test("size and UTF-8 are checked first")
     func rawChecks() {
         do { _ = try RequestDecoder.subscribe(alice, payload: Array(repeating: 0x61, count: 4_097)) } catch { #expect(error.code == "payload-too-large") }

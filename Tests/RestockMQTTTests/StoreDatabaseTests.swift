@@ -23,6 +23,17 @@ struct StoreDatabaseTests {
         #expect(try database.loadSnapshot().watches == [renewed])
     }
 
+    @Test("a database belongs to the store that first opened it; another store id is refused")
+    func ownedByOneStore() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("db-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do { _ = try StoreDatabase(directory: directory, store: StoreID("apple")) }
+        #expect(throws: RestockMQTTError.dataDirectoryOfAnotherStore(directory.path, owner: "apple")) {
+            try StoreDatabase(directory: directory, store: StoreID("pear"))
+        }
+        _ = try StoreDatabase(directory: directory, store: StoreID("apple"))
+    }
+
     @Test("many rows in one commit, saved and deleted, all land")
     func manyRows() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("db-\(UUID().uuidString)")

@@ -4,16 +4,22 @@ extension MQTTClient {
     /// Subscribes and waits for the broker's answer. The subscription is made again by itself after a
     /// reconnect to a broker that lost the session. If the connection drops before the answer, this
     /// throws ``MQTTError/notConnected`` (the subscription is still made again on reconnect).
+    /// - Parameters:
+    ///   - options: MQTT v5 subscription options; a 3.1.1 connection sends none.
     /// - Returns: The QoS the broker granted.
     /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)`` before anything is sent;
     ///   ``MQTTError/subscribeRefused(filter:reasonCode:reason:)`` when the broker refuses it.
     @discardableResult
-    public func subscribe(to filter: String, qos: MQTTQoS = .atLeastOnce) async throws -> MQTTQoS {
+    public func subscribe(
+        to filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscriptionOptions = .init()
+    ) async throws -> MQTTQoS {
         let filter = try MQTTTopicFilter(filter)
         try requireSession()
-        let previous = context.state.withLock { $0.activeSubscriptions.updateValue(qos, forKey: filter.filter) }
+        let subscription = LibMosquittoContext.ActiveSubscription(
+            qos: qos, options: context.protocolVersion == .v5 ? options.libMosquittoValue : 0)
+        let previous = context.state.withLock { $0.activeSubscriptions.updateValue(subscription, forKey: filter.filter) }
         var mid: Int32 = 0
-        let code = mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, 0, nil)
+        let code = mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, subscription.options, nil)
         do {
             guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
             return try await acknowledgement(of: mid, in: \.subscribes, failsOnDisconnect: true)
@@ -48,6 +54,6 @@ extension MQTTClient {
 
     /// The filters the client is subscribed to, and their QoS.
     public var subscriptions: [String: MQTTQoS] {
-        context.state.withLock { $0.activeSubscriptions }
+        context.state.withLock { $0.activeSubscriptions.mapValues(\.qos) }
     }
 }

@@ -26,9 +26,9 @@ private func onConnect(
     let resubscribe = context.connected(reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags))
     // The broker lost our session: make the subscriptions again. These calls only queue packets, and
     // their acknowledgements find no waiter and are dropped.
-    for (filter, qos) in resubscribe {
+    for (filter, subscription) in resubscribe {
         var mid: Int32 = 0
-        if mosquitto_subscribe_v5(mosq, &mid, filter, qos.rawValue, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
+        if mosquitto_subscribe_v5(mosq, &mid, filter, subscription.qos.rawValue, subscription.options, nil) == MOSQ_ERR_SUCCESS.rawValue {
             _ = context.state.withLock { $0.subscribes.abandon(mid) }
         }
     }

@@ -18,6 +18,13 @@ final class LibMosquittoContext: Sendable {
         case online(connected: Bool)
     }
 
+    /// A subscription as made, to make again after a reconnect.
+    struct ActiveSubscription: Sendable {
+        var qos: MQTTQoS
+        /// The options byte as sent (0 on a 3.1.1 connection).
+        var options: Int32
+    }
+
     struct State {
         var phase = Phase.idle
         var publishes = LibMosquittoPendingAcks<Void>()
@@ -25,7 +32,7 @@ final class LibMosquittoContext: Sendable {
         var unsubscribes = LibMosquittoPendingAcks<Void>()
         /// The subscriptions to make again after reconnecting to a broker that lost the session. A filter is
         /// added before its SUBSCRIBE is sent (and removed if refused), so a reconnect in between keeps it.
-        var activeSubscriptions: [String: MQTTQoS] = [:]
+        var activeSubscriptions: [String: ActiveSubscription] = [:]
         var nextSinkID: UInt64 = 0
         var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: AsyncStream<MQTTMessage>.Continuation)] = [:]
         var eventSinks: [UInt64: AsyncStream<MQTTConnectionEvent>.Continuation] = [:]
@@ -43,7 +50,7 @@ final class LibMosquittoContext: Sendable {
     // MARK: Called on the network thread
 
     /// A CONNACK arrived. Returns the subscriptions to make again (the broker had no session for us).
-    func connected(reasonCode: Int32, sessionPresent: Bool) -> [String: MQTTQoS] {
+    func connected(reasonCode: Int32, sessionPresent: Bool) -> [String: ActiveSubscription] {
         if reasonCode != 0 {
             let error = MQTTError.connectionRefused(
                 reasonCode: Int(reasonCode), reason: Self.connackText(reasonCode, protocolVersion))
@@ -56,7 +63,7 @@ final class LibMosquittoContext: Sendable {
             if waiter == nil { emit(.connectionLost(reason: error.description)) }
             return [:]
         }
-        let (waiter, resubscribe) = state.withLock { state -> (CheckedContinuation<Bool, any Error>?, [String: MQTTQoS]) in
+        let (waiter, resubscribe) = state.withLock { state -> (CheckedContinuation<Bool, any Error>?, [String: ActiveSubscription]) in
             var waiter: CheckedContinuation<Bool, any Error>?
             if case .connecting(let pending) = state.phase { waiter = pending }
             state.phase = .online(connected: true)
@@ -89,7 +96,9 @@ final class LibMosquittoContext: Sendable {
                 + state.unsubscribes.takeFailingOnDisconnect()
             return (waiter, failing, lost)
         }
-        waiter?.resume(throwing: MQTTError.connectionFailed(reason))
+        // A broker that speaks only 3.1.1 may close the connection at a v5 CONNECT without answering.
+        let hint = protocolVersion == .v5 ? " (the broker closed it without accepting MQTT 5: if it speaks only 3.1.1, connect with 3.1.1)" : ""
+        waiter?.resume(throwing: MQTTError.connectionFailed(reason + hint))
         for pending in failing { pending.fail(with: MQTTError.notConnected) }
         if lost, reasonCode != 0 { emit(.connectionLost(reason: reason)) }
     }

@@ -10,6 +10,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     case noAnswer(what: String, seconds: Double)
     /// Another store process holds the data directory.
     case dataDirectoryInUse(String)
+    /// The data directory holds the state of another store.
+    case dataDirectoryOfAnotherStore(String, owner: String)
     /// The data directory or database could not be used.
     case storage(String)
 
@@ -20,6 +22,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .refused(let code, let detail): "refused (\(code)): \(detail)"
         case .noAnswer(let what, let seconds): "no answer from the store within \(seconds.formatted()) s (\(what))"
         case .dataDirectoryInUse(let path): "another store process is using \(path)"
+        case .dataDirectoryOfAnotherStore(let path, let owner):
+            "\(path) holds the state of store \(owner): run `restock serve --store \(owner)` on it, or give this store its own --data directory"
         case .storage(let detail): "storage error: \(detail)"
         }
     }

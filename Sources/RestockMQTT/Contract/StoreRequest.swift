@@ -29,29 +29,56 @@ public enum RequestDecoder {
     /// The largest request payload accepted.
     public static let maximumPayloadSize = 4 * 1024
 
-    /// A JSON number that must be a whole number within ±10^15, so that `1.5` or `1e300` is refused
-    /// with the name of its field.
-    private struct WholeNumber: Decodable {
-        var value: Int
-        init(_ value: Int) { self.value = value }
+    /// A JSON number as a request gives it. Decoding never fails on a number and never traps: a whole number
+    /// too large for `Int` or a fraction is kept as text, and refused with the field's own range.
+    private enum RequestNumber: Decodable {
+        /// A whole number that fits in `Int` (3, 3.0, 3e0 and -0 are whole).
+        case whole(Int)
+        /// A whole number beyond `Int`, such as 1e19.
+        case wholeBeyondRange(String)
+        /// A number with a fractional part.
+        case fraction(String)
+
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let integer = try? container.decode(Int.self), abs(integer) <= 1_000_000_000_000_000 {
-                value = integer
+            if let integer = try? container.decode(Int.self) {
+                self = .whole(integer)
                 return
             }
+            // Strings, booleans and the like fail here, as a type mismatch naming the field.
             let number = try container.decode(Double.self)
-            guard number.rounded() == number, abs(number) <= 1e15 else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a whole number in range")
+            guard number.isFinite, number.rounded() == number else {
+                self = .fraction(number.description)
+                return
             }
-            value = Int(number)
+            // Exactly representable, so the conversion cannot trap.
+            if number.magnitude < 9e15 {
+                self = .whole(Int(number))
+            } else {
+                self = .wholeBeyondRange(number.description)
+            }
+        }
+
+        /// The number when it is a whole number within `range`.
+        /// - Throws: `invalid-field` for a fraction; `outOfRange` for a whole number outside `range`.
+        func integer(
+            _ field: String, in range: ClosedRange<Int>, outOfRange: (String) -> RestockError
+        ) throws(RequestRefusal) -> Int {
+            switch self {
+            case .whole(let value) where range.contains(value): return value
+            case .whole(let value): throw RequestRefusal(outOfRange(String(value)))
+            case .wholeBeyondRange(let text): throw RequestRefusal(outOfRange(text))
+            case .fraction(let text):
+                throw RequestRefusal(
+                    code: "invalid-field", detail: "\"\(field)\" must be an integer from \(RequestLimits.describe(range)), not \(text)")
+            }
         }
     }
 
     private struct SubscribeBody: Decodable {
         var sku: String
         var mode: String?
-        var minQuantity: WholeNumber?
+        var minQuantity: RequestNumber?
     }
 
     private struct UnsubscribeBody: Decodable {
@@ -61,8 +88,8 @@ public enum RequestDecoder {
 
     private struct StockBody: Decodable {
         var sku: String
-        var set: WholeNumber?
-        var add: WholeNumber?
+        var set: RequestNumber?
+        var add: RequestNumber?
     }
 
     /// Decodes a subscribe request of `customer`.
@@ -81,8 +108,7 @@ public enum RequestDecoder {
             }
             mode = parsed
         }
-        let minQuantity = body.minQuantity?.value ?? 1
-        guard minQuantity >= 1 else { throw RequestRefusal(.invalidMinQuantity(minQuantity)) }
+        let minQuantity = try body.minQuantity?.integer("minQuantity", in: RequestLimits.minQuantity, outOfRange: RestockError.invalidMinQuantity) ?? 1
         return .subscribe(customer, try sku(body.sku), mode: mode, minQuantity: minQuantity)
     }
 
@@ -112,16 +138,25 @@ public enum RequestDecoder {
         }
         let body = try decode(StockBody.self, from: data)
         let item = try sku(body.sku)
-        switch (body.set?.value, body.add?.value) {
+        switch (body.set, body.add) {
         case (let quantity?, nil):
-            guard quantity >= 0 else { throw RequestRefusal(.negativeStock(quantity)) }
-            return .stock(item, .set(quantity))
+            return .stock(item, .set(try quantity.integer("set", in: RequestLimits.stockSet) { .stockChangeOutOfRange(field: "set", value: $0) }))
         case (nil, let delta?):
-            return .stock(item, .add(delta))
+            return .stock(item, .add(try delta.integer("add", in: RequestLimits.stockAdd) { .stockChangeOutOfRange(field: "add", value: $0) }))
         default:
             throw RequestRefusal(code: "invalid-field", detail: "a stock request needs exactly one of \"set\" and \"add\"")
         }
     }
+
+    /// The refusal of a payload of `size` bytes, over ``maximumPayloadSize``.
+    public static func tooLarge(_ size: Int) -> RequestRefusal {
+        RequestRefusal(code: "payload-too-large", detail: "the payload is \(size) bytes; the limit is \(maximumPayloadSize)")
+    }
+
+    /// The refusal of a request that came with the retain flag: requests are live messages, never replayed.
+    public static let retainedRequest = RequestRefusal(
+        code: "retained-request",
+        detail: "a request published with the retain flag is never applied: publish it again without retain (mosquitto_pub without -r)")
 
     private enum Parsed {
         case bare(String)
@@ -130,9 +165,7 @@ public enum RequestDecoder {
 
     /// Size, UTF-8, and the choice between a JSON object and a bare SKU.
     private static func parse(_ payload: [UInt8]) throws(RequestRefusal) -> Parsed {
-        guard payload.count <= maximumPayloadSize else {
-            throw RequestRefusal(code: "payload-too-large", detail: "the payload is \(payload.count) bytes; the limit is \(maximumPayloadSize)")
-        }
+        guard payload.count <= maximumPayloadSize else { throw tooLarge(payload.count) }
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw RequestRefusal(code: "invalid-utf8", detail: "the payload is not valid UTF-8")
         }
@@ -155,8 +188,6 @@ public enum RequestDecoder {
             throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be \(describe(expected))")
         } catch DecodingError.valueNotFound(let expected, let context) where !context.codingPath.isEmpty {
             throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be \(describe(expected))")
-        } catch DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty {
-            throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be a whole number")
         } catch {
             throw RequestRefusal(code: "invalid-json", detail: "the payload is not a valid JSON object")
         }

@@ -14,9 +14,12 @@ public final class StoreDatabase: Sendable {
     private let pool: DatabasePool
     private let lock: DirectoryLock
 
-    /// Opens (creating if need be) the database in `directory`.
-    /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it.
-    public init(directory: URL) throws {
+    /// Opens (creating if need be) the database in `directory`, which belongs to one store: the first to
+    /// open it with its id claims it.
+    /// - Parameter store: The store that opens it; `nil` to open it without checking or claiming (tools).
+    /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it;
+    ///   ``RestockMQTTError/dataDirectoryOfAnotherStore(_:owner:)`` when it belongs to another store.
+    public init(directory: URL, store: StoreID? = nil) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         self.lock = try DirectoryLock(directory: directory)
@@ -26,6 +29,18 @@ public final class StoreDatabase: Sendable {
         }
         pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        if let store { try claim(for: store) }
+    }
+
+    /// Records `store` as the owner of a database that has none, or checks that it is the owner.
+    private func claim(for store: StoreID) throws {
+        let owner = try pool.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO meta (key, value) VALUES ('store', ?)", arguments: [store.rawValue])
+            return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store'")
+        }
+        guard owner == store.rawValue else {
+            throw RestockMQTTError.dataDirectoryOfAnotherStore(directory.path, owner: owner ?? "?")
+        }
     }
 
     /// Reads the state saved in `directory` without taking the directory lock, while a store may be
@@ -73,6 +88,20 @@ public final class StoreDatabase: Sendable {
                     ALTER TABLE outbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;
                     """)
         }
+        migrator.registerMigration("v3: owner, request sizes, retain flags, attempts, dead letters") { db in
+            // `size` is the payload's size as received (only its first bytes are kept); `attempts` counts the
+            // times applying the request began, so one that was being applied when the process died is known.
+            try db.execute(
+                sql: """
+                    CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+                    ALTER TABLE inbox ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE inbox ADD COLUMN retained INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE inbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE deadLetter (
+                        seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL,
+                        size INTEGER NOT NULL, retained INTEGER NOT NULL, failedAt REAL NOT NULL);
+                    """)
+        }
         return migrator
     }
 
@@ -116,10 +145,15 @@ public final class StoreDatabase: Sendable {
     // MARK: Inbox
 
     /// Records a request as received, before it is acknowledged to the broker.
+    /// - Parameters:
+    ///   - payload: The payload, or its first bytes when it is larger than any request may be.
+    ///   - size: The size of the payload as received; `payload.count` when `nil`.
+    ///   - retained: Whether it came with the retain flag.
     @discardableResult
-    public func journal(topic: String, payload: [UInt8]) throws -> Int64 {
+    public func journal(topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false) throws -> Int64 {
         try pool.write { db in
-            try db.cachedStatement(sql: "INSERT INTO inbox (topic, payload) VALUES (?, ?)").execute(arguments: [topic, Data(payload)])
+            try db.cachedStatement(sql: "INSERT INTO inbox (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [topic, Data(payload), size ?? payload.count, retained])
             return db.lastInsertedRowID
         }
     }
@@ -127,8 +161,42 @@ public final class StoreDatabase: Sendable {
     /// The oldest requests not yet applied, in the order received.
     public func pendingRequests(limit: Int) throws -> [JournaledRequest] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT seq, topic, payload FROM inbox ORDER BY seq LIMIT ?", arguments: [limit]).map {
-                JournaledRequest(seq: $0["seq"], topic: $0["topic"], payload: Array($0["payload"] as Data))
+            try Row.fetchAll(
+                db, sql: "SELECT seq, topic, payload, size, retained, attempts FROM inbox ORDER BY seq LIMIT ?", arguments: [limit]
+            ).map {
+                JournaledRequest(
+                    seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4], attempts: $0[5])
+            }
+        }
+    }
+
+    /// Records that applying these requests begins, before the first of them is applied: if the process dies
+    /// while they are applied, the next start knows which they were (see ``JournaledRequest/attempts``).
+    public func beginAttempt(_ seqs: ClosedRange<Int64>) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE inbox SET attempts = attempts + 1 WHERE seq BETWEEN ? AND ?", arguments: [seqs.lowerBound, seqs.upperBound])
+        }
+    }
+
+    /// Moves a request that could not be applied from the inbox to the dead-letter table, and queues the
+    /// error that tells its sender, in one transaction.
+    public func deadLetter(_ request: JournaledRequest, error: Publication, at date: Date) throws {
+        try pool.write { db in
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO deadLetter (seq, topic, payload, size, retained, failedAt) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [request.seq, request.topic, Data(request.payload), request.size, request.retained, date.timeIntervalSince1970])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain, batch) VALUES (?, ?, ?, ?, 0)",
+                arguments: [error.key, error.topic, Data(error.payload), error.retain])
+            try db.execute(sql: "DELETE FROM inbox WHERE seq = ?", arguments: [request.seq])
+        }
+    }
+
+    /// The requests set aside because applying them killed the store, oldest first.
+    public func deadLetters() throws -> [JournaledRequest] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT seq, topic, payload, size, retained FROM deadLetter ORDER BY seq").map {
+                JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4], attempts: 2)
             }
         }
     }
@@ -267,7 +335,24 @@ public final class StoreDatabase: Sendable {
 public struct JournaledRequest: Sendable, Hashable {
     public let seq: Int64
     public let topic: String
+    /// The payload, or its first bytes when it was larger than any request may be.
     public let payload: [UInt8]
+    /// The payload's size as received.
+    public let size: Int
+    /// Whether it came with the retain flag (a retained request is never applied).
+    public let retained: Bool
+    /// How many times applying it began: 1 or more when the store died while it was being applied.
+    public let attempts: Int
+
+    public init(seq: Int64, topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false, attempts: Int = 0) {
+        self.seq = seq
+        self.topic = topic
+        self.payload = payload
+        // Rows journaled before sizes were kept say 0.
+        self.size = max(size ?? 0, payload.count)
+        self.retained = retained
+        self.attempts = attempts
+    }
 }
 
 /// A message waiting in the outbox, or a batch of alerts (`batch` > 0: the payload is an ``AlertBatch``).

@@ -19,6 +19,32 @@ public struct BrokerConnection: Sendable {
         self.protocolVersion = protocolVersion
     }
 
+    /// Settings from a broker URL, `mqtt://host:port` or `mqtts://host:port`, which may carry credentials as
+    /// `mqtt://user:password@host:port` (percent-encoded). `username` and `password`, when given, win over
+    /// the URL's.
+    /// - Throws: ``MQTTError/invalidConfiguration(_:)`` naming what is wrong with the URL.
+    public init(
+        url: String, username: String? = nil, password: String? = nil, tls: MQTTTLSConfiguration? = nil,
+        protocolVersion: MQTTProtocolVersion = .v5
+    ) throws(MQTTError) {
+        var address = url
+        var credentials: (user: String?, password: String?) = (nil, nil)
+        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@") {
+            let userInfo = url[scheme.upperBound..<at]
+            address = String(url[..<scheme.upperBound] + url[url.index(after: at)...])
+            let parts = userInfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let user = parts[0].removingPercentEncoding, !user.isEmpty,
+                let secret = parts.count > 1 ? parts[1].removingPercentEncoding : ""
+            else {
+                throw .invalidConfiguration("the broker URL has a bad user name or password before @ (percent-encode special characters)")
+            }
+            credentials = (user, parts.count > 1 ? secret : nil)
+        }
+        self.init(
+            broker: try BrokerAddress(url: address), username: username ?? credentials.user,
+            password: password ?? credentials.password, tls: tls, protocolVersion: protocolVersion)
+    }
+
     /// A client configuration for this broker.
     func configuration(clientID: String, session: MQTTSession, will: MQTTWill? = nil) -> MQTTConfiguration {
         MQTTConfiguration(

@@ -7,6 +7,23 @@ enum FaultInjection {
     /// that raised alerts commits, before any of them is published: the window the outbox exists for.
     static let crashAfterCommit = ProcessInfo.processInfo.environment["RESTOCK_FAULT"] == "crash-after-commit"
 
+    /// `RESTOCK_FAULT=trap-on-request:TEXT`: the process traps, as a bug would, while it applies any request
+    /// whose payload contains TEXT — every time, so the store's crash containment is what ends it.
+    static let trapOnRequest: [UInt8]? = {
+        let prefix = "trap-on-request:"
+        guard let fault = ProcessInfo.processInfo.environment["RESTOCK_FAULT"], fault.hasPrefix(prefix) else { return nil }
+        return Array(fault.utf8.dropFirst(prefix.utf8.count))
+    }()
+
+    /// Traps when `payload` is the request chosen by `RESTOCK_FAULT=trap-on-request:TEXT`.
+    static func trapIfChosen(_ payload: [UInt8]) {
+        guard let chosen = trapOnRequest, !chosen.isEmpty, payload.count >= chosen.count else { return }
+        for start in 0...(payload.count - chosen.count) where payload[start..<(start + chosen.count)].elementsEqual(chosen) {
+            FileHandle.standardError.write(Data("fault injected: trap while applying a chosen request\n".utf8))
+            fatalError("trap-on-request")
+        }
+    }
+
     /// Dies at once, as a power cut would: no cleanup, no goodbye.
     static func crash(_ what: String) -> Never {
         FileHandle.standardError.write(Data("fault injected: \(what)\n".utf8))

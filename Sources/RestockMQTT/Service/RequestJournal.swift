@@ -16,7 +16,7 @@ struct RequestJournal: MQTTInboundJournal {
     func record(_ message: MQTTMessage) {
         let payload = Array(message.payload.prefix(RequestDecoder.maximumPayloadSize + 1))
         do {
-            try database.journal(topic: message.topic, payload: payload)
+            try database.journal(topic: message.topic, payload: payload, size: message.payload.count, retained: message.retain)
         } catch {
             // Without the journal the request would be acknowledged and lost: stop before the PUBACK.
             logger.critical("cannot journal a request, stopping so that the broker delivers it again: \(error)")

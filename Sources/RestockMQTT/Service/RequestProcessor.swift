@@ -18,12 +18,32 @@ struct RequestProcessor: Sendable {
     static let batchSize = 512
 
     /// Applies every pending request; returns how many there were.
+    ///
+    /// Crash containment: before a batch is applied its requests are marked as attempted (committed), so a
+    /// request that was being applied when the process died is known at the next start. It is then retried
+    /// on its own; if the store dies again while applying it, it goes to the dead-letter table and its sender
+    /// is told (`request-failed`), and the store carries on with the rest.
     @discardableResult
     func drainInbox() throws -> Int {
         var total = 0
         while !Task.isCancelled {
-            let batch = try database.pendingRequests(limit: Self.batchSize)
+            let pending = try database.pendingRequests(limit: Self.batchSize)
+            guard let first = pending.first else { return total }
+            let batch: ArraySlice<JournaledRequest>
+            if first.attempts >= 2 {
+                try deadLetter(first)
+                total += 1
+                continue
+            } else if first.attempts == 1 {
+                logger.warning(
+                    "the store stopped while applying a request; retrying it on its own",
+                    metadata: ["topic": "\(first.topic)", "seq": "\(first.seq)"])
+                batch = pending.prefix(1)
+            } else {
+                batch = pending.prefix { $0.attempts == 0 }
+            }
             guard let last = batch.last else { return total }
+            try database.beginAttempt(first.seq...last.seq)
             var changes = StoreChanges()
             var mirrorsToRefresh = Set<CustomerID>()
             for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
@@ -45,13 +65,40 @@ struct RequestProcessor: Sendable {
         return total
     }
 
+    /// Sets aside a request that killed the store twice, and tells its sender.
+    private func deadLetter(_ request: JournaledRequest) throws {
+        logger.error(
+            "a request stopped the store twice while it was applied; it is set aside in the dead-letter table, not applied",
+            metadata: ["topic": "\(request.topic)", "seq": "\(request.seq)"])
+        let refusal = RequestRefusal(
+            code: "request-failed",
+            detail: "the store failed while applying this request, twice; it was set aside and not applied (request \(request.seq))")
+        let now = clock()
+        let report = ErrorReport(refusal: refusal, topic: request.topic, at: now)
+        // With no valid customer to answer, the admin's errors topic hears of it.
+        let topic = errorsTopic(for: request.topic) ?? topics.adminErrors
+        try database.deadLetter(
+            request, error: Publication(key: "error:\(request.seq):request-failed", topic: topic, payload: report.payloadBytes(), retain: false),
+            at: now)
+    }
+
+    /// Where refusals of a request on `topic` are answered: the customer's errors topic, the admin's, or
+    /// nowhere when the customer id in the topic is not valid.
+    private func errorsTopic(for topic: String) -> String? {
+        switch topics.request(for: topic) {
+        case .subscribe(let raw), .unsubscribe(let raw): (try? CustomerID(raw)).map(topics.errors)
+        case .stock: topics.adminErrors
+        case nil: nil
+        }
+    }
+
     private func apply(_ request: JournaledRequest, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>) {
+        FaultInjection.trapIfChosen(request.payload)
         guard let kind = topics.request(for: request.topic) else {
             logger.warning("ignoring a message on an unexpected topic", metadata: ["topic": "\(request.topic)"])
             return
         }
         let customer: CustomerID?
-        let decoded: Result<StoreRequest, RequestRefusal>
         switch kind {
         case .subscribe(let raw), .unsubscribe(let raw):
             guard let id = try? CustomerID(raw) else {
@@ -60,14 +107,17 @@ struct RequestProcessor: Sendable {
                 return
             }
             customer = id
-            if case .subscribe = kind {
-                decoded = Result { () throws(RequestRefusal) in try RequestDecoder.subscribe(id, payload: request.payload) }
-            } else {
-                decoded = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(id, payload: request.payload) }
-            }
         case .stock:
             customer = nil
-            decoded = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: request.payload) }
+        }
+        let decoded = Result { () throws(RequestRefusal) -> StoreRequest in
+            guard !request.retained else { throw RequestDecoder.retainedRequest }
+            guard request.size <= RequestDecoder.maximumPayloadSize else { throw RequestDecoder.tooLarge(request.size) }
+            switch (kind, customer) {
+            case (.subscribe, let id?): return try RequestDecoder.subscribe(id, payload: request.payload)
+            case (.unsubscribe, let id?): return try RequestDecoder.unsubscribe(id, payload: request.payload)
+            default: return try RequestDecoder.stock(payload: request.payload)
+            }
         }
 
         do {

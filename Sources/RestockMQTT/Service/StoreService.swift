@@ -46,7 +46,7 @@ public final class StoreService: Service, Sendable {
         self.logger = logger
         self.clock = clock
         self.topics = try RestockTopics(prefix: configuration.prefix, store: configuration.store)
-        self.database = try StoreDatabase(directory: configuration.dataDirectory)
+        self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
         let snapshot = try database.loadSnapshot()
         self.store = try Store(id: configuration.store, alertsPerUnit: configuration.alertsPerUnit, restoring: snapshot, clock: clock)
         logger.info(
@@ -68,7 +68,10 @@ public final class StoreService: Service, Sendable {
 
         let connectionEvents = client.connectionEvents()
         try await connect(client)
-        for filter in topics.requestFilters { try await client.subscribe(to: filter, qos: .atLeastOnce) }
+        // Requests are live messages: a retained one is never sent again at subscribe (v5), and any that still
+        // arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at subscribe have it).
+        let requestOptions = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
+        for filter in topics.requestFilters { try await client.subscribe(to: filter, qos: .atLeastOnce, options: requestOptions) }
         let online = StoreStatus(store: store.id, online: true, since: clock())
         try await client.publish(online.payloadBytes(), to: topics.status, qos: .atLeastOnce, retain: true)
         logger.info("store \(store.id) online", metadata: ["broker": "\(configuration.connection.broker)", "topics": "\(topics.root)/#"])
