@@ -33,9 +33,12 @@ contract-test: build contract-deps
 		timeout --kill-after=30 600 ../../$(CONTRACT_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 contract-deps:
-	@python3 -c 'import venv, ensurepip' 2>/dev/null || { $(SUDO) apt-get update -qq && \
+	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-venv; }
-	@[ -x $(CONTRACT_VENV)/bin/python ] || python3 -m venv $(CONTRACT_VENV)
+	@$(CONTRACT_VENV)/bin/python -c '' 2>/dev/null || { rm -rf $(CONTRACT_VENV); python3 -m venv $(CONTRACT_VENV); } || \
+		{ rm -rf $(CONTRACT_VENV); $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv && \
+		python3 -m venv $(CONTRACT_VENV); }
 	@$(CONTRACT_VENV)/bin/python -c 'import jsonschema, referencing, yaml, pytest' 2>/dev/null || \
 		$(CONTRACT_VENV)/bin/python -m pip install -q --disable-pip-version-check -r Tests/Contract/requirements.txt
 
