@@ -119,3 +119,57 @@ def test_message_examples_match_their_schemas():
 def test_error_codes_of_the_contract_are_the_schemas():
     codes = contract.contract_error_codes()
     assert codes and codes == contract.load_schema("error.json")["properties"]["error"]["enum"]
+
+
+# The fields AsyncAPI 3.0.0 allows on each object this document uses (and the MQTT bindings 0.2.0), so that a
+# misspelt field fails here instead of being ignored by every tool. `x-` extensions are allowed everywhere.
+ALLOWED = {
+    "root": {"asyncapi", "id", "info", "servers", "defaultContentType", "channels", "operations", "components"},
+    "info": {"title", "version", "description", "termsOfService", "contact", "license", "tags", "externalDocs"},
+    "server": {"host", "protocol", "protocolVersion", "pathname", "description", "title", "summary", "variables",
+               "security", "tags", "externalDocs", "bindings"},
+    "server mqtt binding": {"clientId", "cleanSession", "lastWill", "keepAlive", "sessionExpiryInterval",
+                            "maximumPacketSize", "bindingVersion"},
+    "channel": {"address", "messages", "title", "summary", "description", "servers", "parameters", "tags",
+                "externalDocs", "bindings"},
+    "operation": {"action", "channel", "title", "summary", "description", "security", "tags", "externalDocs",
+                  "bindings", "traits", "messages", "reply"},
+    "operation mqtt binding": {"qos", "retain", "messageExpiryInterval", "bindingVersion"},
+    "message": {"headers", "payload", "correlationId", "contentType", "name", "title", "summary", "description",
+                "tags", "externalDocs", "bindings", "examples", "traits"},
+    "multi-format schema": {"schemaFormat", "schema"},
+    "message example": {"headers", "payload", "name", "summary"},
+    "parameter": {"enum", "default", "description", "examples", "location"},
+    "components": {"schemas", "servers", "channels", "operations", "messages", "securitySchemes", "serverVariables",
+                   "parameters", "correlationIds", "replies", "replyAddresses", "externalDocs", "tags",
+                   "operationTraits", "messageTraits", "serverBindings", "channelBindings", "operationBindings",
+                   "messageBindings"},
+}
+
+
+def unknown(kind, node):
+    return {key for key in node if not key.startswith("x-")} - ALLOWED[kind]
+
+
+def test_every_object_has_only_fields_asyncapi_3_defines():
+    problems = []
+    check = lambda kind, node, where: problems.extend(f"{where}: {kind} has {sorted(k)}" for k in [unknown(kind, node)] if k)
+    check("root", DOCUMENT, "#")
+    check("info", DOCUMENT["info"], "#/info")
+    check("components", DOCUMENT["components"], "#/components")
+    for name, server in DOCUMENT["servers"].items():
+        check("server", server, f"#/servers/{name}")
+        check("server mqtt binding", server.get("bindings", {}).get("mqtt", {}), f"#/servers/{name}/bindings/mqtt")
+    for name, channel in DOCUMENT["channels"].items():
+        check("channel", channel, f"#/channels/{name}")
+    for name, operation in DOCUMENT["operations"].items():
+        check("operation", operation, f"#/operations/{name}")
+        check("operation mqtt binding", operation["bindings"]["mqtt"], f"#/operations/{name}/bindings/mqtt")
+    for name, parameter in DOCUMENT["components"]["parameters"].items():
+        check("parameter", parameter, f"#/components/parameters/{name}")
+    for name, message in DOCUMENT["components"]["messages"].items():
+        check("message", message, f"#/components/messages/{name}")
+        check("multi-format schema", message["payload"], f"#/components/messages/{name}/payload")
+        for index, example in enumerate(message.get("examples", [])):
+            check("message example", example, f"#/components/messages/{name}/examples/{index}")
+    assert not problems, "\n".join(problems)
