@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError, validators
 from referencing import Registry, Resource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +97,16 @@ class Channel:
 IDENTIFIER = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 
 
+def _ecma_pattern(validator, pattern, instance, schema):
+    # JSON Schema patterns are ECMA-262 regular expressions, where `$` is the end of the input; in Python's `re`
+    # it also matches before a final newline, which would let "ipad\n" pass as an identifier.
+    if validator.is_type(instance, "string") and not re.search(re.sub(r"(?<!\\)\$", r"\\Z", pattern), instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+ContractValidator = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern})
+
+
 class Contract:
     """The AsyncAPI document's channels, with their messages and bindings, and the validators of their schemas."""
 
@@ -137,8 +147,8 @@ class Contract:
         assert len(matches) <= 1, f"{topic} matches several channels: {[c.name for c in matches]}"
         return matches[0] if matches else None
 
-    def validator(self, schema: dict) -> Draft202012Validator:
-        return Draft202012Validator(schema, registry=self.registry)
+    def validator(self, schema: dict):
+        return ContractValidator(schema, registry=self.registry)
 
     def errors(self, schema: dict, instance) -> list[str]:
         return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in self.validator(schema).iter_errors(instance)]
