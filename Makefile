@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients libsqlit
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps build test reliability bench demo compose-check clean
+.PHONY: deps build test contract-test contract-deps reliability bench demo compose-check clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -22,8 +22,25 @@ build: deps
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 
 ## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever)
-test: build compose-check
+test: build compose-check contract-test
 	timeout --kill-after=30 1200 $(SWIFT) test --skip-build
+
+## contract-test: docs/contract.md, docs/asyncapi.yaml and docs/schemas held against a real store and broker
+## (Tests/Contract: pytest with the jsonschema validator, from PyPI into .build/contract-venv)
+CONTRACT_VENV := .build/contract-venv
+contract-test: build contract-deps
+	cd Tests/Contract && PYTHONDONTWRITEBYTECODE=1 RESTOCK_BIN=$$($(SWIFT) build --show-bin-path)/restock \
+		timeout --kill-after=30 600 ../../$(CONTRACT_VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+contract-deps:
+	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-venv; }
+	@$(CONTRACT_VENV)/bin/python -c '' 2>/dev/null || { rm -rf $(CONTRACT_VENV); python3 -m venv $(CONTRACT_VENV); } || \
+		{ rm -rf $(CONTRACT_VENV); $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv && \
+		python3 -m venv $(CONTRACT_VENV); }
+	@$(CONTRACT_VENV)/bin/python -c 'import jsonschema, referencing, yaml, pytest' 2>/dev/null || \
+		$(CONTRACT_VENV)/bin/python -m pip install -q --disable-pip-version-check -r Tests/Contract/requirements.txt
 
 ## reliability: faults and attacks on real processes (R1–R8, S1–S3); prints the table, fails on any loss or
 ## intrusion. RECORD=docs/reliability.md writes the table there too.
