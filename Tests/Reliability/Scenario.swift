@@ -16,6 +16,7 @@ struct Scenario: Sendable {
         Scenario(id: "R7", title: "two store processes for one store", timeLimit: 240) { try await TwoStores.run() },
         Scenario(id: "R8", title: "restart with 100,000 watches", timeLimit: 900) { [try await Restore.run()] },
         Scenario(id: "S1", title: "hostile requests", timeLimit: 300) { try await HostileRequests.run() },
+        Scenario(id: "S4", title: "50,000 generated hostile requests, then restarts", timeLimit: 600) { [try await HostileStreamScenario.run()] },
         Scenario(id: "S2", title: "production ACL and passwords", timeLimit: 240) { try await Authorization.run() },
         Scenario(id: "S3", title: "TLS with the shipped config", timeLimit: 240) { [try await TransportSecurity.run()] },
     ]
