@@ -147,6 +147,61 @@ struct CommandLineTests {
         #expect(ids == ["apple-1", "apple-2"])
     }
 
+    func alertIDs(_ output: String) -> [String] {
+        output.split(separator: "\n").compactMap { try? RestockAlert(jsonData: Data($0.utf8)).id }
+    }
+
+    @Test("listen --count never drops an alert it has taken: what arrived with the last one is printed too")
+    func listenCountKeepsWhatItTook() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let connection = ["--broker", broker.url]
+        for item in ["lc1", "lc2", "lc3"] {
+            #expect(try await restock(["subscribe"] + connection + ["--customer", "lc", "--sku", item]).status == 0)
+        }
+        for item in ["lc1", "lc2", "lc3"] {
+            #expect(try await restock(["stock"] + connection + ["--sku", item, "--set", "1"]).status == 0)
+        }
+        let first = try await restock(["listen"] + connection + ["--customer", "lc", "--count", "1", "--timeout", "20", "--json"])
+        #expect(first.status == 0, "\(first.standardError)")
+        let taken = alertIDs(first.standardOutput)
+        #expect(taken.count >= 1)
+        if taken.count < 3 {
+            let rest = try await restock(["listen"] + connection + ["--customer", "lc", "--count", "\(3 - taken.count)", "--timeout", "20", "--json"])
+            #expect(rest.status == 0, "\(rest.standardError)")
+            #expect(Set(taken + alertIDs(rest.standardOutput)).count == 3, "an alert was taken and dropped")
+        }
+        // Fewer alerts than asked for is not a usage error.
+        let none = try await restock(["listen"] + connection + ["--customer", "lc", "--count", "1", "--timeout", "1"])
+        #expect(none.status == 1 && none.standardError == "error: 0 of 1 alerts arrived within 1 s\n", "\(none.standardError)")
+        try await store.send(SIGTERM)
+    }
+
+    @Test("an alert raised before the customer's first listen waits for it: subscribe makes the listening session")
+    func firstAlertBeforeFirstListen() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let connection = ["--broker", broker.url]
+        #expect(try await restock(["stock"] + connection + ["--sku", "q2", "--set", "4"]).status == 0)
+        let subscribed = try await restock(["subscribe"] + connection + ["--customer", "newbie", "--sku", "q2"])
+        #expect(subscribed.standardOutput.contains("the alert has been sent"), "\(subscribed.standardOutput)")
+        // And a restock later, still before any listen.
+        #expect(try await restock(["subscribe"] + connection + ["--customer", "newbie", "--sku", "q3"]).status == 0)
+        #expect(try await restock(["stock"] + connection + ["--sku", "q3", "--set", "1"]).status == 0)
+        let listened = try await restock(["listen"] + connection + ["--customer", "newbie", "--count", "2", "--timeout", "20", "--json"])
+        #expect(listened.status == 0, "\(listened.standardError)")
+        #expect(Set(alertIDs(listened.standardOutput)).count == 2)
+
+        // With alerts queued in an existing session, making sure of the session again takes none of them.
+        #expect(try await restock(["subscribe"] + connection + ["--customer", "newbie", "--sku", "q4"]).status == 0)
+        #expect(try await restock(["stock"] + connection + ["--sku", "q4", "--set", "1"]).status == 0)
+        #expect(try await restock(["subscribe"] + connection + ["--customer", "newbie", "--sku", "q5"]).status == 0)
+        let queued = try await restock(["listen"] + connection + ["--customer", "newbie", "--count", "1", "--timeout", "20", "--json"])
+        #expect(queued.status == 0, "\(queued.standardError)")
+        #expect(alertIDs(queued.standardOutput).count == 1)
+        try await store.send(SIGTERM)
+    }
+
     @Test("every command has --help")
     func help() async throws {
         for command in ["serve", "subscribe", "unsubscribe", "listen", "stock", "inventory", "watching", "demo"] {

@@ -84,6 +84,26 @@ public final class MQTTClient: Sendable {
         }
     }
 
+    /// Makes sure the broker keeps a persistent session for this client id, subscribed to `filter`, without
+    /// taking any message from it: it connects, subscribes and disconnects in one step, before anything the
+    /// session holds is delivered, so nothing queued is acknowledged. A customer's session made this way keeps
+    /// what is published from then on until the customer connects. The client is then disconnected.
+    /// - Returns: Whether the broker already had a session for this client id.
+    /// - Throws: What ``connect()`` throws; ``MQTTError/invalidConfiguration(_:)`` for a clean session.
+    @discardableResult
+    public func prepareSession(subscribingTo filter: String, qos: MQTTQoS = .atLeastOnce) async throws -> Bool {
+        let filter = try MQTTTopicFilter(filter)
+        guard configuration.session.isPersistent else {
+            throw MQTTError.invalidConfiguration("prepareSession needs a persistent session")
+        }
+        context.state.withLock { $0.preparing = (filter.filter, qos) }
+        defer { context.state.withLock { $0.preparing = nil } }
+        let present = try await connect()
+        await stopNetworkThread(sendDisconnect: false)
+        context.shutDown()
+        return present
+    }
+
     /// Disconnects cleanly (no will) and stops reconnecting. Waiting operations fail with
     /// ``MQTTError/notConnected``; message and event streams end.
     public func disconnect() async {

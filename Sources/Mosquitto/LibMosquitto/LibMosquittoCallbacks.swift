@@ -24,6 +24,16 @@ private func onConnect(
     guard let mosq, let userdata else { return }
     let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
     let resubscribe = context.connected(reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags))
+    if reasonCode == 0, let preparing = context.state.withLock({ $0.preparing }) {
+        // Both packets are queued here, on the network thread, before the next packet is read: a message the
+        // broker had queued for the session arrives while the client is disconnecting, and is never acknowledged.
+        var mid: Int32 = 0
+        if mosquitto_subscribe_v5(mosq, &mid, preparing.filter, preparing.qos.rawValue, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
+            _ = context.state.withLock { $0.subscribes.abandon(mid) }
+        }
+        mosquitto_disconnect_v5(mosq, 0, nil)
+        return
+    }
     // The broker lost our session: make the subscriptions again. These calls only queue packets, and
     // their acknowledgements find no waiter and are dropped.
     for (filter, subscription) in resubscribe {

@@ -33,6 +33,9 @@ final class LibMosquittoContext: Sendable {
         /// The subscriptions to make again after reconnecting to a broker that lost the session. A filter is
         /// added before its SUBSCRIBE is sent (and removed if refused), so a reconnect in between keeps it.
         var activeSubscriptions: [String: ActiveSubscription] = [:]
+        /// Set by ``MQTTClient/prepareSession(subscribingTo:qos:)``: on CONNACK, subscribe to this and disconnect
+        /// at once, before any queued message is read.
+        var preparing: (filter: String, qos: MQTTQoS)?
         var nextSinkID: UInt64 = 0
         var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: AsyncStream<MQTTMessage>.Continuation)] = [:]
         var eventSinks: [UInt64: AsyncStream<MQTTConnectionEvent>.Continuation] = [:]

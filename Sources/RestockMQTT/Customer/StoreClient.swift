@@ -22,6 +22,9 @@ public final class StoreClient: Sendable {
     // MARK: Requests
 
     /// Subscribes `customer` to `sku` and waits for the store's confirmation (its mirror) or refusal.
+    ///
+    /// First it makes sure the customer's listening session (``alerts(for:stopAfter:)``) exists, so that an
+    /// alert raised before the customer's first listen — at once, for a SKU in stock — waits there for them.
     /// - Returns: The customer's watch list as the store confirmed it.
     /// - Throws: ``RestockMQTTError/storeOffline(store:)``, ``RestockMQTTError/refused(code:detail:)``,
     ///   ``RestockMQTTError/noAnswer(what:seconds:)``, or an ``MQTTError`` for the connection.
@@ -29,6 +32,7 @@ public final class StoreClient: Sendable {
     public func subscribe(
         _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, wait: Double = 10
     ) async throws -> SubscriptionsMirror {
+        try await prepareListening(customer)
         var body: [String: any Sendable] = ["sku": sku.rawValue]
         if mode != .once { body["mode"] = mode.rawValue }
         if minQuantity != 1 { body["minQuantity"] = minQuantity }
@@ -129,26 +133,57 @@ public final class StoreClient: Sendable {
 
     // MARK: Alerts
 
+    /// The MQTT client id of a customer's listening session: `restock-{store}-{customer}`.
+    public func listeningClientID(_ customer: CustomerID) -> String { "restock-\(topics.store)-\(customer)" }
+
+    /// Makes sure the customer's persistent listening session exists and is subscribed to their alerts,
+    /// without taking anything it holds (see ``MQTTClient/prepareSession(subscribingTo:qos:)``).
+    /// - Returns: Whether it existed already.
+    @discardableResult
+    public func prepareListening(_ customer: CustomerID) async throws -> Bool {
+        let client = try MQTTClient(configuration: connection.configuration(clientID: listeningClientID(customer), session: .persistent))
+        return try await client.prepareSession(subscribingTo: topics.alerts(customer), qos: .atLeastOnce)
+    }
+
     /// The customer's alerts as they arrive, de-duplicated by id, through a persistent session
     /// (`restock-{store}-{customer}`), so alerts raised while the customer is away arrive on return.
-    /// The stream ends when the task reading it is cancelled.
-    public func alerts(for customer: CustomerID) async throws -> AsyncThrowingStream<RestockAlert, any Error> {
-        let client = try MQTTClient(
-            configuration: connection.configuration(clientID: "restock-\(topics.store)-\(customer)", session: .persistent))
+    ///
+    /// The stream ends when the task reading it is cancelled, or after `count` alerts, or `seconds` after it
+    /// began: then the client stops taking alerts, and the stream still yields every alert that arrived before
+    /// that — an alert acknowledged to the broker is never dropped — and ends.
+    public func alerts(
+        for customer: CustomerID, stopAfter count: Int? = nil, within seconds: Double? = nil
+    ) async throws -> AsyncThrowingStream<RestockAlert, any Error> {
+        let client = try MQTTClient(configuration: connection.configuration(clientID: listeningClientID(customer), session: .persistent))
         let messages = try client.messages(matching: topics.alerts(customer))
         try await client.connect()
         try await client.subscribe(to: topics.alerts(customer), qos: .atLeastOnce)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: RestockAlert.self)
         let reader = Task {
             var seen = Set<String>()
+            var stopping = false
             for await message in messages {
                 // Extend-safe: unknown fields are ignored; a payload that is not an alert is skipped.
                 guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
-                if seen.insert(alert.id).inserted { continuation.yield(alert) }
+                guard seen.insert(alert.id).inserted else { continue }
+                continuation.yield(alert)
+                if let count, seen.count >= count, !stopping {
+                    // Disconnecting ends `messages` after what it holds: the loop goes on through those.
+                    stopping = true
+                    await client.disconnect()
+                }
             }
             continuation.finish()
         }
+        let timer = Task {
+            guard let seconds else { return }
+            // The deadline helper bounds any value (infinity, NaN) to a sleep that cannot trap.
+            _ = try? await withDeadline(seconds) { try await Task.sleep(for: .seconds(1e9)) }
+            guard !Task.isCancelled else { return }
+            await client.disconnect()
+        }
         continuation.onTermination = { _ in
+            timer.cancel()
             reader.cancel()
             Task { await client.disconnect() }
         }
