@@ -17,9 +17,15 @@ extension Restock {
         @Option(parsing: .unconditional, help: "Fair release: at most K alerts per unit of stock that arrives (0 = off).")
         var alertsPerUnit: Int = 0
 
+        @Option(parsing: .unconditional, help: "On SIGTERM/SIGINT, keep publishing what is queued for up to this many seconds (0 to 3600).")
+        var drainTimeout: Double = 5
+
         func validate() throws {
             guard (0...1_000_000).contains(alertsPerUnit) else {
                 throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000")
+            }
+            guard drainTimeout.isFinite, (0...3600).contains(drainTimeout) else {
+                throw ValidationError("--drain-timeout must be a number of seconds from 0 to 3600, not \(drainTimeout)")
             }
         }
 
@@ -32,7 +38,7 @@ extension Restock {
             let service = try StoreService(
                 configuration: .init(
                     connection: try connection.brokerConnection(), store: store, prefix: connection.prefix,
-                    dataDirectory: directory, alertsPerUnit: alertsPerUnit),
+                    dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000))),
                 logger: logger)
             let group = ServiceGroup(
                 configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -90,9 +90,40 @@ struct CommandLineTests {
         #expect(noBroker.standardError == "error: cannot connect to the broker: mqtt://127.0.0.1:\(port): Connection refused\n")
 
         let broker = try await MosquittoBroker.start()
-        let noStore = try await restock(["stock", "--broker", broker.url, "--store", "nowhere", "--sku", "x", "--set", "1"])
+        let noStore = try await restock(["stock", "--broker", broker.url, "--store", "nowhere", "--sku", "x", "--set", "1", "--wait", "1"])
         #expect(noStore.status != 0)
         #expect(noStore.standardError == "error: store nowhere is offline: start it with `restock serve --store nowhere`\n")
+        for read in [["inventory"], ["watching", "--customer", "alice"]] {
+            let unknown = try await restock(read + ["--broker", broker.url, "--store", "nowhere"])
+            #expect(unknown.status != 0, "\(read)")
+            #expect(unknown.standardError == "error: no store nowhere has ever been online on this broker: start it with `restock serve --store nowhere`\n")
+        }
+    }
+
+    @Test("--wait waits for the store to come online")
+    func waitForTheStore() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try StoreProcess(broker: broker)
+        let command = Task { try await restock(["stock", "--broker", broker.url, "--sku", "pencil", "--set", "2", "--wait", "30"]) }
+        try await store.start()
+        let result = try await command.value
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == "pencil: 2 on hand\n")
+        try await store.send(SIGTERM)
+    }
+
+    @Test("SIGTERM ends serve promptly while it is still trying to reach the broker")
+    func stopWhileConnecting() async throws {
+        let port = try freeLoopbackPort()
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let log = data.appendingPathExtension("log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let serve = try ChildProcess(restockExecutable, ["serve", "--broker", "mqtt://127.0.0.1:\(port)", "--data", data.path], outputFile: log)
+        try await waitUntil("serve to retry", within: 20) { serve.output.contains("retrying") }
+        serve.send(SIGTERM)
+        try await serve.waitForExit(within: 3)
+        #expect(serve.exitStatus == 0, "\(serve.output)")
     }
 
     @Test("a second store process on the same data directory is refused and changes nothing")
@@ -108,13 +139,19 @@ struct CommandLineTests {
 
     @Test("credentials in the broker URL are used: mqtt://user:password@host:port")
     func credentialsInURL() async throws {
-        let broker = try await MosquittoBroker.start()
-        let result = try await restock(["inventory", "--broker", "mqtt://someone:secret@127.0.0.1:\(broker.port)"])
+        let broker = try await MosquittoBroker.start(.init(users: ["someone": "secret"]))
+        let url = "mqtt://someone:secret@127.0.0.1:\(broker.port)"
+        let store = try StoreProcess(broker: broker, brokerURL: url)
+        try await store.start(username: "someone", password: "secret")
+        let refused = try await restock(["inventory", "--broker", broker.url])
+        #expect(refused.status != 0, "without the URL's credentials the broker refuses")
+        let result = try await restock(["inventory", "--broker", url])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput == "no stock recorded\n")
         let connection = try BrokerConnection(url: "mqtt://ann%40shop:p%3Aw@127.0.0.1:\(broker.port)")
         #expect(connection.username == "ann@shop" && connection.password == "p:w")
         #expect(connection.broker == .hostname("127.0.0.1", port: broker.port))
+        try await store.send(SIGTERM)
     }
 
     @Test("a data directory belongs to one store: another store id is refused with one line")

@@ -112,4 +112,53 @@ struct DurabilityTests {
         #expect(store.log.contains("reconnected"))
         try await store.send(SIGTERM)
     }
+
+    @Test("a broker restarted without persistence gets every retained topic back: status, inventory and mirrors")
+    func brokerLosesRetained() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        try await client.subscribe(customer("alice"), to: sku("ipad"), wait: 20)
+        try await client.subscribe(customer("bob"), to: sku("vision"), mode: .every, minQuantity: 3, wait: 20)
+        try await client.changeStock(of: sku("pencil"), .set(7), wait: 20)
+        #expect(store.log.contains("connected to the broker") && !store.log.contains("reconnected"), "the first connection is not a reconnection")
+
+        try await broker.stop()  // no persistence: every retained message and the store's session are gone
+        try await broker.launch()
+        let clock = ContinuousClock(), back = clock.now
+        try await waitUntil("every retained topic back", within: 15) {
+            let inventory = (try? await client.inventory()) ?? []
+            let alice = try? await client.watching(customer("alice"))
+            let bob = try? await client.watching(customer("bob"))
+            return inventory.map(\.sku) == ["pencil"] && inventory.first?.quantity == 7 && alice?.watching.map(\.sku) == ["ipad"]
+                && bob?.watching.first?.minQuantity == 3
+        }
+        print("retained topics back \(clock.now - back) after the broker was started again")
+        #expect(try await client.status()?.isOnline == true)
+        try await store.send(SIGTERM)
+    }
+
+    @Test("SIGTERM during a fan-out drains the outbox: after a restart nothing is sent again, nothing lost")
+    func drainOnShutdown() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try StoreProcess(broker: broker, extraArguments: ["--drain-timeout", "30"])
+        try await store.start()
+        let data = store.dataDirectory
+        try await subscribeAll(3_000, through: broker)
+        try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
+        let collector = try await AlertCollector(broker: broker)
+        try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
+        try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
+        try await store.send(SIGTERM)
+        #expect(store.log.contains("the outbox is empty"), "\(store.log.suffix(400))")
+        #expect(try StoreDatabase.queueLengths(readingOnly: data).outbox == 0)
+        try await waitUntil("every customer alerted", within: 30) { collector.customers == 3_000 }
+        try await store.start()
+        // A request after the restart: once it is answered, anything resent at the start has arrived before it.
+        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        try await client.changeStock(of: sku("marker"), .set(1), wait: 20)
+        #expect(collector.total == 3_000, "\(collector.total - 3_000) alerts sent again after a clean stop")
+        try await store.send(SIGTERM)
+        await collector.close()
+    }
 }

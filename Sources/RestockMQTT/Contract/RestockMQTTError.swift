@@ -4,6 +4,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     case invalidPrefix(String, reason: String)
     /// The store's retained status says it is offline, or it has never been online.
     case storeOffline(store: String)
+    /// No store of this id has ever been online on the broker (it has no retained status).
+    case unknownStore(store: String)
     /// The store refused the request; `code` and `detail` are those of its error report.
     case refused(code: String, detail: String)
     /// No answer came within the wait.
@@ -19,6 +21,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         switch self {
         case .invalidPrefix(let prefix, let reason): "invalid topic prefix \(String(reflecting: prefix)): \(reason)"
         case .storeOffline(let store): "store \(store) is offline: start it with `restock serve --store \(store)`"
+        case .unknownStore(let store):
+            "no store \(store) has ever been online on this broker: start it with `restock serve --store \(store)`"
         case .refused(let code, let detail): "refused (\(code)): \(detail)"
         case .noAnswer(let what, let seconds): "no answer from the store within \(seconds.formatted()) s (\(what))"
         case .dataDirectoryInUse(let path): "another store process is using \(path)"

@@ -63,15 +63,18 @@ public final class StoreClient: Sendable {
             answer: topics.inventory(sku), errors: topics.adminErrors, wait: wait)
     }
 
-    /// Publishes `payload` on `topic` and waits for the first live (not retained) message on `answer`,
-    /// or an error report about `topic` on `errors`. The whole exchange is bounded by `wait` seconds.
+    /// Waits for the store to be online, publishes `payload` on `topic` and waits for the first live (not
+    /// retained) message on `answer`, or an error report about `topic` on `errors`. The whole exchange, the
+    /// wait for the store included, is bounded by `wait` seconds.
     private func request<Answer: Decodable & Sendable>(
         _ topic: String, payload: Data, answer: String, errors: String, wait: Double
     ) async throws -> Answer {
+        let storeOnline = Atomic<Bool>(false)
         do {
             return try await withDeadline(wait, waitingFor: "an answer on \(answer)") {
                 try await self.withClient { client in
-                    try await self.requireOnline(client)
+                    try await self.waitUntilOnline(client)
+                    storeOnline.store(true, ordering: .releasing)
                     let answers = try client.messages(matching: answer)
                     let refusals = try client.messages(matching: errors)
                     try await client.subscribe(to: answer)
@@ -81,6 +84,7 @@ public final class StoreClient: Sendable {
                 }
             }
         } catch let timeout as DeadlineExceeded {
+            guard storeOnline.load(ordering: .acquiring) else { throw RestockMQTTError.storeOffline(store: topics.store.rawValue) }
             throw RestockMQTTError.noAnswer(what: timeout.what, seconds: timeout.seconds)
         }
     }
@@ -121,14 +125,29 @@ public final class StoreClient: Sendable {
     }
 
     /// A customer's watch list as the store last published it; `nil` when it never had one.
+    /// - Throws: ``RestockMQTTError/unknownStore(store:)`` when no store of this id was ever online on the broker.
     public func watching(_ customer: CustomerID) async throws -> SubscriptionsMirror? {
-        try await withClient { try await self.retained(SubscriptionsMirror.self, on: self.topics.subscriptions(customer), using: $0).first }
+        try await withClient { client in
+            try await self.requireKnown(client)
+            return try await self.retained(SubscriptionsMirror.self, on: self.topics.subscriptions(customer), using: client).first
+        }
     }
 
     /// The retained inventory, of one SKU or of all, sorted by SKU.
+    /// - Throws: ``RestockMQTTError/unknownStore(store:)`` when no store of this id was ever online on the broker.
     public func inventory(_ sku: SKU? = nil) async throws -> [InventoryRecord] {
         let filter = sku.map(topics.inventory) ?? topics.inventoryFilter
-        return try await withClient { try await self.retained(InventoryRecord.self, on: filter, using: $0) }.sorted { $0.sku < $1.sku }
+        return try await withClient { client in
+            try await self.requireKnown(client)
+            return try await self.retained(InventoryRecord.self, on: filter, using: client)
+        }.sorted { $0.sku < $1.sku }
+    }
+
+    /// Throws unless the store has a retained status (online or offline): its retained state means something.
+    private func requireKnown(_ client: MQTTClient) async throws {
+        guard try await retained(StoreStatus.self, on: topics.status, using: client).first != nil else {
+            throw RestockMQTTError.unknownStore(store: topics.store.rawValue)
+        }
     }
 
     // MARK: Alerts
@@ -207,9 +226,14 @@ public final class StoreClient: Sendable {
         }
     }
 
-    private func requireOnline(_ client: MQTTClient) async throws {
-        let status = try await retained(StoreStatus.self, on: topics.status, using: client).first
-        guard status?.isOnline == true else { throw RestockMQTTError.storeOffline(store: topics.store.rawValue) }
+    /// Returns once the store's status, retained or live, says online.
+    private func waitUntilOnline(_ client: MQTTClient) async throws {
+        let statuses = try client.messages(matching: topics.status)
+        try await client.subscribe(to: topics.status)
+        for await message in statuses {
+            if let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)), status.isOnline { return }
+        }
+        throw MQTTError.notConnected
     }
 
     /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A

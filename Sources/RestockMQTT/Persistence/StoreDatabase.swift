@@ -142,6 +142,18 @@ public final class StoreDatabase: Sendable {
         }
     }
 
+    /// The on-hand quantity of every SKU the store has recorded, zeros included.
+    public func inventory() throws -> [(SKU, Int)] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT sku, quantity FROM inventory ORDER BY sku").compactMap { row in
+                guard let sku = try? SKU(row[0] as String) else {
+                    throw RestockMQTTError.storage("the inventory holds an invalid SKU \(String(reflecting: row[0] as String))")
+                }
+                return (sku, row[1])
+            }
+        }
+    }
+
     // MARK: Inbox
 
     /// Records a request as received, before it is acknowledged to the broker.

@@ -1,3 +1,4 @@
+import LocalBroker
 import Logging
 import Mosquitto
 import RestockCore
@@ -11,8 +12,12 @@ struct OutboxPublisher: Sendable {
     let database: StoreDatabase
     let topics: RestockTopics
     let logger: Logger
+    /// Set when the store stops: no new round is sent once it has passed.
+    let stopping: ShutdownDeadline
     /// How many messages are read and kept in flight at once.
     static let round = 1_000
+    /// How long a stopping store waits for the acknowledgements of what it has sent.
+    static let acknowledgementGrace = 2.0
 
     /// Publishes whenever `wakeups` says the outbox has grown, until the stream ends or the task is cancelled.
     func run(wakeups: AsyncStream<Void>) async throws {
@@ -32,13 +37,19 @@ struct OutboxPublisher: Sendable {
     }
 
     /// Publishes everything pending. Each round is queued before the previous round's acknowledgements are
-    /// awaited and recorded, so the connection stays busy while the database is written.
+    /// awaited and recorded, so the connection stays busy while the database is written. Once the shutdown
+    /// deadline has passed it sends nothing more, and records the acknowledgements of what it sent.
     func drain() async throws {
-        while !Task.isCancelled {
+        while !Task.isCancelled, !stopping.hasPassed {
             var reader = OutboxReader(database: database, topics: topics, logger: logger)
             var awaiting: [(Outgoing, MQTTPublication)] = []
             do {
                 while !Task.isCancelled {
+                    if stopping.hasPassed {
+                        let last = awaiting
+                        _ = try? await withDeadline(Self.acknowledgementGrace) { try await acknowledge(last) }
+                        return
+                    }
                     let round = try reader.next(Self.round)
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
@@ -62,12 +73,17 @@ struct OutboxPublisher: Sendable {
         guard !publications.isEmpty else { return }
         var messages: [Int64] = []
         var batches: [(seq: Int64, sent: Int)] = []
+        var interrupted: (any Error)?
         for (message, publication) in publications {
             do {
                 try await publication.acknowledged()
             } catch MQTTError.publishRefused(let topic, let code, let reason) {
                 // Retrying cannot help; keep it from blocking the rest.
                 logger.error("the broker refused a publish; dropping it", metadata: ["topic": "\(topic)", "reason": "\(code) \(reason)"])
+            } catch {
+                // Stopped or disconnected: record what was acknowledged before it, so none of that is sent again.
+                interrupted = error
+                break
             }
             if let index = message.index {
                 if batches.last?.seq == message.seq {
@@ -80,10 +96,11 @@ struct OutboxPublisher: Sendable {
             }
         }
         try database.acknowledge(messages: messages, batches: batches)
+        if let interrupted { throw interrupted }
     }
 
     private func waitUntilConnected() async throws {
-        while !client.isConnected {
+        while !client.isConnected, !stopping.hasPassed {
             try Task.checkCancellation()
             try await ContinuousClock().sleep(for: .milliseconds(100))
         }

@@ -65,6 +65,29 @@ struct RequestProcessor: Sendable {
         return total
     }
 
+    /// Queues every retained topic the store owns — each SKU's inventory and each watching customer's mirror —
+    /// for a broker that lost them (restarted without persistence). The status is the connection's to publish.
+    func republishRetained() throws {
+        var changes = StoreChanges()
+        let now = clock()
+        for (sku, quantity) in try database.inventory() {
+            let record = InventoryRecord(store: store.id, sku: sku, quantity: quantity, updatedAt: now)
+            let topic = topics.inventory(sku)
+            changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
+        }
+        let customers = Set(store.snapshot.watches.map(\.customer))
+        for customer in customers.sorted() {
+            let mirror = SubscriptionsMirror(store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
+            let topic = topics.subscriptions(customer)
+            changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
+        }
+        guard !changes.publications.isEmpty else { return }
+        try database.commit(changes)
+        logger.notice(
+            "the broker had no session for the store: publishing every retained topic again",
+            metadata: ["inventory": "\(changes.publications.count - customers.count)", "mirrors": "\(customers.count)"])
+    }
+
     /// Sets aside a request that killed the store twice, and tells its sender.
     private func deadLetter(_ request: JournaledRequest) throws {
         logger.error(

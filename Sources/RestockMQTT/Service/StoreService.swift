@@ -15,16 +15,19 @@ public final class StoreService: Service, Sendable {
         public var prefix: String
         public var dataDirectory: URL
         public var alertsPerUnit: Int
+        /// How long a graceful shutdown keeps publishing what the outbox holds before it stops.
+        public var drainTimeout: Duration
 
         public init(
             connection: BrokerConnection, store: StoreID, prefix: String = RestockTopics.defaultPrefix,
-            dataDirectory: URL, alertsPerUnit: Int = 0
+            dataDirectory: URL, alertsPerUnit: Int = 0, drainTimeout: Duration = .seconds(5)
         ) {
             self.connection = connection
             self.store = store
             self.prefix = prefix
             self.dataDirectory = dataDirectory
             self.alertsPerUnit = alertsPerUnit
+            self.drainTimeout = drainTimeout
         }
     }
 
@@ -56,6 +59,10 @@ public final class StoreService: Service, Sendable {
 
     /// Runs until graceful shutdown (SIGINT/SIGTERM through a `ServiceGroup`) or cancellation, then
     /// publishes its offline status and disconnects.
+    ///
+    /// On graceful shutdown it stops applying requests (a request that arrives later is kept, and applied at
+    /// the next start), publishes what the outbox still holds for up to ``Configuration/drainTimeout``,
+    /// recording each acknowledgement, logs how many messages are left for the next start, and goes offline.
     public func run() async throws {
         let (requests, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (outbox, outboxGrew) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -67,28 +74,45 @@ public final class StoreService: Service, Sendable {
             journal: RequestJournal(database: database, wakeup: requestArrived, logger: logger))
 
         let connectionEvents = client.connectionEvents()
-        try await connect(client)
-        // Requests are live messages: a retained one is never sent again at subscribe (v5), and any that still
-        // arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at subscribe have it).
-        let requestOptions = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
-        for filter in topics.requestFilters { try await client.subscribe(to: filter, qos: .atLeastOnce, options: requestOptions) }
-        let online = StoreStatus(store: store.id, online: true, since: clock())
-        try await client.publish(online.payloadBytes(), to: topics.status, qos: .atLeastOnce, retain: true)
+        // SIGTERM and SIGINT end the service in every state, also while the broker is out of reach.
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await self.connect(client)
+                // Requests are live messages: a retained one is never sent again at subscribe (v5), and any that
+                // still arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at
+                // subscribe have it).
+                let requestOptions = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
+                for filter in self.topics.requestFilters {
+                    try await client.subscribe(to: filter, qos: .atLeastOnce, options: requestOptions)
+                }
+                let online = StoreStatus(store: self.store.id, online: true, since: self.clock())
+                try await client.publish(online.payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+            }
+        } catch is CancellationError {
+            await client.disconnect()
+            logger.info("store \(store.id) stopped before it was online")
+            return
+        }
         logger.info("store \(store.id) online", metadata: ["broker": "\(configuration.connection.broker)", "topics": "\(topics.root)/#"])
 
         let processor = RequestProcessor(store: store, topics: topics, database: database, logger: logger, clock: clock)
-        let publisher = OutboxPublisher(client: client, database: database, topics: topics, logger: logger)
+        let stopping = ShutdownDeadline()
+        let publisher = OutboxPublisher(client: client, database: database, topics: topics, logger: logger, stopping: stopping)
+        let republish = RepublishRequest()
         // Requests and alerts left from before a restart go first.
         requestArrived.yield()
         outboxGrew.yield()
 
-        // On graceful shutdown every loop is cancelled at once: what is left in the inbox and the outbox is
-        // on disk, and the next start takes it up.
+        let drainTimeout = configuration.drainTimeout
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
                     try await cancelWhenGracefulShutdown {
                         for await _ in requests {
+                            if republish.take() {
+                                try processor.republishRetained()
+                                outboxGrew.yield()
+                            }
                             if try processor.drainInbox() > 0 { outboxGrew.yield() }
                         }
                     }
@@ -96,31 +120,49 @@ public final class StoreService: Service, Sendable {
                 } catch {
                     self.logger.critical("cannot apply requests: \(error)")
                 }
+                // No more requests are applied: what the outbox holds now is all there is to send before stopping.
+                stopping.begin(drainingFor: drainTimeout)
+                outboxGrew.yield()
+                outboxGrew.finish()
             }
             group.addTask {
                 do {
-                    try await cancelWhenGracefulShutdown { try await publisher.run(wakeups: outbox) }
+                    try await publisher.run(wakeups: outbox)
                 } catch is CancellationError {
                 } catch {
                     self.logger.error("outbox stopped: \(error)")
                 }
+                let left = (try? self.database.queueLengths().outbox) ?? -1
+                if left > 0 {
+                    self.logger.notice("stopping with \(left) messages (alerts, mirrors, inventory) left in the outbox; the next start sends them")
+                } else if stopping.isStopping {
+                    self.logger.info("the outbox is empty: every message was acknowledged by the broker")
+                }
             }
             group.addTask {
                 // A restarted broker may have lost the retained status: say online again on every reconnect,
-                // and resend what the outbox still holds.
+                // and resend what the outbox still holds. A broker without the store's session (restarted
+                // without persistence) has lost the retained topics too: publish them all again.
+                var first = true
                 for await event in connectionEvents.cancelOnGracefulShutdown() {
-                    guard case .connected = event else {
+                    guard case .connected(let sessionPresent) = event else {
                         self.logger.warning("broker connection: \(event)")
                         continue
                     }
-                    self.logger.info("reconnected to the broker")
-                    let status = StoreStatus(store: self.store.id, online: true, since: self.clock())
-                    try? await client.publish(status.payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                    self.logger.info(first ? "connected to the broker" : "reconnected to the broker", metadata: ["session": "\(sessionPresent)"])
+                    if !sessionPresent {
+                        republish.request()
+                        requestArrived.yield()
+                    }
+                    if !first {
+                        let status = StoreStatus(store: self.store.id, online: true, since: self.clock())
+                        try? await client.publish(status.payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                    }
+                    first = false
                     outboxGrew.yield()
                 }
             }
-            await group.next()
-            group.cancelAll()
+            await group.waitForAll()
         }
 
         // Say offline even when this task was cancelled (a new task does not inherit the cancellation),
@@ -138,18 +180,21 @@ public final class StoreService: Service, Sendable {
         logger.info("store \(store.id) offline")
     }
 
-    /// Connects, retrying with backoff while the broker is unreachable (it may start after the store).
+    /// Connects, retrying while the broker is unreachable (it may start after the store): the first retry after
+    /// 100–250 ms, then doubling up to 2 s, each with jitter, so a broker that comes up is found within a second
+    /// or two and many stores do not retry in step.
     private func connect(_ client: MQTTClient) async throws {
-        var delay = Duration.milliseconds(250)
+        var delay = 0.1
         while true {
             do {
                 try await client.connect()
                 return
             } catch let error as MQTTError {
                 if case .connectionRefused = error { throw error }  // bad credentials: retrying will not help
-                logger.warning("broker not reachable, retrying", metadata: ["error": "\(error)", "in": "\(delay)"])
-                try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(10))
+                let wait = delay * Double.random(in: 1...2.5)
+                logger.warning("broker not reachable, retrying", metadata: ["error": "\(error)", "in": "\(Int(wait * 1000)) ms"])
+                try await Task.sleep(for: .seconds(wait))
+                delay = min(delay * 2, 0.8)
             }
         }
     }
