@@ -20,6 +20,17 @@ struct DurabilityTests {
         await client.disconnect()
     }
 
+    /// 3,000 customers watching switch-2, a restock, and a collector that has seen the fan-out begin.
+    func fanOutBegun(_ store: StoreProcess, on broker: MosquittoBroker) async throws -> AlertCollector {
+        let data = store.dataDirectory
+        try await subscribeAll(3_000, through: broker)
+        try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
+        let collector = try await AlertCollector(broker: broker)
+        try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
+        try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
+        return collector
+    }
+
     func storedWatches(_ data: URL) -> Int { (try? StoreDatabase.snapshot(readingOnly: data).watches.count) ?? 0 }
 
     @Test("the store killed with SIGKILL in the middle of a fan-out to 3,000 customers alerts them all after a restart")
@@ -27,12 +38,7 @@ struct DurabilityTests {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
         let data = store.dataDirectory
-        try await subscribeAll(3_000, through: broker)
-        try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
-
-        let collector = try await AlertCollector(broker: broker)
-        try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
-        try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
+        let collector = try await fanOutBegun(store, on: broker)
         try await store.send(SIGKILL)
         let beforeRestart = collector.customers
 
@@ -144,11 +150,7 @@ struct DurabilityTests {
         let store = try StoreProcess(broker: broker, extraArguments: ["--drain-timeout", "30"])
         try await store.start()
         let data = store.dataDirectory
-        try await subscribeAll(3_000, through: broker)
-        try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
-        let collector = try await AlertCollector(broker: broker)
-        try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
-        try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
+        let collector = try await fanOutBegun(store, on: broker)
         try await store.send(SIGTERM)
         #expect(store.log.contains("the outbox is empty"), "\(store.log.suffix(400))")
         #expect(try StoreDatabase.queueLengths(readingOnly: data).outbox == 0)
