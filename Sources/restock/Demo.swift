@@ -7,7 +7,11 @@ extension Restock {
     struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "The whole story in one run: a store, three customers, restocks and the alerts arriving.",
-            discussion: "Without --broker it starts a private mosquitto on a free loopback port, and stops it after.")
+            discussion: """
+                Without --broker it starts a private mosquitto on a free loopback port, and stops it after. On a broker you \
+                give it, it runs a store of its own, demo-<random> unless --store names one, so it never touches a real \
+                store, and it removes its retained topics and its customers' sessions when it ends.
+                """)
 
         @OptionGroup var connection: ConnectionOptions
 
@@ -17,6 +21,9 @@ extension Restock {
                 || ProcessInfo.processInfo.environment["RESTOCK_BROKER"] != nil
         }
 
+        /// Whether --store was given; otherwise, on a broker of the user's, the demo uses a store id of its own.
+        private var storeGiven: Bool { CommandLine.arguments.contains { $0 == "--store" || $0.hasPrefix("--store=") } }
+
         func run() async throws {
             var options = connection
             var privateBroker: LocalMosquitto?
@@ -25,8 +32,11 @@ extension Restock {
                 emit("▶ Started a private mosquitto on \(broker.url)")
                 options.broker = broker.url
                 privateBroker = broker
+            } else if !storeGiven {
+                options.store = "demo-\(UUID().uuidString.prefix(8).lowercased())"
             }
-            let story = DemoStory(connection: try options.brokerConnection(), topics: try options.topics(), say: emit)
+            let story = DemoStory(
+                connection: try options.brokerConnection(), topics: try options.topics(), cleansUp: privateBroker == nil, say: emit)
             let summary = try await story.run()
             try await privateBroker?.stop()
             if !summary.succeeded { throw ExitCode.failure }

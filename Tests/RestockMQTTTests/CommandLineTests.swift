@@ -20,6 +20,32 @@ struct CommandLineTests {
         #expect(result.standardOutput.contains("Every alert arrived, and none twice."))
     }
 
+    @Test("the demo on a broker with a real store apple uses a store of its own, leaves apple alone and cleans up after itself")
+    func demoBesideARealStore() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 20)
+        let everything = try await TopicWatcher(broker: broker, filter: "restock/apple/#")
+        try await everything.wait(for: "apple's retained mirror") { $0.messages.contains { $0.topic.hasSuffix("alice/subscriptions") } }
+        let appleBefore = everything.messages.count
+
+        let demo = try await restock(["demo", "--broker", broker.url])
+        #expect(demo.status == 0, "\(demo.standardError)")
+        #expect(demo.standardOutput.contains("Every alert arrived, and none twice."))
+        let demoStore = try #require(demo.standardOutput.firstMatch(of: /Store "(demo-[a-z0-9]+)" is online/)?.output.1)
+        #expect(everything.messages.count == appleBefore, "the demo wrote to store apple: \(everything.messages.dropFirst(appleBefore).map(\.topic))")
+        #expect(store.exitStatus == nil && store.log.components(separatedBy: "broker connection:").count == 1, "the real store lost its connection")
+        #expect(try await client.watching(try CustomerID("alice"))?.watching.map(\.sku) == ["ipad"])
+
+        // Nothing of the demo's store is left retained.
+        let late = try await TopicWatcher(broker: broker, filter: "restock/\(demoStore)/#")
+        try await mosquittoPub(broker, "restock/\(demoStore)/marker", "end")
+        try await late.wait(for: "the marker") { $0.messages.contains { $0.topic.hasSuffix("/marker") } }
+        #expect(late.messages.filter { !$0.topic.hasSuffix("/marker") }.isEmpty, "\(late.messages.map(\.topic))")
+        try await store.send(SIGTERM)
+    }
+
     @Test("subscribe, stock, watching, inventory and unsubscribe against a running store")
     func session() async throws {
         let broker = try await MosquittoBroker.start()

@@ -17,11 +17,16 @@ public struct DemoStory: Sendable {
 
     public let connection: BrokerConnection
     public let topics: RestockTopics
+    /// Whether it removes what it leaves on the broker when it ends: retained topics and customers' sessions.
+    public let cleansUp: Bool
     private let say: @Sendable (String) -> Void
 
-    public init(connection: BrokerConnection, topics: RestockTopics, say: @escaping @Sendable (String) -> Void) {
+    public init(
+        connection: BrokerConnection, topics: RestockTopics, cleansUp: Bool = false, say: @escaping @Sendable (String) -> Void
+    ) {
         self.connection = connection
         self.topics = topics
+        self.cleansUp = cleansUp
         self.say = say
     }
 
@@ -90,7 +95,31 @@ public struct DemoStory: Sendable {
             say("  \(name): \(summary.delivered[name, default: 0]) of \(expected[name]!) expected alert(s)")
         }
         say(summary.succeeded ? "Every alert arrived, and none twice." : "Some alerts did not arrive as expected.")
+        if cleansUp {
+            for listener in listeners { listener.cancel() }
+            serving.cancel()
+            _ = try? await serving.value
+            try await cleanUp(customers: [alice, bob, carol], skus: [sku])
+            say("▶ Removed the demo store's retained topics and its customers' sessions from the broker")
+        }
         return summary
+    }
+
+    /// Clears the retained topics of the demo's store and ends its customers' persistent sessions.
+    private func cleanUp(customers: [CustomerID], skus: [SKU]) async throws {
+        let client = try MQTTClient(
+            configuration: connection.configuration(clientID: "restock-demo-cleanup-\(UUID().uuidString.prefix(8))", session: .clean))
+        try await client.connect()
+        let retained = [topics.status] + skus.map(topics.inventory) + customers.map(topics.subscriptions)
+        for topic in retained { try await client.publish([], to: topic, qos: .atLeastOnce, retain: true) }
+        await client.disconnect()
+        let store = StoreClient(connection: connection, topics: topics)
+        for customer in customers {
+            // A clean connection with that client id ends the session the listener kept.
+            let session = try MQTTClient(configuration: connection.configuration(clientID: store.listeningClientID(customer), session: .clean))
+            try await session.connect()
+            await session.disconnect()
+        }
     }
 
     private func waitForDeliveries(_ delivered: DeliveryTally, total: Int) async throws {
