@@ -20,6 +20,9 @@ extension Restock {
         @Option(parsing: .unconditional, help: "On SIGTERM/SIGINT, keep publishing what is queued for up to this many seconds (0 to 3600).")
         var drainTimeout: Double = 5
 
+        @Flag(help: "Wait as a standby on the live store's data directory (same machine), and take over when it stops or dies.")
+        var standby = false
+
         func validate() throws {
             guard (0...1_000_000).contains(alertsPerUnit) else {
                 throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000")
@@ -35,11 +38,11 @@ extension Restock {
             var logger = Logger(label: "restock.store")
             logger.logLevel = .info
             logger.info("store \(store) keeps its state in \(directory.path)")
-            let service = try StoreService(
+            let service = StoreLauncher(
                 configuration: .init(
                     connection: try connection.brokerConnection(), store: store, prefix: connection.prefix,
                     dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000))),
-                logger: logger)
+                standby: standby, logger: logger)
             let group = ServiceGroup(
                 configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()

@@ -50,15 +50,34 @@ public struct StoreStatus: Codable, Sendable, Hashable {
     public var store: String
     public var state: String
     public var since: String
+    /// The store process that wrote it: one live instance per store id.
+    public var instance: String?
+    /// While online, refreshed every ``StoreStatus/heartbeatInterval``: an online status whose heartbeat is
+    /// older than ``StoreStatus/staleAfter`` was left by a store that is gone.
+    public var heartbeatAt: String?
 
-    public init(store: StoreID, online: Bool, since: Date) {
+    /// How often a live store refreshes its status.
+    public static let heartbeatInterval = Duration.seconds(2)
+    /// How old a heartbeat may be before its store counts as gone.
+    public static let staleAfter = 6.0
+
+    public init(store: StoreID, online: Bool, since: Date, instance: String? = nil, heartbeatAt: Date? = nil) {
         self.store = store.rawValue
         self.state = online ? "online" : "offline"
         self.since = Timestamp.string(from: since)
+        self.instance = instance
+        self.heartbeatAt = heartbeatAt.map(Timestamp.string(from:))
     }
 
     /// Whether the store says it is online.
     public var isOnline: Bool { state == "online" }
+
+    /// Whether it says a store is online and alive at `now`: online, with a heartbeat at most
+    /// ``staleAfter`` seconds old. A status without a heartbeat (from a store before heartbeats) proves nothing.
+    public func isLive(at now: Date) -> Bool {
+        guard isOnline, let text = heartbeatAt, let beat = Timestamp.date(from: text) else { return false }
+        return now.timeIntervalSince(beat) <= Self.staleAfter
+    }
 }
 
 /// The answer to a refused request, on the customer's or the admin's errors topic.

@@ -12,6 +12,10 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     case noAnswer(what: String, seconds: Double)
     /// Another store process holds the data directory.
     case dataDirectoryInUse(String)
+    /// Another instance of the store is live on the broker.
+    case storeAlreadyRunning(store: String, instance: String)
+    /// Another instance of the store took its broker session (or said it is live); this one stopped.
+    case storeTakenOver(store: String, instance: String)
     /// The data directory holds the state of another store.
     case dataDirectoryOfAnotherStore(String, owner: String)
     /// The data directory or database could not be used.
@@ -26,6 +30,10 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .refused(let code, let detail): "refused (\(code)): \(detail)"
         case .noAnswer(let what, let seconds): "no answer from the store within \(seconds.formatted()) s (\(what))"
         case .dataDirectoryInUse(let path): "another store process is using \(path)"
+        case .storeAlreadyRunning(let store, let instance):
+            "store \(store) is already running on this broker (instance \(instance)): run only one; to take over when it stops, run `restock serve --standby` on its data directory"
+        case .storeTakenOver(let store, let instance):
+            "another instance of store \(store) (\(instance)) took over on the broker; this one stopped without applying anything more"
         case .dataDirectoryOfAnotherStore(let path, let owner):
             "\(path) holds the state of store \(owner): run `restock serve --store \(owner)` on it, or give this store its own --data directory"
         case .storage(let detail): "storage error: \(detail)"

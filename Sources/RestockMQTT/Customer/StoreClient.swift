@@ -124,6 +124,12 @@ public final class StoreClient: Sendable {
         try await withClient { try await self.retained(StoreStatus.self, on: self.topics.status, using: $0).first }
     }
 
+    /// The store's retained status, waiting at most `wait` after subscribing for it (the broker sends a retained
+    /// message right after its SUBACK).
+    func status(waitingFor wait: Duration) async throws -> StoreStatus? {
+        try await withClient { try await self.retained(StoreStatus.self, on: self.topics.status, using: $0, firstWait: wait).first }
+    }
+
     /// A customer's watch list as the store last published it; `nil` when it never had one.
     /// - Throws: ``RestockMQTTError/unknownStore(store:)`` when no store of this id was ever online on the broker.
     public func watching(_ customer: CustomerID) async throws -> SubscriptionsMirror? {
@@ -238,11 +244,13 @@ public final class StoreClient: Sendable {
 
     /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A
     /// filter without wildcards holds at most one, so its read ends as soon as that one arrives.
-    private func retained<T: Decodable & Sendable>(_ type: T.Type, on filter: String, using client: MQTTClient) async throws -> [T] {
+    private func retained<T: Decodable & Sendable>(
+        _ type: T.Type, on filter: String, using client: MQTTClient, firstWait: Duration? = nil
+    ) async throws -> [T] {
         let single = !filter.contains("+") && !filter.contains("#")
         let messages = try client.messages(matching: filter)
         try await client.subscribe(to: filter)
-        let quiet = retainedQuietPeriod, firstWait = retainedFirstMessageWait
+        let quiet = retainedQuietPeriod, firstWait = firstWait ?? retainedFirstMessageWait
         let collected = try await withThrowingTaskGroup(of: [T]?.self) { group in
             let found = RetainedCollector<T>()
             group.addTask {

@@ -17,6 +17,16 @@ final class DirectoryLock: Sendable {
         self.descriptor = descriptor
     }
 
+    /// Whether a store process holds the lock on `directory` now.
+    static func isHeld(on directory: URL) -> Bool {
+        let descriptor = open(directory.appendingPathComponent("store.lock").path, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return true }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
     deinit {
         flock(descriptor, LOCK_UN)
         close(descriptor)

@@ -32,6 +32,19 @@ public final class StoreDatabase: Sendable {
         if let store { try claim(for: store) }
     }
 
+    /// Whether a store process holds the directory's lock now (a standby waits while it does).
+    public static func isInUse(_ directory: URL) -> Bool { DirectoryLock.isHeld(on: directory) }
+
+    /// Records `instance` as the store process now using the database; returns the one before it (a process
+    /// that has stopped or died, since this one holds the lock).
+    public func replaceInstance(with instance: String) throws -> String? {
+        try pool.write { db in
+            let previous = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'instance'")
+            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('instance', ?)", arguments: [instance])
+            return previous
+        }
+    }
+
     /// Records `store` as the owner of a database that has none, or checks that it is the owner.
     private func claim(for store: StoreID) throws {
         let owner = try pool.write { db in

@@ -10,10 +10,13 @@ import Mosquitto
 /// costs 4 KiB on disk and is still refused as too large.
 struct RequestJournal: MQTTInboundJournal {
     let database: StoreDatabase
+    let topics: RestockTopics
     let wakeup: AsyncStream<Void>.Continuation
     let logger: Logger
 
     func record(_ message: MQTTMessage) {
+        // The store also reads its own status topic (to see another instance take over): not a request.
+        guard topics.request(for: message.topic) != nil else { return }
         let payload = Array(message.payload.prefix(RequestDecoder.maximumPayloadSize + 1))
         do {
             try database.journal(topic: message.topic, payload: payload, size: message.payload.count, retained: message.retain)

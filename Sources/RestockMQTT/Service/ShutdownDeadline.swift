@@ -24,3 +24,10 @@ final class RepublishRequest: Sendable {
     /// Whether it was requested since the last call; clears it.
     func take() -> Bool { requested.exchange(false, ordering: .acquiringAndReleasing) }
 }
+
+/// Which instance took the store over, once one did.
+final class TakeOver: Sendable {
+    private let winner = Mutex<String?>(nil)
+    func record(_ instance: String) { winner.withLock { $0 = $0 ?? instance } }
+    var by: String? { winner.withLock { $0 } }
+}

@@ -41,6 +41,10 @@ public final class StoreService: Service, Sendable {
     private let database: StoreDatabase
     private let logger: Logger
     private let clock: @Sendable () -> Date
+    /// This store process, in its status: one live instance per store id on a broker.
+    public let instance: String
+    /// The process that used the data directory before this one (stopped or dead: this one holds the lock).
+    private let previousInstance: String?
 
     /// Opens the data directory and restores the store.
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process runs on it.
@@ -50,6 +54,8 @@ public final class StoreService: Service, Sendable {
         self.clock = clock
         self.topics = try RestockTopics(prefix: configuration.prefix, store: configuration.store)
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
+        self.instance = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        self.previousInstance = try database.replaceInstance(with: instance)
         let snapshot = try database.loadSnapshot()
         self.store = try Store(id: configuration.store, alertsPerUnit: configuration.alertsPerUnit, restoring: snapshot, clock: clock)
         logger.info(
@@ -66,17 +72,21 @@ public final class StoreService: Service, Sendable {
     public func run() async throws {
         let (requests, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (outbox, outboxGrew) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let offline = StoreStatus(store: store.id, online: false, since: clock())
+        let offline = StoreStatus(store: store.id, online: false, since: clock(), instance: instance)
         let client = try MQTTClient(
             configuration: configuration.connection.configuration(
                 clientID: Self.clientID(for: store.id), session: .persistent,
                 will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true)),
-            journal: RequestJournal(database: database, wakeup: requestArrived, logger: logger))
+            journal: RequestJournal(database: database, topics: topics, wakeup: requestArrived, logger: logger))
 
         let connectionEvents = client.connectionEvents()
+        let statuses = try client.messages(matching: topics.status)
+        let onlineSince = clock()
         // SIGTERM and SIGINT end the service in every state, also while the broker is out of reach.
         do {
             try await cancelWhenGracefulShutdown {
+                // Before the store's session is taken: is another instance of this store live on the broker?
+                try await self.refuseIfAnotherInstanceIsLive()
                 try await self.connect(client)
                 // Requests are live messages: a retained one is never sent again at subscribe (v5), and any that
                 // still arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at
@@ -85,8 +95,9 @@ public final class StoreService: Service, Sendable {
                 for filter in self.topics.requestFilters {
                     try await client.subscribe(to: filter, qos: .atLeastOnce, options: requestOptions)
                 }
-                let online = StoreStatus(store: self.store.id, online: true, since: self.clock())
-                try await client.publish(online.payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                try await client.publish(
+                    self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                try await client.subscribe(to: self.topics.status, qos: .atLeastOnce)
             }
         } catch is CancellationError {
             await client.disconnect()
@@ -104,6 +115,7 @@ public final class StoreService: Service, Sendable {
         outboxGrew.yield()
 
         let drainTimeout = configuration.drainTimeout
+        let takenOver = TakeOver()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -147,6 +159,10 @@ public final class StoreService: Service, Sendable {
                 for await event in connectionEvents.cancelOnGracefulShutdown() {
                     guard case .connected(let sessionPresent) = event else {
                         self.logger.warning("broker connection: \(event)")
+                        if case .connectionLost(let reason) = event, reason.localizedCaseInsensitiveContains("taken over") {
+                            takenOver.record("another client with this store's client id")
+                            return
+                        }
                         continue
                     }
                     self.logger.info(first ? "connected to the broker" : "reconnected to the broker", metadata: ["session": "\(sessionPresent)"])
@@ -155,19 +171,49 @@ public final class StoreService: Service, Sendable {
                         requestArrived.yield()
                     }
                     if !first {
-                        let status = StoreStatus(store: self.store.id, online: true, since: self.clock())
-                        try? await client.publish(status.payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                        try? await client.publish(
+                            self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
                     }
                     first = false
                     outboxGrew.yield()
                 }
             }
-            await group.waitForAll()
+            group.addTask {
+                // The heartbeat: a live store refreshes its retained status, so a status left by a store that is
+                // gone is known to be stale.
+                while !Task.isCancelled {
+                    do {
+                        try await cancelWhenGracefulShutdown { try await Task.sleep(for: StoreStatus.heartbeatInterval) }
+                    } catch { return }
+                    try? await client.publish(
+                        self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                }
+            }
+            group.addTask {
+                // Another instance saying it is live means it has taken this store over: stop, rather than fight.
+                for await message in statuses.cancelOnGracefulShutdown() {
+                    guard let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)),
+                        let other = status.instance, other != self.instance, status.isLive(at: self.clock())
+                    else { continue }
+                    takenOver.record(other)
+                    return
+                }
+            }
+            while await group.next() != nil {
+                if takenOver.by != nil { group.cancelAll() }
+            }
+        }
+
+        if let winner = takenOver.by {
+            // The winner's status stands: say nothing, apply nothing more.
+            await client.disconnect()
+            logger.critical("another instance of store \(store.id) took over; stopping", metadata: ["instance": "\(winner)"])
+            throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)
         }
 
         // Say offline even when this task was cancelled (a new task does not inherit the cancellation),
         // but give up after a few seconds if the broker is gone.
-        let goodbye = StoreStatus(store: store.id, online: false, since: clock())
+        let goodbye = StoreStatus(store: store.id, online: false, since: clock(), instance: instance)
         let topic = topics.status
         let publishing = Task { try await client.publish(goodbye.payloadBytes(), to: topic, qos: .atLeastOnce, retain: true) }
         let timer = Task {
@@ -178,6 +224,31 @@ public final class StoreService: Service, Sendable {
         timer.cancel()
         await client.disconnect()
         logger.info("store \(store.id) offline")
+    }
+
+    /// This instance's online status, with a fresh heartbeat.
+    private func onlineStatus(since: Date) -> StoreStatus {
+        StoreStatus(store: store.id, online: true, since: since, instance: instance, heartbeatAt: clock())
+    }
+
+    /// Reads the store's retained status with a clean session of its own and refuses to go on when it says
+    /// another instance is live (its heartbeat fresh). The process that last used this data directory is not
+    /// another: it is gone, since this one holds the directory's lock.
+    private func refuseIfAnotherInstanceIsLive() async throws {
+        let reader = StoreClient(connection: configuration.connection, topics: topics)
+        var delay = 0.1
+        while true {
+            do {
+                let status = try await reader.status(waitingFor: .milliseconds(500))
+                guard let status, let other = status.instance, other != previousInstance, status.isLive(at: clock()) else { return }
+                throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
+            } catch let error as MQTTError {
+                // Not reachable yet: the connection loop below reports it; try again first.
+                if case .connectionRefused = error { throw error }
+                try await Task.sleep(for: .seconds(delay * Double.random(in: 1...2.5)))
+                delay = min(delay * 2, 0.8)
+            }
+        }
     }
 
     /// Connects, retrying while the broker is unreachable (it may start after the store): the first retry after

@@ -1,0 +1,75 @@
+import Foundation
+import Mosquitto
+import RestockCore
+import RestockMQTT
+import RestockTestSupport
+import Testing
+
+/// One live store per store id on a broker: a second instance refuses to start, a store whose session is
+/// taken stops rather than fights, and a standby on the same data directory takes over when the live one dies.
+@Suite("One store per store id", .timeLimit(.minutes(3)))
+struct OneStoreTests {
+    @Test("a second store with the same id, on another data directory, refuses to start with one line")
+    func secondInstanceRefused() async throws {
+        let broker = try await MosquittoBroker.start()
+        let first = try await StoreProcess.started(on: broker)
+        let second = try StoreProcess(broker: broker)
+        let child = try second.launch()
+        try await waitUntil("the second store to exit", within: 30) { child.exitStatus != nil }
+        #expect(child.exitStatus != 0)
+        let errors = second.log.split(separator: "\n").filter { $0.hasPrefix("error:") }
+        #expect(errors.count == 1 && errors.first?.contains("store apple is already running on this broker (instance ") == true, "\(second.log)")
+        #expect(errors.first?.contains("restock serve --standby") == true)
+        #expect(try StoreDatabase.queueLengths(readingOnly: second.dataDirectory).inbox == 0, "the second store took no request")
+        #expect(first.exitStatus == nil)
+        try await first.send(SIGTERM)
+    }
+
+    @Test("a store that sees another instance take over stops, applies nothing more, and exits non-zero with one line")
+    func takenOverStops() async throws {
+        let broker = try await MosquittoBroker.start()
+        let first = try await StoreProcess.started(on: broker)
+        // What a newer instance does: it takes the store's session (client id), and says it is live in the status.
+        let takeover = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "restock-store-apple", session: .persistent))
+        try await takeover.connect()
+        let heartbeat = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "newer-heartbeat"))
+        try await heartbeat.connect()
+        try await waitUntil("the first store to stop", within: 20) {
+            let status = StoreStatus(store: try StoreID("apple"), online: true, since: Date(), instance: "newer0000000", heartbeatAt: Date())
+            try await heartbeat.publish(Array(try JSONEncoder().encode(status)), to: "restock/apple/status", qos: .atLeastOnce, retain: true)
+            return first.exitStatus != nil
+        }
+        #expect(first.exitStatus != 0)
+        #expect(first.log.contains("took over"), "\(first.log.suffix(500))")
+        // The loser did not overwrite the winner's status.
+        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        #expect(try await client.status()?.instance == "newer0000000")
+        await takeover.disconnect()
+        await heartbeat.disconnect()
+    }
+
+    @Test("serve --standby waits without touching broker or database, and takes over within 2 s of a SIGKILL")
+    func standbyTakesOver() async throws {
+        let broker = try await MosquittoBroker.start()
+        let live = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), mode: .every, wait: 20)
+        let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
+        let child = try standby.launch()
+        try await waitUntil("the standby to wait", within: 20) { standby.log.contains("standby") }
+        #expect(child.exitStatus == nil)
+        let liveInstance = try await client.status()?.instance
+
+        try await live.send(SIGKILL)
+        let clock = ContinuousClock(), killed = clock.now
+        try await waitUntil("the standby online", within: 10) {
+            let status = try? await client.status()
+            return status?.isOnline == true && status?.instance != liveInstance && status?.instance != nil
+        }
+        let took = clock.now - killed
+        print("standby online \(took) after the SIGKILL")
+        #expect(took < .seconds(2))
+        #expect(try await client.watching(try CustomerID("alice"))?.watching.map(\.sku) == ["ipad"])
+        try await standby.send(SIGTERM)
+    }
+}
