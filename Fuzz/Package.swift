@@ -22,6 +22,9 @@ let package = Package(
         // (b) broker URLs → BrokerAddress.
         .executableTarget(
             name: "BrokerURLFuzz", dependencies: ["FuzzSupport", restock("Mosquitto")], path: "BrokerURLFuzz", swiftSettings: fuzzTarget),
+        // (c) sequences of requests → Store, checked against a plain reference model after every step.
+        .executableTarget(
+            name: "StoreModelFuzz", dependencies: ["FuzzSupport", restock("RestockCore")], path: "StoreModelFuzz", swiftSettings: fuzzTarget),
     ],
     swiftLanguageModes: [.v6]
 )
