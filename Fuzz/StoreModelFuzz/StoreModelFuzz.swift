@@ -68,17 +68,16 @@ struct Run {
     var model: Model
     var alertIDs: Set<String> = []
     /// The steps so far, for the message of a failed check.
-    var log: [String] = []
+    var log: [Step] = []
 
     init(alertsPerUnit: Int) {
         self.alertsPerUnit = alertsPerUnit
         store = try! Store(id: storeID, alertsPerUnit: alertsPerUnit, clock: now)
         model = Model(alertsPerUnit: alertsPerUnit)
-        log = ["K=\(alertsPerUnit)"]
     }
 
     func fail(_ message: String) -> Never {
-        fatalError("\(message)\nsteps:\n  " + log.joined(separator: "\n  "))
+        fatalError("\(message)\nsteps (K=\(alertsPerUnit)):\n  " + log.map(\.description).joined(separator: "\n  "))
     }
 
     func expect(_ condition: Bool, _ message: @autoclosure () -> String) {
@@ -104,7 +103,7 @@ struct Run {
     }
 
     mutating func subscribe(_ customer: CustomerID, _ sku: SKU, mode: WatchMode, minQuantity: Int) {
-        log.append("subscribe \(customer) \(sku) \(mode) minQuantity \(minQuantity)")
+        log.append(.subscribe(customer, sku, mode, minQuantity))
         let before = store.snapshot
         let expected = model.subscribe(customer.rawValue, sku.rawValue, mode: mode, minQuantity: minQuantity)
         do throws(RestockError) {
@@ -126,21 +125,21 @@ struct Run {
     }
 
     mutating func unsubscribe(_ customer: CustomerID, _ sku: SKU) {
-        log.append("unsubscribe \(customer) \(sku)")
+        log.append(.unsubscribe(customer, sku))
         let removed = store.unsubscribe(customer, from: sku)
         let expected = model.unsubscribe(customer.rawValue, sku.rawValue)
-        expect(removed.map(describe) == expected?.description, "unsubscribe removed \(String(describing: removed.map(describe))), the model \(String(describing: expected))")
+        expect(same(removed.map { [$0] } ?? [], expected.map { [$0] } ?? []), "unsubscribe removed \(String(describing: removed.map(describe))), the model \(String(describing: expected))")
     }
 
     mutating func unsubscribeAll(_ customer: CustomerID) {
-        log.append("unsubscribe all \(customer)")
+        log.append(.unsubscribeAll(customer))
         let removed = store.unsubscribeAll(customer)
         let expected = model.unsubscribeAll(customer.rawValue)
-        expect(removed.map(describe) == expected.map(\.description), "unsubscribe-all removed \(removed.map(describe)), the model \(expected)")
+        expect(same(removed, expected), "unsubscribe-all removed \(removed.map(describe)), the model \(expected)")
     }
 
     mutating func changeStock(_ sku: SKU, _ change: StockChange) {
-        log.append("stock \(sku) \(change)")
+        log.append(.stock(sku, change))
         let before = store.snapshot
         let line = store.watchers(of: sku)
         let modelChange: Model.Change
@@ -157,7 +156,7 @@ struct Run {
                 "quantity \(outcome.previousQuantity) → \(outcome.quantity), the model \(wanted.previous) → \(wanted.quantity)")
             expect((0...Store.maximumQuantity).contains(outcome.quantity), "quantity \(outcome.quantity) out of range")
             match(outcome.alerts, wanted.alerts, context: "stock")
-            expect(outcome.removedWatches.map(describe) == wanted.removed.map(\.description), "removed \(outcome.removedWatches.map(describe)), the model \(wanted.removed)")
+            expect(same(outcome.removedWatches, wanted.removed), "removed \(outcome.removedWatches.map(describe)), the model \(wanted.removed)")
 
             // The rules, on what the store did, independently of the model.
             let rise = outcome.quantity - outcome.previousQuantity
@@ -190,7 +189,7 @@ struct Run {
 
     /// A restart: a new store from the old one's snapshot.
     mutating func restart() {
-        log.append("restart")
+        log.append(.restart)
         store = try! Store(id: storeID, alertsPerUnit: alertsPerUnit, restoring: store.snapshot, clock: now)
     }
 
@@ -199,7 +198,7 @@ struct Run {
         for sku in skus {
             let line = store.watchers(of: sku)
             let expected = model.line(sku.rawValue)
-            expect(line.map(describe) == expected.map(\.description), "line of \(sku): \(line.map(describe)), the model \(expected)")
+            expect(same(line, expected), "line of \(sku): \(line.map(describe)), the model \(expected)")
             for (earlier, later) in zip(line, line.dropFirst()) {
                 expect(earlier.position < later.position, "line of \(sku) out of position order")
             }
@@ -212,16 +211,49 @@ struct Run {
         for customer in customers {
             let list = store.watchlist(of: customer)
             let expected = model.watches.filter { $0.customer == customer.rawValue }
-            expect(list.map(describe) == expected.map(\.description), "watch list of \(customer): \(list.map(describe)), the model \(expected)")
+            expect(same(list, expected), "watch list of \(customer): \(list.map(describe)), the model \(expected)")
         }
         expect(store.watchCount == model.watches.count, "watchCount \(store.watchCount), the model \(model.watches.count)")
         expect(Set(model.watches.map(\.position)).count == model.watches.count, "model: positions repeat")
-        expect(store.inventory == Dictionary(uniqueKeysWithValues: model.quantities.map { (try! SKU($0.key), $0.value) }), "inventory \(store.inventory), the model \(model.quantities)")
+        let inventory = store.inventory
+        expect(
+            inventory.count == model.quantities.count && inventory.allSatisfy { model.quantities[$0.key.rawValue] == $0.value },
+            "inventory \(store.inventory), the model \(model.quantities)")
         let counters = store.counters
         expect(
             counters.nextPosition == model.nextPosition && counters.nextAlertSequence == model.nextAlert,
             "counters \(counters), the model \(model.nextPosition), \(model.nextAlert)")
     }
+}
+
+/// One step of a run, as the message of a failed check shows it.
+enum Step: CustomStringConvertible {
+    case subscribe(CustomerID, SKU, WatchMode, Int)
+    case unsubscribe(CustomerID, SKU)
+    case unsubscribeAll(CustomerID)
+    case stock(SKU, StockChange)
+    case restart
+
+    var description: String {
+        switch self {
+        case .subscribe(let customer, let sku, let mode, let minQuantity): "subscribe \(customer) \(sku) \(mode) minQuantity \(minQuantity)"
+        case .unsubscribe(let customer, let sku): "unsubscribe \(customer) \(sku)"
+        case .unsubscribeAll(let customer): "unsubscribe all \(customer)"
+        case .stock(let sku, let change): "stock \(sku) \(change)"
+        case .restart: "restart"
+        }
+    }
+}
+
+/// Whether the store's watches are the model's, field by field, in the same order.
+func same(_ watches: [Watch], _ expected: [Model.Watch]) -> Bool {
+    guard watches.count == expected.count else { return false }
+    for (watch, wanted) in zip(watches, expected) {
+        guard watch.customer.rawValue == wanted.customer, watch.sku.rawValue == wanted.sku, watch.mode == wanted.mode,
+            watch.minQuantity == wanted.minQuantity, watch.position == wanted.position, watch.isWaiting == wanted.waiting
+        else { return false }
+    }
+    return true
 }
 
 /// A watch written as the model writes its own.
