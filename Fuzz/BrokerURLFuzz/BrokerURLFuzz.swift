@@ -1,3 +1,4 @@
+import Foundation
 import FuzzSupport
 import Mosquitto
 
@@ -23,6 +24,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     } else {
         (url, expected) = assemble(&input)
     }
+    if showInputs { print("url \(String(reflecting: url))") }
     let address: BrokerAddress
     do {
         address = try BrokerAddress(url: url)
@@ -55,6 +57,9 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     return 0
 }
+
+/// With FUZZ_SHOW set, each input's URL is printed before it is parsed.
+let showInputs = getenv("FUZZ_SHOW") != nil
 
 enum Expected {
     case parsed(host: String, port: Int, tls: Bool)

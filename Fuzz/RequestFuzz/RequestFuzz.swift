@@ -39,6 +39,9 @@ enum Limits {
 }
 
 let storeID = try! StoreID("apple")
+/// With FUZZ_SHOW set, each input's topic and payload are printed before they are decoded: run the target on
+/// one crash file that way to see the request that trapped.
+let showInputs = getenv("FUZZ_SHOW") != nil
 let topics = try! RestockTopics(store: storeID)
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -79,6 +82,10 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         oracle = assembled.oracle
     } else {
         payload = input.rest()
+    }
+
+    if showInputs {
+        print("topic \(String(reflecting: topic)) payload \(String(reflecting: String(decoding: payload, as: UTF8.self))) (\(payload.count) bytes)")
     }
 
     // 4. The decoder.
