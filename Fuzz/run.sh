@@ -4,7 +4,8 @@
 # warning in the fuzz code, or when fewer than FUZZ_MIN_EXECUTIONS inputs ran in all.
 #
 #   FUZZ_TARGETS="RequestFuzz"   run only these targets (default: all three)
-#   FUZZ_SECONDS=10              run each target this long (default: 50 s, 70 s and 20 s, as below)
+#   FUZZ_SECONDS=10              run each target this long (default: 75 s, 60 s and 25 s, as below)
+#   FUZZ_JOBS=1                  targets run at once (default: one per core)
 #   FUZZ_MIN_EXECUTIONS=0        the total to reach (default 1,000,000)
 #
 # Each target starts from its checked-in seeds (Fuzz/Corpus/<target>/), copied into Fuzz/.build/fuzz-corpus/,
@@ -13,8 +14,8 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 SWIFT=${SWIFT:-swift}
-read -r -a targets <<< "${FUZZ_TARGETS:-RequestFuzz StoreModelFuzz BrokerURLFuzz}"
-declare -A seconds=([RequestFuzz]=50 [StoreModelFuzz]=70 [BrokerURLFuzz]=20)
+read -r -a targets <<< "${FUZZ_TARGETS:-StoreModelFuzz RequestFuzz BrokerURLFuzz}"
+declare -A seconds=([StoreModelFuzz]=75 [RequestFuzz]=60 [BrokerURLFuzz]=25)
 minimum=${FUZZ_MIN_EXECUTIONS:-1000000}
 work=.build/fuzz-corpus
 logs=.build/fuzz-logs
@@ -31,15 +32,12 @@ if grep -E '/Fuzz/.*: warning:' "$logs/build.txt"; then echo "fuzz: the fuzz tar
 echo "fuzz: built in ${build_seconds} s"
 bin=$("$SWIFT" build -c release --show-bin-path)
 
-failed=()
-total=0
-report=()
-fuzz_start=$(date +%s)
-for target in "${targets[@]}"; do
-    time_limit=${FUZZ_SECONDS:-${seconds[$target]:-30}}
+# One target: its own corpus copy, artifacts folder and log; its exit code goes to $logs/<target>.rc.
+run_target() {
+    local target=$1 time_limit=${FUZZ_SECONDS:-${seconds[$1]:-30}}
+    local dict=()
     mkdir -p "$work/$target" "Artifacts/$target"
     cp -n Corpus/"$target"/* "$work/$target"/ 2>/dev/null || true
-    dict=()
     [ -f "Dictionaries/$target.dict" ] && dict=(-dict="Dictionaries/$target.dict")
     echo "fuzz: $target for ${time_limit} s"
     # The Swift runtime's backtracer would take the trap before libFuzzer's handler, and no input would be
@@ -47,7 +45,24 @@ for target in "${targets[@]}"; do
     SWIFT_BACKTRACE=enable=no nice -n 10 timeout --kill-after=10 $(( time_limit + 120 )) "$bin/$target" \
         -max_total_time="$time_limit" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="Artifacts/$target/" "${dict[@]}" "$work/$target" > "$logs/$target.txt" 2>&1
-    code=$?
+    echo $? > "$logs/$target.rc"
+}
+
+# The targets run side by side, as many at a time as there are cores (FUZZ_JOBS), longest first.
+jobs_at_once=${FUZZ_JOBS:-$(nproc)}
+fuzz_start=$(date +%s)
+for target in "${targets[@]}"; do
+    rm -f "$logs/$target.rc"
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do wait -n; done
+    run_target "$target" &
+done
+wait
+
+failed=()
+total=0
+report=()
+for target in "${targets[@]}"; do
+    code=$(cat "$logs/$target.rc" 2>/dev/null || echo 1)
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$target.txt" | tail -1)
     executions=${executions:-0}
     total=$(( total + executions ))
@@ -56,7 +71,7 @@ for target in "${targets[@]}"; do
         report+=("$(printf '%-16s %10d executions  CRASHED (exit %d)' "$target" "$executions" "$code")")
         echo "fuzz: $target FAILED (exit $code); from its log (Fuzz/$logs/$target.txt):"
         grep -E "Fatal error|ERROR: libFuzzer|SUMMARY|Test unit written|^Base64" "$logs/$target.txt" | sed 's/^/    /' | cut -c1-2000
-        # The top of the stack, from the fuzz target's frames down.
+        # The top of the stack, from the trap down.
         grep -E "^ +#[0-9]+ " "$logs/$target.txt" | grep -vE "libFuzzer|fuzzer::|libc.so|__sanitizer|_assertionFailure" | head -8 | sed 's/^/    /' | cut -c1-300
     else
         report+=("$(printf '%-16s %10d executions  ok' "$target" "$executions")")
