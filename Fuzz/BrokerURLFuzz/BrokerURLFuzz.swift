@@ -6,7 +6,7 @@ import Mosquitto
 //
 // Checked for every input: parsing never traps; a parsed address has a non-empty host without `/` or `@`,
 // and a port in 1…65535; TLS exactly for `mqtts://`; its `description` ("the address as a URL") parses
-// back to the same address. For URLs built from known-good parts (below), the exact result is checked too.
+// back to the same host, port and TLS. For URLs built from known-good parts (below), the exact result is checked too.
 
 @_cdecl("BrokerURLFuzz_main")
 func brokerURLFuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
@@ -50,8 +50,12 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         break
     }
     do {
+        // The same place to connect to (host, port, TLS); credentials, if the type ever holds them, may be left
+        // out of the description.
         let again = try BrokerAddress(url: address.description)
-        check(again == address, "\(String(reflecting: url)) parsed as \(address), which parses back as \(again)")
+        check(
+            again.host == address.host && again.port == address.port && again.usesTLS == address.usesTLS,
+            "\(String(reflecting: url)) parsed as \(address), which parses back as \(again)")
     } catch {
         fatalError("\(String(reflecting: url)) parsed as \(address), which does not parse back: \(error)")
     }
