@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients libsqlit
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps build test contract-test contract-deps reliability bench demo compose-check clean
+.PHONY: deps build test contract-test contract-deps reliability bench demo compose-check fuzz clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -58,6 +58,12 @@ bench: deps
 demo: deps
 	$(SWIFT) build --product restock
 	$$($(SWIFT) build --show-bin-path)/restock demo $(if $(BROKER),--broker $(BROKER))
+
+## fuzz: build the libFuzzer targets of Fuzz/ (request decoding, broker URLs, the Store against a reference model)
+## and run each for a bounded time, at least 1,000,000 executions in all; fails on any crash (input kept in
+## Fuzz/Artifacts/). FUZZ_TARGETS, FUZZ_SECONDS: see Fuzz/run.sh
+fuzz: deps
+	SWIFT=$(SWIFT) Fuzz/run.sh
 
 ## compose-check: validate docker-compose.yml (there is no Docker engine here to run it)
 compose-check:

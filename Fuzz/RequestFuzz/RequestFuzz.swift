@@ -1,0 +1,259 @@
+import Foundation
+import FuzzSupport
+import RestockCore
+import RestockMQTT
+
+// Fuzz target (a): a request as the store receives it, (topic, payload), taken the way the store service
+// takes it (RequestProcessor.apply): the topic is classified with `RestockTopics.request(for:)`, the customer
+// level validated, the payload decoded by `RequestDecoder`, and the request applied to a fresh `Store`.
+//
+// The fuzzer's first byte picks the topic (and customer), the second whether the payload is the rest of the
+// bytes as they are or a JSON request assembled from choices whose right answer is known (Oracle.swift).
+// Checked for every input, against the intended contract (docs/contract.md, issue 11):
+// - nothing traps;
+// - a decoded request re-checks: customer as in the topic, a valid SKU, minQuantity 1…1,000,000,000,
+//   set 0…1,000,000,000, add within ±1,000,000,000; it re-encodes to JSON that decodes to the same request;
+//   the store accepts it;
+// - a refusal has a code of the documented set and a detail; a payload over 4 KiB is refused as
+//   payload-too-large, and invalid UTF-8 as invalid-utf8;
+// - an assembled request is accepted with exactly the values it was built from, or refused with a code
+//   that names one of the faults it was built with.
+
+@_cdecl("RequestFuzz_main")
+func requestFuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runLibFuzzer(argc, argv) { data, size in fuzz(data!, size) }
+}
+
+/// The contract's limits.
+enum Limits {
+    static let maximumQuantity = 1_000_000_000
+    static let minQuantity = 1...maximumQuantity
+    static let set = 0...maximumQuantity
+    static let add = -maximumQuantity...maximumQuantity
+    static let payloadBytes = 4 * 1024
+    /// The codes a refused request may carry.
+    static let codes: Set<String> = [
+        "invalid-json", "invalid-utf8", "payload-too-large", "invalid-field", "invalid-sku", "invalid-customer",
+        "invalid-mode", "invalid-min-quantity", "invalid-quantity",
+    ]
+}
+
+let storeID = try! StoreID("apple")
+/// With FUZZ_SHOW set, each input's topic and payload are printed before they are decoded: run the target on
+/// one crash file that way to see the request that trapped.
+let showInputs = getenv("FUZZ_SHOW") != nil
+let topics = try! RestockTopics(store: storeID)
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    var input = FuzzInput(data, size)
+    let (topic, expectedKind) = makeTopic(&input)
+    let structured = input.byte() & 1 == 1
+
+    // 1. The topic, as the store classifies it.
+    let kind = topics.request(for: topic)
+    check(kind == expectedKind, "topic \(String(reflecting: topic)) classified as \(String(describing: kind)), expected \(String(describing: expectedKind))")
+    guard let kind else { return 0 }
+
+    // 2. The customer level, for customer requests (an invalid one is logged only: there is no one to answer).
+    var customer: CustomerID?
+    switch kind {
+    case .subscribe(let raw), .unsubscribe(let raw):
+        let valid = isIdentifier(raw)
+        do {
+            let id = try CustomerID(raw)
+            check(valid && id.rawValue == raw, "customer \(String(reflecting: raw)) accepted as \(id)")
+            customer = id
+        } catch {
+            check(!valid, "customer \(String(reflecting: raw)) refused: \(error)")
+            check(error.code == "invalid-customer", "customer \(String(reflecting: raw)) refused with code \(error.code)")
+            return 0
+        }
+    case .stock:
+        break
+    }
+
+    // 3. The payload.
+    let payload: [UInt8]
+    var oracle: Oracle?
+    if structured {
+        let assembled = Assembler.assemble(kind: kind, customer: customer, &input)
+        payload = assembled.payload
+        oracle = assembled.oracle
+    } else {
+        payload = input.rest()
+    }
+
+    if showInputs {
+        print("topic \(String(reflecting: topic)) payload \(String(reflecting: String(decoding: payload, as: UTF8.self))) (\(payload.count) bytes)")
+    }
+
+    // 4. The decoder.
+    let decoded: Result<StoreRequest, RequestRefusal>
+    switch kind {
+    case .subscribe:
+        decoded = Result { () throws(RequestRefusal) in try RequestDecoder.subscribe(customer!, payload: payload) }
+    case .unsubscribe:
+        decoded = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: payload) }
+    case .stock:
+        decoded = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: payload) }
+    }
+    let shown = String(reflecting: String(decoding: payload.prefix(300), as: UTF8.self))
+
+    switch decoded {
+    case .failure(let refusal):
+        check(Limits.codes.contains(refusal.code), "\(shown) on \(topic) refused with undocumented code \(refusal.code)")
+        check(!refusal.detail.isEmpty, "\(shown) on \(topic) refused with an empty detail")
+        if payload.count > Limits.payloadBytes {
+            check(refusal.code == "payload-too-large", "\(payload.count) bytes refused as \(refusal.code)")
+        } else if String(validating: payload, as: UTF8.self) == nil {
+            check(refusal.code == "invalid-utf8", "invalid UTF-8 \(shown) refused as \(refusal.code)")
+        }
+        if let oracle {
+            switch oracle {
+            case .accept(let request):
+                fatalError("\(shown) on \(topic) must decode to \(request), but was refused: \(refusal)")
+            case .refuse(let codes):
+                check(codes.contains(refusal.code), "\(shown) on \(topic) refused as \(refusal), expected one of \(codes.sorted())")
+            }
+        }
+        return 0
+    case .success(let request):
+        check(payload.count <= Limits.payloadBytes, "a payload of \(payload.count) bytes was accepted")
+        check(String(validating: payload, as: UTF8.self) != nil, "invalid UTF-8 \(shown) was accepted")
+        recheck(request, kind: kind, customer: customer, payload: shown)
+        if let oracle {
+            switch oracle {
+            case .accept(let expected):
+                check(request == expected, "\(shown) on \(topic) decoded to \(request), expected \(expected)")
+            case .refuse(let codes):
+                fatalError("\(shown) on \(topic) must be refused (\(codes.sorted())), but decoded to \(request)")
+            }
+        }
+        roundTrip(request, kind: kind, customer: customer, payload: shown)
+        applyToStore(request, payload: shown)
+    }
+    return 0
+}
+
+/// A decoded request re-checks against the contract.
+func recheck(_ request: StoreRequest, kind: RestockTopics.Request, customer: CustomerID?, payload: String) {
+    switch request {
+    case .subscribe(let who, let sku, _, let minQuantity):
+        check(kind == .subscribe(customer: who.rawValue) && who == customer, "\(payload): subscribe for \(who) on a \(kind) topic")
+        check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
+        check(Limits.minQuantity.contains(minQuantity), "\(payload) decoded with minQuantity \(minQuantity), outside 1…1,000,000,000")
+    case .unsubscribe(let who, let sku):
+        check(kind == .unsubscribe(customer: who.rawValue) && who == customer, "\(payload): unsubscribe for \(who) on a \(kind) topic")
+        check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
+    case .unsubscribeAll(let who):
+        check(kind == .unsubscribe(customer: who.rawValue) && who == customer, "\(payload): unsubscribe-all for \(who) on a \(kind) topic")
+    case .stock(let sku, let change):
+        check(kind == .stock, "\(payload): a stock change on a \(kind) topic")
+        check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
+        switch change {
+        case .set(let quantity):
+            check(Limits.set.contains(quantity), "\(payload) decoded with set \(quantity), outside 0…1,000,000,000")
+        case .add(let delta):
+            check(Limits.add.contains(delta), "\(payload) decoded with add \(delta), outside ±1,000,000,000")
+        }
+    }
+}
+
+/// The request written back as the contract's JSON decodes to itself.
+func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: CustomerID?, payload: String) {
+    let json: String
+    switch request {
+    case .subscribe(_, let sku, let mode, let minQuantity):
+        json = #"{"sku":"\#(sku)","mode":"\#(mode.rawValue)","minQuantity":\#(minQuantity)}"#
+    case .unsubscribe(_, let sku):
+        json = #"{"sku":"\#(sku)"}"#
+    case .unsubscribeAll:
+        json = #"{"all":true}"#
+    case .stock(let sku, .set(let quantity)):
+        json = #"{"sku":"\#(sku)","set":\#(quantity)}"#
+    case .stock(let sku, .add(let delta)):
+        json = #"{"sku":"\#(sku)","add":\#(delta)}"#
+    }
+    let bytes = Array(json.utf8)
+    let again: Result<StoreRequest, RequestRefusal>
+    switch kind {
+    case .subscribe: again = Result { () throws(RequestRefusal) in try RequestDecoder.subscribe(customer!, payload: bytes) }
+    case .unsubscribe: again = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: bytes) }
+    case .stock: again = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: bytes) }
+    }
+    switch again {
+    case .success(let decoded):
+        check(decoded == request, "\(payload) decoded to \(request); written back as \(json) it decodes to \(decoded)")
+    case .failure(let refusal):
+        fatalError("\(payload) decoded to \(request); written back as \(json) it is refused: \(refusal)")
+    }
+}
+
+/// The store takes every request the decoder lets through (here a fresh store: nothing on hand, no watches).
+func applyToStore(_ request: StoreRequest, payload: String) {
+    let store = try! Store(id: storeID, clock: { Date(timeIntervalSince1970: 1_800_000_000) })
+    do throws(RestockError) {
+        switch request {
+        case .subscribe(let who, let sku, let mode, let minQuantity):
+            let outcome = try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity)
+            check(outcome.isNew && outcome.isKept && outcome.alert == nil, "\(payload): a first watch on an empty store gave \(outcome)")
+            check(store.watch(who, of: sku)?.minQuantity == minQuantity, "\(payload): the store keeps \(String(describing: store.watch(who, of: sku)))")
+        case .unsubscribe(let who, let sku):
+            check(store.unsubscribe(who, from: sku) == nil, "\(payload): an empty store had a watch")
+        case .unsubscribeAll(let who):
+            check(store.unsubscribeAll(who).isEmpty, "\(payload): an empty store had watches")
+        case .stock(let sku, let change):
+            let outcome = try store.changeStock(of: sku, change)
+            let expected: Int
+            switch change {
+            case .set(let quantity): expected = quantity
+            case .add(let delta): expected = max(0, delta)
+            }
+            check(outcome.quantity == expected && store.quantity(of: sku) == expected, "\(payload): the store has \(outcome.quantity), expected \(expected)")
+        }
+    } catch {
+        fatalError("\(payload): the decoder accepted \(request), but the store refuses it: \(error)")
+    }
+}
+
+/// `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`, written out.
+func isIdentifier(_ text: String) -> Bool {
+    let bytes = Array(text.utf8)
+    guard (1...64).contains(bytes.count) else { return false }
+    for (index, byte) in bytes.enumerated() {
+        let alphanumeric = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+        let punctuation = byte == 0x2E || byte == 0x5F || byte == 0x2D
+        if !(alphanumeric || (index > 0 && punctuation)) { return false }
+    }
+    return true
+}
+
+/// Customer levels: valid ones, the longest valid, and invalid ones.
+let customerLevels = [
+    "alice", "bob-1", "C.d_e", String(repeating: "k", count: 64), String(repeating: "k", count: 65), "", "-x", ".x", "al ice",
+    "é", "+", "#", "al\u{0}ice", "al/ice", "x\n",
+]
+
+/// A topic the store may receive, and how it must be classified.
+func makeTopic(_ input: inout FuzzInput) -> (String, RestockTopics.Request?) {
+    let selector = input.byte()
+    let customer = input.pick(customerLevels)
+    let levelOK = !customer.contains("/")
+    switch selector % 8 {
+    case 0, 1:
+        return ("restock/apple/subscribe/\(customer)", levelOK ? .subscribe(customer: customer) : nil)
+    case 2, 3:
+        return ("restock/apple/unsubscribe/\(customer)", levelOK ? .unsubscribe(customer: customer) : nil)
+    case 4, 5:
+        return ("restock/apple/admin/stock", .stock)
+    default:
+        let odd: [(String, RestockTopics.Request?)] = [
+            ("restock/apple/subscribe/alice/extra", nil), ("restock/apple/subscribe", nil), ("restock/pear/admin/stock", nil),
+            ("restock/apple/admin/stock/", nil), ("restock/apple/admin/stocks", nil), ("restock/apple/subscribe/", .subscribe(customer: "")),
+            ("restock/apple//subscribe/alice", nil), ("restock/applesauce/subscribe/alice", nil), ("restock/apple", nil),
+            ("Restock/apple/subscribe/alice", nil), ("restock/apple/customers/alice/alerts", nil), ("", nil),
+        ]
+        return input.pick(odd)
+    }
+}
