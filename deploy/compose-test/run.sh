@@ -14,6 +14,7 @@ root=$(cd "$here/../.." && pwd)
 cd "$root"
 export CONTAINERS_CONF="$here/containers.conf"
 WAIT=${COMPOSE_TEST_WAIT:-180}          # seconds allowed for each awaited condition
+# COMPOSE_TEST_LOGS=FILE keeps every service's `docker-compose logs` in FILE (an absolute path).
 
 step() { printf '\n== %s (%ss)\n' "$*" "$SECONDS"; }
 fail() { echo "compose-test: FAILED: $*" >&2; exit 1; }
@@ -102,6 +103,8 @@ grep -q 'mosquitto version .* running' "$work/logs.txt" || fail "mosquitto's log
 grep -q 'store_1 .*apple' "$work/logs.txt" || fail "the store's log is not in docker-compose logs"
 grep -E 'mosquitto version|Opening ipv4|New client connected from .* as restock-store' "$work/logs.txt" | head -3
 grep 'store_1' "$work/logs.txt" | head -3
+
+[ -z "${COMPOSE_TEST_LOGS:-}" ] || compose logs --no-color >"$COMPOSE_TEST_LOGS"   # all services' logs, kept on request
 
 step "docker-compose down -v"
 compose down -v --remove-orphans --timeout 10
