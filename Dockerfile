@@ -5,6 +5,8 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
         libmosquitto-dev libsqlite3-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# The build context is the root package only (.dockerignore): the manifest, Sources, and Tests, whose folders the
+# manifest names. The benchmarks are a package of their own (Benchmarks/), so their dependencies are not fetched.
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests

@@ -9,15 +9,15 @@ let package = Package(
         .library(name: "Mosquitto", targets: ["Mosquitto"]),
         .library(name: "RestockMQTT", targets: ["RestockMQTT"]),
         .executable(name: "restock", targets: ["restock"]),
+        // For the benchmarks' own package (Benchmarks/Package.swift) only: the private broker, the store as a
+        // process and the request helpers the tests use. Not an API.
+        .library(name: "RestockTestSupport", targets: ["RestockTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        // Only `make bench` uses these: the alternatives B1 compares against, and latency histograms.
-        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // The Observer-pattern core: store (subject), observers, watches, alerts. No I/O.
@@ -56,16 +56,7 @@ let package = Package(
         .executableTarget(
             name: "restock-reliability", dependencies: ["RestockTestSupport", "RestockMQTT", "Mosquitto", "RestockCore"],
             path: "Tests/Reliability"),
-        // `make bench`: B1–B5 side by side with what a user would pick instead; writes docs/benchmarks.md.
-        .target(name: "CHeapStats", path: "Benchmarks/CHeapStats"),
-        .executableTarget(
-            name: "restock-bench",
-            dependencies: [
-                "RestockTestSupport", "RestockMQTT", "Mosquitto", "RestockCore", "CHeapStats",
-                .product(name: "OpenCombine", package: "OpenCombine"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            path: "Benchmarks/RestockBench"),
+        // `make bench` is a package of its own: Benchmarks/Package.swift.
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "RestockTestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport"]),
         .testTarget(
