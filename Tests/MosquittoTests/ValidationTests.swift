@@ -72,7 +72,7 @@ struct ValidationTests {
         #expect(try BrokerAddress(url: url).description == expected)
     }
 
-    @Test("bad broker URLs are refused", arguments: ["http://x", "mqtt://", "mqtt://host:0", "mqtt://host:99999", "mqtt://host:abc", "127.0.0.1:1883"])
+    @Test("bad broker URLs are refused", arguments: ["http://x", "mqtt://", "mqtt://host:0", "mqtt://host:99999", "mqtt://host:abc", "127.0.0.1:1883", "mqtt://::1]:63", "mqtts://a]:b:115", "mqtt://a b:1", "mqtt://a\u{0}b:1", "mqtt://[::1]]:63"])
     func badURLs(url: String) {
         #expect(throws: MQTTError.self) { try BrokerAddress(url: url) }
     }

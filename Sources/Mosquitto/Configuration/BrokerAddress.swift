@@ -65,6 +65,11 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
         guard !host.isEmpty, !host.contains("/"), !host.contains("@") else {
             throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has no usable host")
         }
+        // Brackets only around an IPv6 address, and nothing a resolver cannot take (libmosquitto would cut the
+        // host at a NUL): printable ASCII, no spaces.
+        guard !host.contains("["), !host.contains("]"), host.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has a bad host: use a name, an IPv4 address, or an IPv6 address in []")
+        }
         guard (1...65_535).contains(port) else {
             throw .invalidConfiguration("broker port \(port) is outside 1-65535")
         }
