@@ -15,6 +15,7 @@ struct Scenario: Sendable {
         Scenario(id: "R6", title: "50,000 alerts to 1,000 customers, shipped broker config", timeLimit: 600) { [try await Burst.run()] },
         Scenario(id: "R7", title: "two store processes for one store", timeLimit: 240) { try await TwoStores.run() },
         Scenario(id: "R8", title: "restart with 100,000 watches", timeLimit: 900) { [try await Restore.run()] },
+        Scenario(id: "R12", title: "standby takes over from a SIGKILLed live store", timeLimit: 420) { [try await Standby.run()] },
         Scenario(id: "R9", title: "broker restarted without persistence", timeLimit: 180) { [try await Edges.brokerWithoutPersistence()] },
         Scenario(id: "R10", title: "SIGTERM mid fan-out, then restart", timeLimit: 420) { [try await Edges.sigtermMidFanOut()] },
         Scenario(id: "R11", title: "the first alert before the first listen", timeLimit: 240) { [try await Edges.firstAlertBeforeFirstListen()] },

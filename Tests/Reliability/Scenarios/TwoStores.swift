@@ -8,7 +8,38 @@ enum TwoStores {
     static let customers = 50
 
     static func run() async throws -> [ScenarioRow] {
-        [try await sameDataDirectory()]
+        [try await sameDataDirectory(), try await otherDataDirectory()]
+    }
+
+    /// R7b: on another data directory: the second finds the first live on the broker (its status heartbeat),
+    /// refuses to start, takes no request and touches no session; the first serves every request and alert.
+    static func otherDataDirectory() async throws -> ScenarioRow {
+        let broker = try await MosquittoBroker.start()
+        let first = try await StoreProcess.started(on: broker)
+        let second = try StoreProcess(broker: broker)
+        let child = try second.launch()
+        let ids = Requests.customers(20, prefix: "r7b-")
+        let sending = Task { try await Requests.publish(Requests.subscriptions(ids, to: "r7b-sku"), to: broker.url) }
+        try await waitUntil("the second store to exit", within: 30) { child.exitStatus != nil }
+        try await sending.value
+        try await StoreQueues.waitForWatches(ids.count, in: first.dataDirectory, within: 60)
+        let collector = try await AlertCollector(broker: broker)
+        try await StockStream(url: broker.url, sku: "r7b-sku").set(5)
+        try? await waitUntil("every alert", within: 60) { collector.distinct >= ids.count }
+        let refusal = second.log.split(separator: "\n").last { $0.hasPrefix("error:") }.map(String.init) ?? ""
+        let appliedBySecond = (try? StoreDatabase.snapshot(readingOnly: second.dataDirectory).watches.count) ?? 0
+
+        var row = ScenarioRow(
+            "R7b", "a second `restock serve` for the same store on another data directory, during 20 subscribes; then a restock",
+            expected: ids.count, distinct: collector.distinct, deliveries: collector.total)
+        row.notes.append("second store: exit \(child.exitStatus ?? -1), \"\(refusal)\"; requests applied by it: \(appliedBySecond)")
+        row.check(child.exitStatus != 0, "the second store did not stop")
+        row.check(refusal.contains("already running"), "the second store did not say the store is already running")
+        row.check(appliedBySecond == 0, "the second store applied \(appliedBySecond) requests")
+        row.check(first.exitStatus == nil && !first.log.contains("connectionLost"), "the first store lost its session or stopped")
+        await collector.close()
+        try await first.send(SIGTERM)
+        return row
     }
 
     /// On the same data directory: the second is refused by the directory lock, changes nothing, and the
