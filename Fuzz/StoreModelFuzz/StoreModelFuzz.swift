@@ -121,7 +121,7 @@ struct Run {
             }
         } catch {
             if case .failure(.invalidMinQuantity) = expected {
-                expect(error == .invalidMinQuantity(minQuantity), "the store refused with \(error)")
+                expect(error == .invalidMinQuantity(String(minQuantity)), "the store refused with \(error)")
             } else {
                 // The store may also refuse a minQuantity beyond the contract's 10^9 (the model takes any ≥ 1).
                 expect(minQuantity > Model.maximumQuantity && error.code == "invalid-min-quantity", "the store refused with \(error), the model accepts")

@@ -1,5 +1,6 @@
 import Foundation
 import RestockCore
+import RestockTestSupport
 
 /// B2: adds 1,000,000 watches to a Store, then removes them all in random order; the time per operation in
 /// each decade of size, and the heap the watches take.
@@ -69,18 +70,5 @@ struct RegistryScaleBench {
             say("  B2 run \(run): add \(result.addNanoseconds.map { Figure.format($0.values.last!) }.joined(separator: " / ")) ns · remove \(result.removeNanoseconds.map { Figure.format($0.values.last!) }.joined(separator: " / ")) ns · \(Figure.format(result.bytesPerWatch.values.last!)) B/watch")
         }
         return result
-    }
-}
-
-/// A small, seeded generator, so every run removes in the same random order.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Mosquitto
 import RestockCore
 import RestockMQTT
+import RestockTestSupport
 
 /// A seeded stream of requests, most of them hostile, and what a store must make of them.
 ///
@@ -208,18 +209,5 @@ struct HostileStream {
             Array("null".utf8), Array("{}".utf8), Array(#"{"all":true,"all":false}"#.utf8), [],
         ]
         return forms.randomElement(using: &random)!
-    }
-}
-
-/// A small, fast, seeded generator (SplitMix64), so a failing stream can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
