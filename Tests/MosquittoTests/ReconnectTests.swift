@@ -16,7 +16,9 @@ struct ReconnectTests {
         let client = try await connectedClient(to: broker, session: .persistent)
         let events = client.connectionEvents()
         try await broker.kill()
-        try await waitUntil("the client to see the connection lost") { !client.isConnected }
+        try await withDeadline(10, waitingFor: "the connection lost") {
+            for await event in events { if case .connectionLost = event { return } }
+        }
         // The outage itself (a long one runs the backoff up to its cap), not a wait for a condition.
         if outageSeconds > 0 { try await ContinuousClock().sleep(for: .seconds(outageSeconds)) }
 

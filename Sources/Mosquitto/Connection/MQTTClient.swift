@@ -15,8 +15,8 @@ import Synchronization
 /// ```
 ///
 /// libmosquitto runs the connection on a thread of the client's own (``LibMosquittoNetworkThread``), which
-/// reconnects after a loss by ``MQTTConfiguration/reconnect`` (first within 100–200 ms, then about every
-/// second by default), making the subscriptions again when the broker lost the session. Calls that wait on
+/// reconnects after a loss by ``MQTTConfiguration/reconnect`` (by default first within 100–200 ms, then at
+/// most 800 ms apart), making the subscriptions again when the broker lost the session. Calls that wait on
 /// the network (connecting) run on that thread, never on a Swift concurrency thread. Operations await the
 /// broker's acknowledgement.
 public final class MQTTClient: Sendable {

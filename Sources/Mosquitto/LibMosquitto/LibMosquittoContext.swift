@@ -86,8 +86,9 @@ final class LibMosquittoContext: Sendable {
             state.connections += 1
             return (waiter, sessionPresent ? [:] : state.activeSubscriptions)
         }
-        waiter?.resume(returning: sessionPresent)
+        // Emitted first, so that an event stream made once connect() has returned never sees this connection.
         emit(.connected(sessionPresent: sessionPresent))
+        waiter?.resume(returning: sessionPresent)
         return resubscribe
     }
 
