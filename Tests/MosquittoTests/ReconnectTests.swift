@@ -48,6 +48,24 @@ struct ReconnectTests {
         await client.disconnect()
     }
 
+    @Test("after reconnecting to a restarted broker, a v5 persistent session still outlives the connection")
+    func sessionExpiryAfterReconnect() async throws {
+        let broker = try await MosquittoBroker.start(.init(persistence: true))
+        let id = uniqueName("expiry")
+        do {
+            let client = try await connectedClient(to: broker, clientID: id, session: .persistent)
+            let events = client.connectionEvents()
+            try await broker.kill()
+            try await broker.launch()
+            _ = try await nextConnection(on: events, within: 10)
+            // Released without disconnect(): the connection drops as if the process had died.
+        }
+        try await waitUntil("the broker to see the connection end") { broker.log.contains("Client \(id) closed its connection") }
+        let again = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent))
+        #expect(try await again.connect() == true, "the broker kept the session after the reconnected connection ended")
+        await again.disconnect()
+    }
+
     @Test("a client whose broker is down stops within 1 s of disconnect(), and its events end")
     func disconnectWhileReconnecting() async throws {
         let broker = try await MosquittoBroker.start()
