@@ -3,105 +3,165 @@ import Synchronization
 import Testing
 @testable import Mosquitto
 
-/// The table of operations waiting for the broker, without a broker: the orders in which an
-/// acknowledgement, its waiter and a cancellation can meet.
+/// The table of operations waiting for the broker, without a broker: each has one owner from the moment its
+/// message id is assigned until its own acknowledgement, a lost connection that libmosquitto forgets it at,
+/// or the client's shutdown; an acknowledgement nobody owns is dropped.
 @Suite("Pending acknowledgements")
 struct PendingAcksTests {
-    @Test("an acknowledgement that comes before its waiter is kept for it")
-    func early() async throws {
+    @Test("an acknowledgement nobody owns is dropped: a later owner of the same id waits for its own")
+    func staleAcknowledgementIsDropped() async throws {
         let table = Table()
-        table.complete(7, with: .success(1))
-        let value = try await table.wait(for: 7)
-        #expect(value == 1)
+        #expect(table.complete(7, with: .success(1)) == false, "nobody owns 7")
+        let owner = table.register(7)
+        #expect(owner.result == nil, "the stale acknowledgement was not kept for the new owner")
+        let value = Task { try await owner.value() }
+        #expect(table.complete(7, with: .success(2)))
+        #expect(try await value.value == 2)
     }
 
-    @Test("a waiter registered first is resumed by the acknowledgement")
-    func waiterFirst() async throws {
+    @Test("a waiter is resumed by its acknowledgement; one that comes before the wait is kept by the owner")
+    func waiterAndAcknowledgement() async throws {
         let table = Table()
-        let value = Task { try await table.wait(for: 3) }
-        try await waitUntil("the waiter to register") { table.isWaiting(3) }
+        let first = table.register(3)
+        let waiting = Task { try await first.value() }
+        try await waitUntil("the waiter to wait") { first.isWaiting }
         table.complete(3, with: .failure(.notConnected))
-        await #expect(throws: MQTTError.notConnected) { try await value.value }
-    }
+        await #expect(throws: MQTTError.notConnected) { try await waiting.value }
 
-    @Test("cancelled before the waiter came: the waiter ends at once, and the late acknowledgement is dropped")
-    func cancelledFirst() async throws {
-        let table = Table()
-        table.abandon(9)
-        // Observed from outside with a deadline: a waiter that was never resumed cannot be cancelled.
-        let outcome = Synchronization.Mutex<String?>(nil)
-        Task {
-            do {
-                _ = try await table.wait(for: 9)
-                outcome.withLock { $0 = "acknowledged" }
-            } catch is CancellationError {
-                outcome.withLock { $0 = "cancelled" }
-            }
-        }
-        try await waitUntil("the cancelled waiter to end", within: 5) { outcome.withLock { $0 } != nil }
-        #expect(outcome.withLock { $0 } == "cancelled")
-        table.complete(9, with: .success(5))
-        #expect(!table.isWaiting(9))
-        // Dropping it cleared the mark: a later operation that gets id 9 again waits for its own answer.
-        let value = Task { try await table.wait(for: 9) }
-        try await waitUntil("the new waiter to register") { table.isWaiting(9) }
-        table.complete(9, with: .success(6))
-        #expect(try await value.value == 6)
-    }
-
-    @Test("cancelled after the acknowledgement came but before the waiter: the waiter gets the result")
-    func acknowledgedThenCancelled() async throws {
-        let table = Table()
+        let second = table.register(4)
         table.complete(4, with: .success(8))
-        table.abandon(4)
-        let outcome = Synchronization.Mutex<Int?>(nil)
-        Task {
-            let value = (try? await table.wait(for: 4)) ?? -1
-            outcome.withLock { $0 = value }
-        }
-        try await waitUntil("the waiter to end", within: 5) { outcome.withLock { $0 } != nil }
-        #expect(outcome.withLock { $0 } == 8)
+        #expect(try await second.value() == 8)
     }
 
-    @Test("a lost connection fails the waiters that will never be answered, and only those")
+    @Test("a cancelled wait ends at once; the acknowledgement still reaches the owner, and no one else")
+    func cancelled() async throws {
+        let table = Table()
+        let owner = table.register(9)
+        let waiting = Task { try await owner.value() }
+        try await waitUntil("the waiter to wait") { owner.isWaiting }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(table.count == 1, "still owned")
+        table.complete(9, with: .success(5))
+        #expect(try await owner.value() == 5)
+        #expect(table.count == 0)
+    }
+
+    @Test("a lost connection ends the owners libmosquitto forgets (QoS 0, subscribes), and only those")
     func disconnect() async throws {
         let table = Table()
-        let failing = Task { try await table.wait(for: 1, failsOnDisconnect: true) }
-        let kept = Task { try await table.wait(for: 2, failsOnDisconnect: false) }
-        try await waitUntil("both waiters to register") { table.isWaiting(1) && table.isWaiting(2) }
-        table.failOnDisconnect()
-        await #expect(throws: MQTTError.notConnected) { try await failing.value }
-        #expect(table.isWaiting(2))
+        let forgotten = table.register(1, failsOnDisconnect: true)
+        let resent = table.register(2, failsOnDisconnect: false)
+        table.connectionLost()
+        #expect(forgotten.result == .failure(.notConnected))
+        #expect(resent.result == nil)
+        table.complete(1, with: .success(3))  // cannot happen, but must reach no one
         table.complete(2, with: .success(4))
-        #expect(try await kept.value == 4)
+        #expect(try await resent.value() == 4)
+        #expect(forgotten.result == .failure(.notConnected))
+    }
+
+    /// libmosquitto's ids as `mosquitto__mid_generate` makes them: 1 to 65,535, then 1 again.
+    private struct MidGenerator {
+        var last: Int32 = 0
+        mutating func next() -> Int32 {
+            last = last == 65_535 ? 1 : last + 1
+            return last
+        }
+    }
+
+    @Test("through disconnects, shutdowns and 200,000 ids (three wraps), every owner gets its own acknowledgement or a failure, never another's")
+    func wrappingIds() async throws {
+        let table = Table()
+        var mids = MidGenerator()
+        var random = SplitMix64(seed: 12)
+        // What the simulated libmosquitto and broker hold: mid → the serial of the message, acknowledged later,
+        // in any order. Kept across lost connections (QoS 1 is resent) and across a shutdown (libmosquitto keeps
+        // its queue when the client disconnects), when nobody owns them any more.
+        var inFlight: [Int32: Int] = [:]
+        var owners: [(serial: Int, owner: LibMosquittoAckTicket<Int>)] = []
+        var acknowledged = 0, failed = 0, stale = 0
+        func acknowledgeSome(_ count: Int) {
+            for _ in 0..<count {
+                guard let (mid, serial) = inFlight.randomElement(using: &random) else { return }
+                inFlight[mid] = nil
+                if !table.complete(mid, with: .success(serial)) { stale += 1 }
+            }
+        }
+        for serial in 0..<200_000 {
+            let mid = mids.next()
+            if inFlight[mid] != nil {
+                // libmosquitto would reuse an id still in flight only with 65,535 outstanding; answer it first.
+                inFlight[mid] = nil
+                if !table.complete(mid, with: .success(-1)) { stale += 1 }
+            }
+            inFlight[mid] = serial
+            owners.append((serial, table.register(mid)))
+            switch random.next() % 1_000 {
+            case 0..<3: table.connectionLost()  // QoS 1: owners stay, messages are resent
+            case 3..<5:
+                table.shutDown()  // disconnect(): owners fail; libmosquitto still acknowledges the messages later
+            default: break
+            }
+            acknowledgeSome(Int(random.next() % 3))
+        }
+        acknowledgeSome(inFlight.count)
+        for (serial, owner) in owners {
+            switch owner.result {
+            case .success(let value)?:
+                #expect(value == serial, "message \(serial) took the acknowledgement of message \(value)")
+                acknowledged += 1
+            case .failure(let error)?:
+                #expect(error == .notConnected)
+                failed += 1
+            case nil:
+                Issue.record("message \(serial) was never answered")
+            }
+        }
+        #expect(table.count == 0)
+        #expect(stale > 0, "the run had stale acknowledgements to drop")
+        #expect(acknowledged > 100_000 && failed > 0)
     }
 }
 
-/// A `LibMosquittoPendingAcks` behind a lock, used the way the client uses it.
+/// A deterministic random number generator, so that a failing run can be repeated.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A `LibMosquittoPendingAcks` behind a lock, used the way the context uses it.
 private final class Table: Sendable {
     private let acks = Synchronization.Mutex(LibMosquittoPendingAcks<Int>())
 
-    func wait(for mid: Int32, failsOnDisconnect: Bool = false) async throws -> Int {
-        try await withCheckedThrowingContinuation { waiter in
-            switch acks.withLock({ $0.wait(for: mid, with: waiter, failsOnDisconnect: failsOnDisconnect) }) {
-            case .waiting: break
-            case .acknowledged(let result): waiter.resume(with: result.mapError { $0 as any Error })
-            case .cancelled: waiter.resume(throwing: CancellationError())
-            }
-        }
+    func register(_ mid: Int32, failsOnDisconnect: Bool = false) -> LibMosquittoAckTicket<Int> {
+        let (owner, displaced) = acks.withLock { $0.register(mid, failsOnDisconnect: failsOnDisconnect) }
+        displaced?.finish(.failure(.notConnected))
+        return owner
     }
 
-    func complete(_ mid: Int32, with result: Result<Int, MQTTError>) {
-        acks.withLock { $0.complete(mid, with: result) }?.resume(with: result.mapError { $0 as any Error })
+    /// Returns whether someone owned `mid`.
+    @discardableResult
+    func complete(_ mid: Int32, with result: Result<Int, MQTTError>) -> Bool {
+        guard let owner = acks.withLock({ $0.complete(mid) }) else { return false }
+        owner.finish(result)
+        return true
     }
 
-    func abandon(_ mid: Int32) {
-        acks.withLock { $0.abandon(mid) }?.resume(throwing: CancellationError())
+    func connectionLost() {
+        for owner in acks.withLock({ $0.takeFailingOnDisconnect() }) { owner.finish(.failure(.notConnected)) }
     }
 
-    func isWaiting(_ mid: Int32) -> Bool { acks.withLock { $0.isWaiting(mid) } }
-
-    func failOnDisconnect() {
-        for waiter in acks.withLock({ $0.takeFailingOnDisconnect() }) { waiter.resume(throwing: MQTTError.notConnected) }
+    func shutDown() {
+        for owner in acks.withLock({ $0.takeAll() }) { owner.finish(.failure(.notConnected)) }
     }
+
+    var count: Int { acks.withLock { $0.count } }
 }

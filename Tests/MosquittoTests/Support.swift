@@ -16,8 +16,7 @@ func connectedClient(
     let client = try MQTTClient(
         configuration: MQTTConfiguration(
             broker: try BrokerAddress(url: broker.url), clientID: clientID, session: session,
-            protocolVersion: protocolVersion, username: username, password: password, will: will,
-            reconnectDelay: (1, 2)))
+            protocolVersion: protocolVersion, username: username, password: password, will: will))
     try await client.connect()
     return client
 }

@@ -20,8 +20,8 @@ public struct MQTTConfiguration: Sendable {
     public var will: MQTTWill?
     /// How many QoS 1 and 2 messages may be awaiting acknowledgement at once; more are queued.
     public var maxInflight: Int
-    /// The first and the longest wait between reconnection attempts; the wait doubles in between.
-    public var reconnectDelay: (minimumSeconds: Int, maximumSeconds: Int)
+    /// How long the client waits between attempts to reconnect after losing the connection.
+    public var reconnect: MQTTReconnectPolicy
     /// How long ``MQTTClient/connect()`` waits for the broker's answer.
     public var connectTimeout: Duration
 
@@ -30,7 +30,7 @@ public struct MQTTConfiguration: Sendable {
         broker: BrokerAddress, clientID: String, session: MQTTSession = .clean,
         protocolVersion: MQTTProtocolVersion = .v5, keepAliveSeconds: Int = 30, username: String? = nil,
         password: String? = nil, tls: MQTTTLSConfiguration? = nil, will: MQTTWill? = nil, maxInflight: Int = 100,
-        reconnectDelay: (minimumSeconds: Int, maximumSeconds: Int) = (1, 30), connectTimeout: Duration = .seconds(10)
+        reconnect: MQTTReconnectPolicy = .default, connectTimeout: Duration = .seconds(10)
     ) {
         self.broker = broker
         self.clientID = clientID
@@ -42,8 +42,27 @@ public struct MQTTConfiguration: Sendable {
         self.tls = tls
         self.will = will
         self.maxInflight = maxInflight
-        self.reconnectDelay = reconnectDelay
+        self.reconnect = reconnect
         self.connectTimeout = connectTimeout
+    }
+
+    /// Creates a configuration with the reconnect delays in whole seconds, as before ``MQTTReconnectPolicy``:
+    /// the same as `reconnect: MQTTReconnectPolicy(initialDelay: .seconds(minimumSeconds),
+    /// maximumDelay: .seconds(maximumSeconds))`. Kept only until the callers move to `reconnect:`; prefer the
+    /// default policy, which reconnects within about a second.
+    public init(
+        broker: BrokerAddress, clientID: String, session: MQTTSession = .clean,
+        protocolVersion: MQTTProtocolVersion = .v5, keepAliveSeconds: Int = 30, username: String? = nil,
+        password: String? = nil, tls: MQTTTLSConfiguration? = nil, will: MQTTWill? = nil, maxInflight: Int = 100,
+        reconnectDelay: (minimumSeconds: Int, maximumSeconds: Int), connectTimeout: Duration = .seconds(10)
+    ) {
+        self.init(
+            broker: broker, clientID: clientID, session: session, protocolVersion: protocolVersion,
+            keepAliveSeconds: keepAliveSeconds, username: username, password: password, tls: tls, will: will,
+            maxInflight: maxInflight,
+            reconnect: MQTTReconnectPolicy(
+                initialDelay: .seconds(reconnectDelay.minimumSeconds), maximumDelay: .seconds(reconnectDelay.maximumSeconds)),
+            connectTimeout: connectTimeout)
     }
 
     /// Checks everything that can be checked before connecting.
@@ -60,14 +79,55 @@ public struct MQTTConfiguration: Sendable {
         guard (1...65_535).contains(maxInflight) else {
             throw .invalidConfiguration("maxInflight must be 1 to 65535, not \(maxInflight)")
         }
-        guard reconnectDelay.minimumSeconds >= 1, reconnectDelay.maximumSeconds >= reconnectDelay.minimumSeconds else {
-            throw .invalidConfiguration("reconnect delays must be at least 1 s, the maximum no less than the minimum")
-        }
+        try reconnect.validate()
         if password != nil, username == nil { throw .invalidConfiguration("a password needs a username") }
         if tls != nil, !broker.usesTLS { throw .invalidConfiguration("TLS files are given but the broker URL is mqtt://, not mqtts://") }
         if let will, will.qos > .atMostOnce, will.payload.count > 65_535 * 4 {
             throw .invalidConfiguration("the will payload is too large")
         }
+    }
+}
+
+/// When a client that lost its connection tries again: soon after the loss, then less and less often, up to a
+/// cap, each wait shortened by a random part (jitter) so that many clients of one broker do not all retry at
+/// once.
+///
+/// The wait before attempt `n` (counting from 0 after each successful connection) is
+/// `min(initialDelay × 2ⁿ, maximumDelay)`, less a random share of it of up to `jitter`. The default
+/// (200 ms, 800 ms, 0.5) tries first 100–200 ms after the loss, then after 200–400 ms, then every 400–800 ms:
+/// a broker that comes back after an outage of any length is found within 800 ms of listening again (plus the
+/// handshake), at the cost of one TCP connection attempt or two a second while it is away.
+public struct MQTTReconnectPolicy: Sendable, Hashable {
+    /// The wait before the first attempt, before jitter.
+    public var initialDelay: Duration
+    /// The longest wait between two attempts.
+    public var maximumDelay: Duration
+    /// The largest share of each wait taken off at random, from 0 (none) to 1.
+    public var jitter: Double
+
+    /// 200 ms, doubling up to 800 ms, with up to half of each wait taken off at random.
+    public static let `default` = MQTTReconnectPolicy()
+
+    /// Creates a policy.
+    public init(initialDelay: Duration = .milliseconds(200), maximumDelay: Duration = .milliseconds(800), jitter: Double = 0.5) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.jitter = jitter
+    }
+
+    /// The wait before attempt `attempt` (0 for the first after a loss), with `random` in `0..<1`.
+    func delay(beforeAttempt attempt: Int, random: Double) -> Duration {
+        var base = initialDelay
+        for _ in 0..<min(attempt, 62) where base < maximumDelay { base *= 2 }
+        base = min(base, maximumDelay)
+        return base - base * (jitter * random)
+    }
+
+    func validate() throws(MQTTError) {
+        guard initialDelay > .zero, maximumDelay >= initialDelay else {
+            throw .invalidConfiguration("the first reconnect delay must be above 0 and no longer than the maximum")
+        }
+        guard (0...1).contains(jitter) else { throw .invalidConfiguration("reconnect jitter must be 0 to 1, not \(jitter)") }
     }
 }
 

@@ -32,7 +32,12 @@ extension MQTTClient {
     /// Queues a message for publishing and returns at once; await ``MQTTPublication/acknowledged()`` for
     /// the broker's answer. Messages queued one after another go out in that order, so a caller can keep
     /// many in flight and still keep their order.
-    /// - Throws: As ``publish(_:to:qos:retain:properties:)``, for what can be known before sending.
+    ///
+    /// While the connection is down (the client reconnecting), a QoS 1 or 2 message is queued all the same:
+    /// libmosquitto sends it after reconnecting, and its publication is acknowledged then. Only a QoS 0 message
+    /// fails with ``MQTTError/notConnected`` then.
+    /// - Throws: As ``publish(_:to:qos:retain:properties:)``, for what can be known before sending;
+    ///   ``MQTTError/notConnected`` before ``connect()`` or after ``disconnect()``.
     public func send(
         _ payload: [UInt8], to topic: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
         properties: MQTTMessageProperties = .init()
@@ -42,32 +47,38 @@ extension MQTTClient {
         try requireSession()
         let list =
             configuration.protocolVersion == .v5 && !properties.isEmpty ? LibMosquittoProperties.publish(properties) : nil
-        var mid: Int32 = 0
-        let code = payload.withUnsafeBytes { bytes in
-            mosquitto_publish_v5(
-                pointer, &mid, topic.name, Int32(bytes.count), bytes.baseAddress, qos.rawValue, retain,
-                list?.head)
+        let pointer = self.pointer
+        // The id is assigned and its owner made in one critical section: see LibMosquittoPendingAcks.
+        let owner = try context.register(
+            in: \.publishes, failsOnDisconnect: qos == .atMostOnce, queuedWhileDisconnected: qos != .atMostOnce
+        ) { mid in
+            payload.withUnsafeBytes { bytes in
+                mosquitto_publish_v5(
+                    pointer, &mid, topic.name, Int32(bytes.count), bytes.baseAddress, qos.rawValue, retain, list?.head)
+            }
         }
-        guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
-        return MQTTPublication(client: self, mid: mid, topic: topic.name, qos: qos)
+        return MQTTPublication(owner: owner, topic: topic.name, qos: qos)
     }
 }
 
 /// A message queued by ``MQTTClient/send(_:to:qos:retain:properties:)``.
 public struct MQTTPublication: Sendable {
-    let client: MQTTClient
-    let mid: Int32
+    /// Its place in the client's table of operations awaiting an answer; the only one for its message id.
+    let owner: LibMosquittoAckTicket<Void>
     /// The topic it was published on.
     public let topic: String
     /// Its QoS.
     public let qos: MQTTQoS
 
-    /// Waits for the broker's acknowledgement (QoS 1, 2) or the write (QoS 0).
+    /// Waits for the broker's acknowledgement (QoS 1, 2) or the write (QoS 0). A lost connection does not end
+    /// the wait of a QoS 1 or 2 message, which is sent again after reconnecting. Cancelling the task ends the
+    /// wait with `CancellationError`; the message may still be delivered.
     /// - Throws: ``MQTTError/publishRefused(topic:reasonCode:reason:)`` when the broker refuses it;
-    ///   ``MQTTError/notConnected`` when the client is disconnected before the answer.
+    ///   ``MQTTError/notConnected`` when the client is disconnected (``MQTTClient/disconnect()``) before the
+    ///   answer, or a QoS 0 message's connection is lost.
     public func acknowledged() async throws {
         do {
-            try await client.acknowledgement(of: mid, in: \.publishes, failsOnDisconnect: qos == .atMostOnce)
+            try await owner.value()
         } catch MQTTError.publishRefused(_, let reasonCode, let reason) {
             throw MQTTError.publishRefused(topic: topic, reasonCode: reasonCode, reason: reason)
         }

@@ -18,11 +18,12 @@ extension MQTTClient {
         let subscription = LibMosquittoContext.ActiveSubscription(
             qos: qos, options: context.protocolVersion == .v5 ? options.libMosquittoValue : 0)
         let previous = context.state.withLock { $0.activeSubscriptions.updateValue(subscription, forKey: filter.filter) }
-        var mid: Int32 = 0
-        let code = mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, subscription.options, nil)
+        let pointer = self.pointer
         do {
-            guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
-            return try await acknowledgement(of: mid, in: \.subscribes, failsOnDisconnect: true)
+            let owner = try context.register(in: \.subscribes, failsOnDisconnect: true) { mid in
+                mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, subscription.options, nil)
+            }
+            return try await owner.value()
         } catch {
             context.state.withLock { $0.activeSubscriptions[filter.filter] = previous }
             if case MQTTError.subscribeRefused(_, let reasonCode, let reason) = error {
@@ -38,10 +39,11 @@ extension MQTTClient {
         let filter = try MQTTTopicFilter(filter)
         try requireSession()
         context.state.withLock { $0.activeSubscriptions[filter.filter] = nil }
-        var mid: Int32 = 0
-        let code = mosquitto_unsubscribe_v5(pointer, &mid, filter.filter, nil)
-        guard code == MOSQ_ERR_SUCCESS.rawValue else { throw LibMosquittoLibrary.error(code) }
-        try await acknowledgement(of: mid, in: \.unsubscribes, failsOnDisconnect: true)
+        let pointer = self.pointer
+        let owner = try context.register(in: \.unsubscribes, failsOnDisconnect: true) { mid in
+            mosquitto_unsubscribe_v5(pointer, &mid, filter.filter, nil)
+        }
+        try await owner.value()
     }
 
     /// The incoming messages whose topic matches `filter` (by libmosquitto's matcher), from now on, in

@@ -1,6 +1,7 @@
 import CMosquitto
 import Dispatch
 import Glibc
+import Synchronization
 
 /// An MQTT client over libmosquitto, for Swift concurrency.
 ///
@@ -13,21 +14,25 @@ import Glibc
 /// for await message in messages { print(message.topic) }
 /// ```
 ///
-/// libmosquitto runs the connection on its own thread (`mosquitto_loop_start`) and reconnects by itself
-/// with exponential backoff, making the subscriptions again when the broker lost the session. Calls that
-/// wait on the network (connecting, stopping the thread) run on a private dispatch queue, never on a
-/// Swift concurrency thread. Operations await the broker's acknowledgement.
+/// libmosquitto runs the connection on a thread of the client's own (``LibMosquittoNetworkThread``), which
+/// reconnects after a loss by ``MQTTConfiguration/reconnect`` (by default first within 100–200 ms, then at
+/// most 800 ms apart), making the subscriptions again when the broker lost the session. Calls that wait on
+/// the network (connecting) run on that thread, never on a Swift concurrency thread. Operations await the
+/// broker's acknowledgement.
 public final class MQTTClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: MQTTConfiguration
 
     private let handle: LibMosquittoHandle
-    /// Serializes the blocking calls: connect, `loop_start`, `loop_stop`.
-    private let control = DispatchQueue(label: "restock.mosquitto.control")
+    /// The network thread of the current (or last) connection.
+    private let network = Synchronization.Mutex<LibMosquittoNetworkThread?>(nil)
 
     /// Shared with the callbacks; internal so the `MQTTClient+…` extensions reach it.
     var context: LibMosquittoContext { handle.context }
     var pointer: OpaquePointer { handle.pointer }
+
+    /// How long ``disconnect()`` waits for the network thread to send DISCONNECT and end.
+    private static let stopTimeout = Duration.milliseconds(500)
 
     /// Creates a client; nothing is sent until ``connect()``.
     /// - Parameters:
@@ -41,45 +46,62 @@ public final class MQTTClient: Sendable {
         self.handle = try LibMosquittoHandle(configuration: configuration, context: context)
     }
 
+    deinit {
+        // Released without `disconnect()`: the connection drops without DISCONNECT, as if the process had
+        // died, so the broker sends the will. The network thread ends within its loop timeout, then the handle
+        // is destroyed.
+        handle.context.state.withLock { state in
+            if state.stop == .no { state.stop = .abruptly }
+        }
+        network.withLock { $0 }?.wake()
+    }
+
     // MARK: Connection
 
     /// Connects and waits for the broker's answer; from then on the client reconnects by itself.
+    ///
+    /// Cancelling the task, or calling ``disconnect()``, ends the wait at once.
     /// - Returns: Whether the broker still had a session for this client id.
     /// - Throws: ``MQTTError/connectionFailed(_:)``, ``MQTTError/connectionRefused(reasonCode:reason:)`` or
-    ///   ``MQTTError/timedOut(_:)``; the client is then idle and may try again.
+    ///   ``MQTTError/timedOut(_:)``; ``MQTTError/notConnected`` when ``disconnect()`` came first;
+    ///   `CancellationError`. The client is then idle and may try again.
     @discardableResult
     public func connect() async throws -> Bool {
-        let handle = self.handle, context = self.context, configuration = self.configuration
-        let connectProperties = LibMosquittoProperties.connect(for: configuration)
+        let context = self.context, configuration = self.configuration
+        let idle = context.state.withLock { state in
+            if case .idle = state.phase { return true }
+            return false
+        }
+        guard idle else { throw MQTTError.invalidConfiguration("connect() called on a client that is already connected") }
+        // A previous connection's thread may still be in a TCP connect to an unreachable host.
+        if let previous = network.withLock({ $0 }) { await previous.waitForEnd(within: .seconds(3600)) }
+        let thread = LibMosquittoNetworkThread(handle: handle, configuration: configuration)
         do {
-            return try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Bool, any Error>) in
-                let alreadyActive = context.state.withLock { state -> Bool in
-                    guard case .idle = state.phase else { return true }
-                    state.phase = .connecting(waiter)
-                    return false
-                }
-                if alreadyActive {
-                    waiter.resume(throwing: MQTTError.invalidConfiguration("connect() called on a client that is already connected"))
-                    return
-                }
-                control.async {
-                    var code = mosquitto_connect_bind_v5(
-                        handle.pointer, configuration.broker.host, Int32(configuration.broker.port),
-                        Int32(configuration.keepAliveSeconds), nil, connectProperties.head)
-                    let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : LibMosquittoLibrary.errorText(code)
-                    if code == MOSQ_ERR_SUCCESS.rawValue { code = mosquitto_loop_start(handle.pointer) }
-                    if code != MOSQ_ERR_SUCCESS.rawValue {
-                        context.failConnecting(.connectionFailed("\(configuration.broker): \(detail)"))
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Bool, any Error>) in
+                    let alreadyActive = context.state.withLock { state -> Bool in
+                        guard case .idle = state.phase else { return true }
+                        state.phase = .connecting(waiter)
+                        state.stop = .no
+                        return false
+                    }
+                    if alreadyActive { return waiter.resume(throwing: AlreadyConnecting()) }
+                    network.withLock { $0 = thread }
+                    thread.start()
+                    if Task.isCancelled { context.failConnecting(CancellationError()) }
+                    let seconds = Double(configuration.connectTimeout.components.seconds)
+                        + Double(configuration.connectTimeout.components.attoseconds) / 1e18
+                    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                        context.failConnecting(MQTTError.timedOut("no answer from \(configuration.broker) within \(seconds) s"))
                     }
                 }
-                let seconds = Double(configuration.connectTimeout.components.seconds)
-                    + Double(configuration.connectTimeout.components.attoseconds) / 1e18
-                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-                    context.failConnecting(.timedOut("no answer from \(configuration.broker) within \(seconds) s"))
-                }
+            } onCancel: {
+                context.failConnecting(CancellationError())
             }
+        } catch is AlreadyConnecting {
+            throw MQTTError.invalidConfiguration("connect() called on a client that is already connected")
         } catch {
-            await stopNetworkThread(sendDisconnect: true)
+            await stopNetworkThread(within: Self.stopTimeout)
             throw error
         }
     }
@@ -99,15 +121,18 @@ public final class MQTTClient: Sendable {
         context.state.withLock { $0.preparing = (filter.filter, qos) }
         defer { context.state.withLock { $0.preparing = nil } }
         let present = try await connect()
-        await stopNetworkThread(sendDisconnect: false)
+        // The CONNACK callback has queued SUBSCRIBE and DISCONNECT: the thread writes them and ends.
+        await stopNetworkThread(within: .seconds(10), sendingDisconnect: false)
         context.shutDown()
         return present
     }
 
-    /// Disconnects cleanly (no will) and stops reconnecting. Waiting operations fail with
+    /// Disconnects cleanly (no will) and stops reconnecting, also while still connecting or waiting to
+    /// reconnect: it returns within about half a second whatever the broker does. Waiting operations fail with
     /// ``MQTTError/notConnected``; message and event streams end.
     public func disconnect() async {
-        await stopNetworkThread(sendDisconnect: true)
+        context.failConnecting(MQTTError.notConnected)
+        await stopNetworkThread(within: Self.stopTimeout)
         context.shutDown()
     }
 
@@ -124,41 +149,18 @@ public final class MQTTClient: Sendable {
         context.addEventSink()
     }
 
-    private func stopNetworkThread(sendDisconnect: Bool) async {
-        let handle = self.handle
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            control.async {
-                if sendDisconnect { mosquitto_disconnect_v5(handle.pointer, 0, nil) }
-                mosquitto_loop_stop(handle.pointer, false)
-                done.resume()
-            }
+    /// Tells the network thread to disconnect cleanly and end, and waits for that up to `timeout`.
+    /// `sendingDisconnect` false leaves the DISCONNECT to the thread, after what it has queued.
+    private func stopNetworkThread(within timeout: Duration, sendingDisconnect: Bool = true) async {
+        context.state.withLock { state in
+            if state.stop == .no { state.stop = .cleanly }
         }
-    }
-
-    // MARK: Waiting for acknowledgements
-
-    /// Waits for the acknowledgement of `mid`, in the table at `table`. Cancelling the task stops the wait
-    /// (the operation itself may still complete at the broker).
-    func acknowledgement<Value: Sendable>(
-        of mid: Int32, in table: WritableKeyPath<LibMosquittoContext.State, LibMosquittoPendingAcks<Value>> & Sendable,
-        failsOnDisconnect: Bool = false
-    ) async throws -> Value {
-        let context = self.context
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Value, any Error>) in
-                let registration = context.state.withLock {
-                    $0[keyPath: table].wait(for: mid, with: waiter, failsOnDisconnect: failsOnDisconnect)
-                }
-                switch registration {
-                case .waiting: break
-                case .acknowledged(let result): waiter.resume(with: result.mapError { $0 as any Error })
-                case .cancelled: waiter.resume(throwing: CancellationError())
-                }
-            }
-        } onCancel: {
-            let waiter = context.state.withLock { $0[keyPath: table].abandon(mid) }
-            waiter?.resume(throwing: CancellationError())
-        }
+        guard let thread = network.withLock({ $0 }) else { return }
+        // Queues DISCONNECT, which also wakes the thread's select; the thread sends one itself if this finds no
+        // connection (it may be reconnecting).
+        if sendingDisconnect { mosquitto_disconnect_v5(pointer, 0, nil) }
+        thread.wake()
+        await thread.waitForEnd(within: timeout)
     }
 
     /// Throws ``MQTTError/notConnected`` unless `connect()` has succeeded and `disconnect()` not been called.
@@ -170,3 +172,6 @@ public final class MQTTClient: Sendable {
         guard online else { throw .notConnected }
     }
 }
+
+/// A second `connect()` raced the first.
+private struct AlreadyConnecting: Error {}

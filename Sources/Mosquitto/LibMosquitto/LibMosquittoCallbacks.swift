@@ -27,20 +27,16 @@ private func onConnect(
     if reasonCode == 0, let preparing = context.state.withLock({ $0.preparing }) {
         // Both packets are queued here, on the network thread, before the next packet is read: a message the
         // broker had queued for the session arrives while the client is disconnecting, and is never acknowledged.
-        var mid: Int32 = 0
-        if mosquitto_subscribe_v5(mosq, &mid, preparing.filter, preparing.qos.rawValue, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
-            _ = context.state.withLock { $0.subscribes.abandon(mid) }
-        }
+        // The network thread ends after writing them. The SUBACK, if it comes, has no owner and is dropped.
+        context.state.withLock { $0.stop = .cleanly }
+        mosquitto_subscribe_v5(mosq, nil, preparing.filter, preparing.qos.rawValue, 0, nil)
         mosquitto_disconnect_v5(mosq, 0, nil)
         return
     }
-    // The broker lost our session: make the subscriptions again. These calls only queue packets, and
-    // their acknowledgements find no waiter and are dropped.
+    // The broker lost our session: make the subscriptions again. These calls only queue packets; nobody
+    // owns them, so their acknowledgements are dropped.
     for (filter, subscription) in resubscribe {
-        var mid: Int32 = 0
-        if mosquitto_subscribe_v5(mosq, &mid, filter, subscription.qos.rawValue, subscription.options, nil) == MOSQ_ERR_SUCCESS.rawValue {
-            _ = context.state.withLock { $0.subscribes.abandon(mid) }
-        }
+        mosquitto_subscribe_v5(mosq, nil, filter, subscription.qos.rawValue, subscription.options, nil)
     }
 }
 
@@ -102,5 +98,5 @@ private func onLog(_ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?,
     // "OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed" → "certificate verify failed"
     let reason = line.split(separator: ":").last.map(String.init) ?? line
     Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
-        .failConnecting(.connectionFailed("TLS handshake failed: \(reason)"))
+        .failConnecting(MQTTError.connectionFailed("TLS handshake failed: \(reason)"))
 }

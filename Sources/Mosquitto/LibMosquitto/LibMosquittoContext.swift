@@ -18,6 +18,16 @@ final class LibMosquittoContext: Sendable {
         case online(connected: Bool)
     }
 
+    /// What the network thread (``LibMosquittoNetworkThread``) is told to do.
+    enum NetworkStop: Sendable {
+        /// Keep the connection, reconnecting after a loss.
+        case no
+        /// Disconnect cleanly (DISCONNECT, no will) and end.
+        case cleanly
+        /// End at once without DISCONNECT, as if the process had died: the broker sends the will.
+        case abruptly
+    }
+
     /// A subscription as made, to make again after a reconnect.
     struct ActiveSubscription: Sendable {
         var qos: MQTTQoS
@@ -27,6 +37,9 @@ final class LibMosquittoContext: Sendable {
 
     struct State {
         var phase = Phase.idle
+        var stop = NetworkStop.no
+        /// How many CONNACKs accepted the connection so far: the network thread starts its backoff afresh after one.
+        var connections: UInt64 = 0
         var publishes = LibMosquittoPendingAcks<Void>()
         var subscribes = LibMosquittoPendingAcks<MQTTQoS>()
         var unsubscribes = LibMosquittoPendingAcks<Void>()
@@ -70,10 +83,12 @@ final class LibMosquittoContext: Sendable {
             var waiter: CheckedContinuation<Bool, any Error>?
             if case .connecting(let pending) = state.phase { waiter = pending }
             state.phase = .online(connected: true)
+            state.connections += 1
             return (waiter, sessionPresent ? [:] : state.activeSubscriptions)
         }
-        waiter?.resume(returning: sessionPresent)
+        // Emitted first, so that an event stream made once connect() has returned never sees this connection.
         emit(.connected(sessionPresent: sessionPresent))
+        waiter?.resume(returning: sessionPresent)
         return resubscribe
     }
 
@@ -94,7 +109,7 @@ final class LibMosquittoContext: Sendable {
                 break
             }
             // What libmosquitto will not send again after reconnecting fails now.
-            let failing: [any FailableWaiter] =
+            let failing: [any FailableOwner] =
                 state.publishes.takeFailingOnDisconnect() + state.subscribes.takeFailingOnDisconnect()
                 + state.unsubscribes.takeFailingOnDisconnect()
             return (waiter, failing, lost)
@@ -113,8 +128,7 @@ final class LibMosquittoContext: Sendable {
             cmosquitto_reason_is_failure(reasonCode)
             ? .failure(.publishRefused(topic: "", reasonCode: Int(reasonCode), reason: LibMosquittoLibrary.reasonText(reasonCode)))
             : .success(())
-        let waiter = state.withLock { $0.publishes.complete(mid, with: result) }
-        waiter?.resume(with: result.mapError { $0 as any Error })
+        state.withLock { $0.publishes.complete(mid) }?.finish(result)
     }
 
     /// A SUBACK arrived. A refusal names no filter; the subscribing side fills it in.
@@ -122,17 +136,15 @@ final class LibMosquittoContext: Sendable {
         let result: Result<MQTTQoS, MQTTError> =
             MQTTQoS(rawValue: grantedQoS).map { .success($0) }
             ?? .failure(.subscribeRefused(filter: "", reasonCode: Int(grantedQoS), reason: LibMosquittoLibrary.reasonText(grantedQoS)))
-        let waiter = state.withLock { $0.subscribes.complete(mid, with: result) }
-        waiter?.resume(with: result.mapError { $0 as any Error })
+        state.withLock { $0.subscribes.complete(mid) }?.finish(result)
     }
 
     func unsubscribed(mid: Int32) {
-        let waiter = state.withLock { $0.unsubscribes.complete(mid, with: .success(())) }
-        waiter?.resume()
+        state.withLock { $0.unsubscribes.complete(mid) }?.finish(.success(()))
     }
 
     /// Fails a `connect()` still waiting, with `error`.
-    func failConnecting(_ error: MQTTError) {
+    func failConnecting(_ error: any Error) {
         let waiter: CheckedContinuation<Bool, any Error>? = state.withLock { state in
             guard case .connecting(let waiter) = state.phase else { return nil }
             state.phase = .idle
@@ -147,6 +159,30 @@ final class LibMosquittoContext: Sendable {
             state.messageSinks.values.filter { $0.filter.matches(message.topic) }.map(\.sink)
         }
         for sink in sinks { sink.yield(message) }
+    }
+
+    // MARK: Message ids
+
+    /// Runs `call`, the libmosquitto call that queues an operation and assigns its message id, and makes the
+    /// operation's owner in `table`, all under the lock, so that its acknowledgement (whose callback takes the
+    /// same lock) cannot come first.
+    /// - Parameters:
+    ///   - queuedWhileDisconnected: Whether `MOSQ_ERR_NO_CONN` means queued (a QoS 1 or 2 publish, which
+    ///     libmosquitto keeps and sends after reconnecting) rather than failed.
+    func register<Value: Sendable>(
+        in table: WritableKeyPath<State, LibMosquittoPendingAcks<Value>>, failsOnDisconnect: Bool,
+        queuedWhileDisconnected: Bool = false, _ call: (inout Int32) -> Int32
+    ) throws(MQTTError) -> LibMosquittoAckTicket<Value> {
+        let (result, displaced) = state.withLock { state -> (Result<LibMosquittoAckTicket<Value>, MQTTError>, LibMosquittoAckTicket<Value>?) in
+            var mid: Int32 = 0
+            let code = call(&mid)
+            let queued = code == MOSQ_ERR_SUCCESS.rawValue || (queuedWhileDisconnected && code == MOSQ_ERR_NO_CONN.rawValue)
+            guard queued else { return (.failure(LibMosquittoLibrary.error(code)), nil) }
+            let (owner, displaced) = state[keyPath: table].register(mid, failsOnDisconnect: failsOnDisconnect)
+            return (.success(owner), displaced)
+        }
+        displaced?.finish(.failure(.notConnected))
+        return try result.get()
     }
 
     // MARK: Streams
@@ -184,6 +220,7 @@ final class LibMosquittoContext: Sendable {
 
     /// After `disconnect()`: fails every waiter and ends every stream.
     func shutDown() {
+        failConnecting(MQTTError.notConnected)
         let (publishes, subscribes, unsubscribes, messageSinks, eventSinks) = state.withLock { state in
             state.phase = .idle
             defer {
@@ -195,9 +232,9 @@ final class LibMosquittoContext: Sendable {
                 state.messageSinks.values.map(\.sink), Array(state.eventSinks.values)
             )
         }
-        for waiter in publishes { waiter.resume(throwing: MQTTError.notConnected) }
-        for waiter in subscribes { waiter.resume(throwing: MQTTError.notConnected) }
-        for waiter in unsubscribes { waiter.resume(throwing: MQTTError.notConnected) }
+        for owner in publishes { owner.finish(.failure(.notConnected)) }
+        for owner in subscribes { owner.finish(.failure(.notConnected)) }
+        for owner in unsubscribes { owner.finish(.failure(.notConnected)) }
         for sink in eventSinks {
             sink.yield(.disconnected)
             sink.finish()
@@ -211,11 +248,11 @@ final class LibMosquittoContext: Sendable {
     }
 }
 
-/// A waiting continuation of any value type, as something that can be failed.
-protocol FailableWaiter: Sendable {
+/// The owner of an operation of any value type, as something that can be failed.
+protocol FailableOwner: Sendable {
     func fail(with error: MQTTError)
 }
 
-extension CheckedContinuation: FailableWaiter where E == any Error {
-    func fail(with error: MQTTError) { resume(throwing: error) }
+extension LibMosquittoAckTicket: FailableOwner {
+    func fail(with error: MQTTError) { finish(.failure(error)) }
 }

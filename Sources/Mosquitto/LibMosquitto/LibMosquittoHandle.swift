@@ -4,8 +4,8 @@ import CMosquitto
 ///
 /// `@unchecked Sendable` because it holds a C pointer: libmosquitto 2 guards its state with internal
 /// mutexes for publish, subscribe, unsubscribe and disconnect, which any thread may call; connect,
-/// `loop_start` and `loop_stop` run only on the client's serial control queue; `mosquitto_destroy`
-/// runs in `deinit`, after the network thread has been stopped, when nothing else can reach the handle.
+/// reconnect and the loop run only on the client's network thread (``LibMosquittoNetworkThread``);
+/// `mosquitto_destroy` runs in `deinit`, after that thread has ended, when nothing else can reach the handle.
 final class LibMosquittoHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     let context: LibMosquittoContext
@@ -24,9 +24,8 @@ final class LibMosquittoHandle: @unchecked Sendable {
     }
 
     deinit {
-        // Stops the network thread if it still runs (a client released without `disconnect()`): the
-        // connection drops without DISCONNECT, as if the process had died, so the broker sends the will.
-        mosquitto_loop_stop(pointer, true)
+        // The network thread keeps the handle alive, so it has ended: closing the socket here (a client released
+        // without `disconnect()`) drops the connection without DISCONNECT, and the broker sends the will.
         mosquitto_destroy(pointer)
     }
 
@@ -35,9 +34,8 @@ final class LibMosquittoHandle: @unchecked Sendable {
         try check(mosquitto_int_option(pointer, MOSQ_OPT_PROTOCOL_VERSION, version))
         try check(mosquitto_int_option(pointer, MOSQ_OPT_TCP_NODELAY, 1))
         try check(mosquitto_max_inflight_messages_set(pointer, UInt32(configuration.maxInflight)))
-        try check(mosquitto_reconnect_delay_set(
-            pointer, UInt32(configuration.reconnectDelay.minimumSeconds),
-            UInt32(configuration.reconnectDelay.maximumSeconds), true))
+        // Our own thread runs the loop (LibMosquittoNetworkThread): other threads only queue packets.
+        try check(mosquitto_threaded_set(pointer, true))
         if let username = configuration.username {
             try check(mosquitto_username_pw_set(pointer, username, configuration.password))
         }

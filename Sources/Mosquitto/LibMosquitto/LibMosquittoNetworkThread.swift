@@ -1,0 +1,123 @@
+import CMosquitto
+import Dispatch
+import Glibc
+import Synchronization
+
+/// The thread that runs one connection of a client: it connects, runs `mosquitto_loop`, and after a loss
+/// waits by the client's ``MQTTReconnectPolicy`` (in milliseconds, with jitter, which libmosquitto's own
+/// reconnect in `loop_forever` cannot do: it counts whole seconds) and calls `mosquitto_reconnect`, until the
+/// context says stop. libmosquitto then resends the QoS 1 and 2 messages in flight, and the CONNACK callback
+/// makes the subscriptions again when the broker lost the session, as before.
+///
+/// It is a thread of its own, never one of Swift's cooperative pool: the TCP connect blocks. The handle is
+/// marked threaded (`mosquitto_threaded_set`), so other threads only queue packets and wake its `select`.
+/// It keeps the handle alive until it ends, so `mosquitto_destroy` never runs under it.
+final class LibMosquittoNetworkThread: Sendable {
+    private let handle: LibMosquittoHandle
+    private let configuration: MQTTConfiguration
+    private let connectProperties: LibMosquittoProperties.List
+    /// Signalled to cut a reconnect wait short when the client stops.
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let exit = Mutex<(ended: Bool, waiters: [UInt64: CheckedContinuation<Void, Never>], next: UInt64)>((false, [:], 0))
+
+    /// How long `mosquitto_loop` waits in `select` at most: how soon an abrupt stop (a client released without
+    /// `disconnect()`) is noticed. Everything else wakes it at once.
+    private static let loopTimeoutMilliseconds: Int32 = 100
+
+    init(handle: LibMosquittoHandle, configuration: MQTTConfiguration) {
+        self.handle = handle
+        self.configuration = configuration
+        self.connectProperties = LibMosquittoProperties.connect(for: configuration)
+    }
+
+    /// Starts the thread.
+    func start() {
+        let box = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let code = pthread_create(&thread, nil, { raw in
+            guard let raw else { return nil }
+            Unmanaged<LibMosquittoNetworkThread>.fromOpaque(raw).takeRetainedValue().run()
+            return nil
+        }, box)
+        if code == 0 {
+            pthread_detach(thread)
+        } else {
+            Unmanaged<LibMosquittoNetworkThread>.fromOpaque(box).release()
+            handle.context.failConnecting(MQTTError.connectionFailed("cannot start the network thread: \(String(cString: strerror(code)))"))
+            ended()
+        }
+    }
+
+    /// Cuts a reconnect wait short, so that the thread sees a stop at once.
+    func wake() { wakeup.signal() }
+
+    /// Waits until the thread has ended, or `timeout` has passed (a TCP connect to an unreachable host blocks
+    /// it for as long as the kernel tries; it ends by itself afterwards).
+    /// - Returns: Whether it has ended.
+    @discardableResult
+    func waitForEnd(within timeout: Duration) async -> Bool {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let id: UInt64? = exit.withLock { exit in
+                guard !exit.ended else { return nil }
+                defer { exit.next += 1 }
+                exit.waiters[exit.next] = done
+                return exit.next
+            }
+            guard let id else { return done.resume() }
+            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                exit.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+        return exit.withLock { $0.ended }
+    }
+
+    private func ended() {
+        let waiters = exit.withLock { exit in
+            exit.ended = true
+            defer { exit.waiters = [:] }
+            return Array(exit.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func run() {
+        defer { ended() }
+        let pointer = handle.pointer, context = handle.context, broker = configuration.broker
+        var code = mosquitto_connect_bind_v5(
+            pointer, broker.host, Int32(broker.port), Int32(configuration.keepAliveSeconds), nil, connectProperties.head)
+        if code != MOSQ_ERR_SUCCESS.rawValue {
+            let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : LibMosquittoLibrary.errorText(code)
+            context.failConnecting(MQTTError.connectionFailed("\(broker): \(detail)"))
+            return
+        }
+        var attempt = 0
+        var connections = context.state.withLock { $0.connections }
+        var disconnectSent = false
+        while true {
+            let (stop, connectionsNow) = context.state.withLock { ($0.stop, $0.connections) }
+            switch stop {
+            case .abruptly: return
+            case .cleanly where !disconnectSent:
+                // Also when `disconnect()` came while a reconnect was under way and its DISCONNECT found no socket.
+                mosquitto_disconnect_v5(pointer, 0, nil)
+                disconnectSent = true
+            case .cleanly, .no: break
+            }
+            if connectionsNow != connections {
+                connections = connectionsNow
+                attempt = 0
+            }
+            code = mosquitto_loop(pointer, Self.loopTimeoutMilliseconds, 1)
+            if code == MOSQ_ERR_SUCCESS.rawValue { continue }
+            // Not connected: the connection was lost or closed, or the last attempt failed.
+            if context.state.withLock({ $0.stop }) != .no { return }
+            let delay = configuration.reconnect.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
+            attempt += 1
+            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            _ = wakeup.wait(timeout: .now() + seconds)
+            if context.state.withLock({ $0.stop }) != .no { return }
+            _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next mosquitto_loop
+        }
+    }
+}

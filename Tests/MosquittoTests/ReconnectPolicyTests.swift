@@ -1,0 +1,42 @@
+import Testing
+@testable import Mosquitto
+
+/// The waits between reconnection attempts, without a broker.
+@Suite("Reconnect policy")
+struct ReconnectPolicyTests {
+    @Test("the default tries first 100–200 ms after a loss, then waits longer, never more than 800 ms")
+    func defaultDelays() {
+        let policy = MQTTReconnectPolicy.default
+        for random in [0, 0.25, 0.5, 0.999_999] {
+            let first = policy.delay(beforeAttempt: 0, random: random)
+            #expect(first > .milliseconds(100) && first <= .milliseconds(200))
+            let second = policy.delay(beforeAttempt: 1, random: random)
+            #expect(second > .milliseconds(200) && second <= .milliseconds(400))
+            for attempt in [2, 3, 10, 1_000, Int.max] {
+                let later = policy.delay(beforeAttempt: attempt, random: random)
+                #expect(later > .milliseconds(400) && later <= .milliseconds(800), "attempt \(attempt)")
+            }
+        }
+    }
+
+    @Test("jitter spreads the waits; none makes every wait the same")
+    func jitter() {
+        let spread = MQTTReconnectPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(1), jitter: 0.5)
+        #expect(spread.delay(beforeAttempt: 0, random: 0) == .seconds(1))
+        #expect(spread.delay(beforeAttempt: 0, random: 0.5) == .milliseconds(750))
+        let fixed = MQTTReconnectPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(1), jitter: 0)
+        #expect(fixed.delay(beforeAttempt: 5, random: 0.9) == .seconds(1))
+    }
+
+    @Test("a policy that cannot work is refused before connecting")
+    func validation() {
+        let broker = BrokerAddress.hostname("127.0.0.1", port: 1883)
+        for policy in [
+            MQTTReconnectPolicy(initialDelay: .zero), MQTTReconnectPolicy(initialDelay: .seconds(2), maximumDelay: .seconds(1)),
+            MQTTReconnectPolicy(jitter: 1.5), MQTTReconnectPolicy(jitter: -0.1),
+        ] {
+            #expect(throws: MQTTError.self) { try MQTTConfiguration(broker: broker, clientID: "x", reconnect: policy).validate() }
+        }
+        #expect(throws: Never.self) { try MQTTConfiguration(broker: broker, clientID: "x").validate() }
+    }
+}
