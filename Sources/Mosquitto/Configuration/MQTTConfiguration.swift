@@ -46,25 +46,6 @@ public struct MQTTConfiguration: Sendable {
         self.connectTimeout = connectTimeout
     }
 
-    /// Creates a configuration with the reconnect delays in whole seconds, as before ``MQTTReconnectPolicy``:
-    /// the same as `reconnect: MQTTReconnectPolicy(initialDelay: .seconds(minimumSeconds),
-    /// maximumDelay: .seconds(maximumSeconds))`. Kept only until the callers move to `reconnect:`; prefer the
-    /// default policy, which reconnects within about a second.
-    public init(
-        broker: BrokerAddress, clientID: String, session: MQTTSession = .clean,
-        protocolVersion: MQTTProtocolVersion = .v5, keepAliveSeconds: Int = 30, username: String? = nil,
-        password: String? = nil, tls: MQTTTLSConfiguration? = nil, will: MQTTWill? = nil, maxInflight: Int = 100,
-        reconnectDelay: (minimumSeconds: Int, maximumSeconds: Int), connectTimeout: Duration = .seconds(10)
-    ) {
-        self.init(
-            broker: broker, clientID: clientID, session: session, protocolVersion: protocolVersion,
-            keepAliveSeconds: keepAliveSeconds, username: username, password: password, tls: tls, will: will,
-            maxInflight: maxInflight,
-            reconnect: MQTTReconnectPolicy(
-                initialDelay: .seconds(reconnectDelay.minimumSeconds), maximumDelay: .seconds(reconnectDelay.maximumSeconds)),
-            connectTimeout: connectTimeout)
-    }
-
     /// Checks everything that can be checked before connecting.
     /// - Throws: ``MQTTError/invalidClientID(_:reason:)`` or ``MQTTError/invalidConfiguration(_:)``.
     public func validate() throws(MQTTError) {

@@ -50,6 +50,6 @@ public struct BrokerConnection: Sendable {
         MQTTConfiguration(
             broker: broker, clientID: clientID, session: session, protocolVersion: protocolVersion,
             username: username, password: password, tls: broker.usesTLS ? tls : nil, will: will,
-            maxInflight: 1_000, reconnectDelay: (1, 10))
+            maxInflight: 1_000)
     }
 }
