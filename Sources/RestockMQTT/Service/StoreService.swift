@@ -85,8 +85,6 @@ public final class StoreService: Service, Sendable {
         // SIGTERM and SIGINT end the service in every state, also while the broker is out of reach.
         do {
             try await cancelWhenGracefulShutdown {
-                // Before the store's session is taken: is another instance of this store live on the broker?
-                try await self.refuseIfAnotherInstanceIsLive()
                 try await self.connect(client)
                 // Requests are live messages: a retained one is never sent again at subscribe (v5), and any that
                 // still arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at
@@ -235,29 +233,20 @@ public final class StoreService: Service, Sendable {
     /// another instance is live (its heartbeat fresh). The process that last used this data directory is not
     /// another: it is gone, since this one holds the directory's lock.
     private func refuseIfAnotherInstanceIsLive() async throws {
-        let reader = StoreClient(connection: configuration.connection, topics: topics)
-        var delay = 0.1
-        while true {
-            do {
-                let status = try await reader.status(waitingFor: .milliseconds(500))
-                guard let status, let other = status.instance, other != previousInstance, status.isLive(at: clock()) else { return }
-                throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
-            } catch let error as MQTTError {
-                // Not reachable yet: the connection loop below reports it; try again first.
-                if case .connectionRefused = error { throw error }
-                try await Task.sleep(for: .seconds(delay * Double.random(in: 1...2.5)))
-                delay = min(delay * 2, 0.8)
-            }
-        }
+        let status = try await StoreClient(connection: configuration.connection, topics: topics).status(waitingFor: .milliseconds(500))
+        guard let status, let other = status.instance, other != previousInstance, status.isLive(at: clock()) else { return }
+        throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
     }
 
     /// Connects, retrying while the broker is unreachable (it may start after the store): the first retry after
     /// 100–250 ms, then doubling up to 2 s, each with jitter, so a broker that comes up is found within a second
     /// or two and many stores do not retry in step.
+    /// Before the store's session is taken, each attempt checks that no other instance of the store is live.
     private func connect(_ client: MQTTClient) async throws {
         var delay = 0.1
         while true {
             do {
+                try await refuseIfAnotherInstanceIsLive()
                 try await client.connect()
                 return
             } catch let error as MQTTError {
