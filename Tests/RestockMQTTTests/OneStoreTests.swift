@@ -48,6 +48,24 @@ struct OneStoreTests {
         await heartbeat.disconnect()
     }
 
+    @Test("a store restarted at once after SIGKILLs keeps running: the live statuses queued from before it are older")
+    func restartAfterKill() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        // Killed as soon as it is online, it leaves its own fresh online status queued in the store's session.
+        try await store.send(SIGKILL)
+        try await store.start()
+        try await store.send(SIGKILL)
+        try await mosquittoPub(broker, "restock/apple/subscribe/alice", "ipad")  // queued for the store meanwhile
+        try await store.start()
+        let mirror = try await client.subscribe(try CustomerID("bob"), to: try SKU("ipad"), wait: 20)
+        #expect(mirror.watching.count == 1)
+        #expect(store.exitStatus == nil, "\(store.log.suffix(400))")
+        #expect(try await client.watching(try CustomerID("alice"))?.watching.count == 1)
+        try await store.send(SIGTERM)
+    }
+
     @Test("serve --standby waits without touching broker or database, and takes over within 2 s of a SIGKILL")
     func standbyTakesOver() async throws {
         let broker = try await MosquittoBroker.start()

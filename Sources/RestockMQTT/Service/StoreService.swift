@@ -188,10 +188,13 @@ public final class StoreService: Service, Sendable {
                 }
             }
             group.addTask {
-                // Another instance saying it is live means it has taken this store over: stop, rather than fight.
+                // Another instance saying it is live, and newer than this one, has taken this store over: stop,
+                // rather than fight. (The session also holds statuses queued while the store was down, from
+                // instances before this one: those are older.)
                 for await message in statuses.cancelOnGracefulShutdown() {
                     guard let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)),
-                        let other = status.instance, other != self.instance, status.isLive(at: self.clock())
+                        let other = status.instance, other != self.instance, status.isLive(at: self.clock()),
+                        let since = Timestamp.date(from: status.since), since > onlineSince
                     else { continue }
                     takenOver.record(other)
                     return
