@@ -65,8 +65,11 @@ final class LibMosquittoNetworkThread: Sendable {
             }
             guard let id else { return done.resume() }
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-                exit.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            // Weakly: a strong reference would keep the thread, and so the handle and its sockets, alive for the
+            // whole timeout after the thread ended; a client that connects and disconnects often would pile up
+            // file descriptors (and libmosquitto's select cannot watch one past 1,024).
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
+                self?.exit.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
             }
         }
         return exit.withLock { $0.ended }

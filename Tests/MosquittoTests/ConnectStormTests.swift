@@ -1,0 +1,39 @@
+import Foundation
+import Mosquitto
+import RestockTestSupport
+import Testing
+
+@Suite("Many short connections", .timeLimit(.minutes(2)))
+struct ConnectStormTests {
+    func openFileDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
+
+    /// libmosquitto's loop watches its sockets with select, which cannot watch a descriptor past 1,024: a client
+    /// that kept its sockets after it was done would, in a process making many connections (2,000 customers
+    /// coming back, 50 at a time), leave later clients unable to hear their CONNACK.
+    @Test("2,000 clients, 50 at a time, each connecting and disconnecting: all get in, and none keeps its sockets")
+    func manyShortConnections() async throws {
+        let broker = try await MosquittoBroker.start()
+        let baseline = openFileDescriptors()
+        let failures = try await withThrowingTaskGroup(of: String?.self) { group in
+            var failures: [String] = []
+            for index in 0..<2_000 {
+                if index >= 50, let result = try await group.next(), let result { failures.append(result) }
+                group.addTask {
+                    let client = try MQTTClient(
+                        configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "short-\(index)", connectTimeout: .seconds(5)))
+                    do {
+                        try await client.connect()
+                        await client.disconnect()
+                        return nil
+                    } catch {
+                        return "\(index): \(error)"
+                    }
+                }
+            }
+            for try await result in group { if let result { failures.append(result) } }
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures.count) failed: \(failures.prefix(3))")
+        #expect(openFileDescriptors() <= baseline + 10, "file descriptors: \(baseline) before, \(openFileDescriptors()) after")
+    }
+}
