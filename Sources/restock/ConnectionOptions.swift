@@ -84,10 +84,11 @@ func emit(_ line: String) {
 /// The longest `--wait` or `--timeout`: one day.
 let maximumSeconds = 86_400.0
 
-/// Checks a number of seconds given on the command line: finite, more than 0, at most a day.
+/// Checks a number of seconds given on the command line: finite, from a tenth of a second to a day (less
+/// than that leaves no time to hear from the broker at all).
 func checkSeconds(_ value: Double, option: String) throws {
-    guard value.isFinite, value > 0, value <= maximumSeconds else {
-        throw ValidationError("--\(option) must be a number of seconds more than 0 and at most \(Int(maximumSeconds)), not \(value)")
+    guard value.isFinite, value >= 0.1, value <= maximumSeconds else {
+        throw ValidationError("--\(option) must be a number of seconds from 0.1 to \(Int(maximumSeconds)), not \(value)")
     }
 }
 

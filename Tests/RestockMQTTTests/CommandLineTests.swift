@@ -83,7 +83,7 @@ struct CommandLineTests {
             (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "0"], "error: --min-quantity must be from 1 to 1000000000, not 0"),
             (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "-5"], "error: --min-quantity must be from 1 to 1000000000, not -5"),
             (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "9223372036854775807"], "error: --min-quantity must be from 1 to 1000000000"),
-            (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "inf"], "error: --wait must be a number of seconds more than 0 and at most 86400"),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "inf"], "error: --wait must be a number of seconds from 0.1 to 86400"),
             (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "1e300"], "error: --wait must be a number of seconds"),
             (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "-1"], "error: --wait must be a number of seconds"),
             (["unsubscribe", "--customer", "alice", "--all", "--wait", "nan"], "error: --wait must be a number of seconds"),
@@ -126,6 +126,21 @@ struct CommandLineTests {
             #expect(unknown.status != 0, "\(read)")
             #expect(unknown.standardError == "error: no store nowhere has ever been online on this broker: start it with `restock serve --store nowhere`\n")
         }
+    }
+
+    @Test("a status left online by a store that is gone (stale heartbeat) counts as offline; a file as data directory is one line")
+    func staleStatusAndBadDataDirectory() async throws {
+        let broker = try await MosquittoBroker.start()
+        let stale = Timestamp.string(from: Date().addingTimeInterval(-60))
+        try await mosquittoPub(
+            broker, "restock/apple/status",
+            #"{"heartbeatAt":"\#(stale)","instance":"bbbbbbbbbbbb","since":"\#(stale)","state":"online","store":"apple"}"#, retain: true)
+        let result = try await restock(["stock", "--broker", broker.url, "--sku", "x", "--set", "1", "--wait", "1"])
+        #expect(result.standardError == "error: store apple is offline: start it with `restock serve --store apple`\n", "\(result.standardError)")
+        let file = try await restock(["serve", "--broker", broker.url, "--data", "/etc/passwd"])
+        #expect(file.status != 0)
+        let errors = file.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }
+        #expect(errors.count == 1 && errors[0].hasPrefix("error: storage error: cannot use /etc/passwd as the data directory"), "\(file.standardError)")
     }
 
     @Test("--wait waits for the store to come online")

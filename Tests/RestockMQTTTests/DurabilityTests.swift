@@ -144,6 +144,31 @@ struct DurabilityTests {
         try await store.send(SIGTERM)
     }
 
+    @Test("SIGTERM with the broker gone and alerts still queued ends within the drain timeout, and loses nothing")
+    func stopWithBrokerGone() async throws {
+        let broker = try await MosquittoBroker.start(.init(persistence: true))
+        let store = try StoreProcess(broker: broker, extraArguments: ["--drain-timeout", "1"])
+        try await store.start()
+        let collector = try await fanOutBegun(store, on: broker)
+        // Stopped cleanly, so that it saves what it has acknowledged (a SIGKILLed broker loses up to its autosave
+        // interval: R2's concern, not the store's).
+        try await broker.stop()
+        let clock = ContinuousClock(), stopped = clock.now
+        try await store.send(SIGTERM)
+        let took = clock.now - stopped
+        #expect(took < .seconds(8), "SIGTERM took \(took)")
+        #expect(store.log.contains("left in the outbox"), "\(store.log.suffix(300))")
+        try await broker.launch()
+        try await store.start()
+        do {
+            try await waitUntil("every customer alerted", within: 60) { collector.customers == 3_000 }
+        } catch {
+            Issue.record("\(collector.customers) customers alerted; outbox \((try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).outbox) ?? -1); log: \(store.log.suffix(800))")
+        }
+        try await store.send(SIGTERM)
+        await collector.close()
+    }
+
     @Test("SIGTERM during a fan-out drains the outbox: after a restart nothing is sent again, nothing lost")
     func drainOnShutdown() async throws {
         let broker = try await MosquittoBroker.start()

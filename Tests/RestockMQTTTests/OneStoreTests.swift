@@ -66,6 +66,37 @@ struct OneStoreTests {
         try await store.send(SIGTERM)
     }
 
+    @Test("a forged status, with a heartbeat far in the future, neither stops a running store nor keeps one from starting")
+    func forgedStatus() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let forged = #"{"heartbeatAt":"2099-01-01T00:00:00.000Z","instance":"aaaaaaaaaaaa","since":"2099-01-01T00:00:00.000Z","state":"online","store":"apple"}"#
+        try await mosquittoPub(broker, "restock/apple/status", forged, retain: true)
+        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 20)
+        #expect(store.exitStatus == nil, "\(store.log.suffix(300))")
+        try await store.send(SIGTERM)
+        try await mosquittoPub(broker, "restock/apple/status", forged, retain: true)
+        try await store.start()
+        #expect(store.exitStatus == nil)
+        try await store.send(SIGTERM)
+    }
+
+    @Test("two stores with one id started at the same moment: within seconds one is left, the other says why")
+    func simultaneousStart() async throws {
+        let broker = try await MosquittoBroker.start()
+        let first = try StoreProcess(broker: broker), second = try StoreProcess(broker: broker)
+        let a = try first.launch(), b = try second.launch()
+        try await waitUntil("one of the two to stop", within: 30) { a.exitStatus != nil || b.exitStatus != nil }
+        let (loser, winner) = a.exitStatus != nil ? (first, second) : (second, first)
+        #expect(loser.exitStatus != 0)
+        #expect(loser.log.contains("already running") || loser.log.contains("took over"), "\(loser.log.suffix(300))")
+        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 20)
+        #expect(winner.exitStatus == nil)
+        try await winner.send(SIGTERM)
+    }
+
     @Test("serve --standby waits without touching broker or database, and takes over within 2 s of a SIGKILL")
     func standbyTakesOver() async throws {
         let broker = try await MosquittoBroker.start()

@@ -74,9 +74,16 @@ public struct StoreStatus: Codable, Sendable, Hashable {
 
     /// Whether it says a store is online and alive at `now`: online, with a heartbeat at most
     /// ``staleAfter`` seconds old. A status without a heartbeat (from a store before heartbeats) proves nothing.
+    /// A heartbeat more than ``staleAfter`` seconds in the future proves nothing either (no live store writes one).
     public func isLive(at now: Date) -> Bool {
         guard isOnline, let text = heartbeatAt, let beat = Timestamp.date(from: text) else { return false }
-        return now.timeIntervalSince(beat) <= Self.staleAfter
+        return abs(now.timeIntervalSince(beat)) <= Self.staleAfter
+    }
+
+    /// Whether a client should take the store for online at `now`: online, and either live or from a store
+    /// before heartbeats (no `heartbeatAt`). An online status with a stale heartbeat was left by a store that is gone.
+    public func isOnline(at now: Date) -> Bool {
+        isOnline && (heartbeatAt == nil || isLive(at: now))
     }
 }
 

@@ -32,13 +32,13 @@ public final class StoreClient: Sendable {
     public func subscribe(
         _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, wait: Double = 10
     ) async throws -> SubscriptionsMirror {
-        try await prepareListening(customer)
         var body: [String: any Sendable] = ["sku": sku.rawValue]
         if mode != .once { body["mode"] = mode.rawValue }
         if minQuantity != 1 { body["minQuantity"] = minQuantity }
         return try await request(
             topics.subscribe(customer), payload: try JSONSerialization.data(withJSONObject: body, options: .sortedKeys),
-            answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait)
+            answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait,
+            first: { try await self.prepareListening(customer) })
     }
 
     /// Unsubscribes `customer` from `sku`, or from everything when `sku` is `nil`, and waits for the mirror.
@@ -67,12 +67,14 @@ public final class StoreClient: Sendable {
     /// retained) message on `answer`, or an error report about `topic` on `errors`. The whole exchange, the
     /// wait for the store included, is bounded by `wait` seconds.
     private func request<Answer: Decodable & Sendable>(
-        _ topic: String, payload: Data, answer: String, errors: String, wait: Double
+        _ topic: String, payload: Data, answer: String, errors: String, wait: Double,
+        first: @escaping @Sendable () async throws -> Void = {}
     ) async throws -> Answer {
         let storeOnline = Atomic<Bool>(false)
         do {
             return try await withDeadline(wait, waitingFor: "an answer on \(answer)") {
-                try await self.withClient { client in
+                try await first()
+                return try await self.withClient { client in
                     try await self.waitUntilOnline(client)
                     storeOnline.store(true, ordering: .releasing)
                     let answers = try client.messages(matching: answer)
@@ -237,7 +239,7 @@ public final class StoreClient: Sendable {
         let statuses = try client.messages(matching: topics.status)
         try await client.subscribe(to: topics.status)
         for await message in statuses {
-            if let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)), status.isOnline { return }
+            if let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)), status.isOnline(at: Date()) { return }
         }
         throw MQTTError.notConnected
     }

@@ -20,7 +20,12 @@ public final class StoreDatabase: Sendable {
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it;
     ///   ``RestockMQTTError/dataDirectoryOfAnotherStore(_:owner:)`` when it belongs to another store.
     public init(directory: URL, store: StoreID? = nil) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
+            throw RestockMQTTError.storage("cannot use \(directory.path) as the data directory: \(reason)")
+        }
         self.directory = directory
         self.lock = try DirectoryLock(directory: directory)
         var configuration = Configuration()

@@ -1,4 +1,5 @@
 import Foundation
+import LocalBroker
 import Logging
 import Mosquitto
 import RestockCore
@@ -80,7 +81,6 @@ public final class StoreService: Service, Sendable {
             journal: RequestJournal(database: database, topics: topics, wakeup: requestArrived, logger: logger))
 
         let connectionEvents = client.connectionEvents()
-        let statuses = try client.messages(matching: topics.status)
         let onlineSince = clock()
         // SIGTERM and SIGINT end the service in every state, also while the broker is out of reach.
         do {
@@ -95,7 +95,6 @@ public final class StoreService: Service, Sendable {
                 }
                 try await client.publish(
                     self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
-                try await client.subscribe(to: self.topics.status, qos: .atLeastOnce)
             }
         } catch is CancellationError {
             await client.disconnect()
@@ -136,8 +135,22 @@ public final class StoreService: Service, Sendable {
                 outboxGrew.finish()
             }
             group.addTask {
+                // The drain is bounded: once stopping has begun, the publisher gets the drain timeout and a grace
+                // for the last acknowledgements, then it is cancelled (it records what was acknowledged), even with
+                // the broker gone and acknowledgements that will never come.
+                let publishing = Task { try await publisher.run(wakeups: outbox) }
+                await withTaskGroup(of: Void.self) { watch in
+                    watch.addTask { _ = try? await publishing.value }
+                    watch.addTask {
+                        guard await stopping.begun() else { return }
+                        try? await Task.sleep(for: drainTimeout + .seconds(OutboxPublisher.acknowledgementGrace))
+                        publishing.cancel()
+                    }
+                    await watch.next()
+                    watch.cancelAll()
+                }
                 do {
-                    try await publisher.run(wakeups: outbox)
+                    try await publishing.value
                 } catch is CancellationError {
                 } catch {
                     self.logger.error("outbox stopped: \(error)")
@@ -157,11 +170,13 @@ public final class StoreService: Service, Sendable {
                 for await event in connectionEvents.cancelOnGracefulShutdown() {
                     guard case .connected(let sessionPresent) = event else {
                         self.logger.warning("broker connection: \(event)")
-                        if case .connectionLost(let reason) = event, reason.localizedCaseInsensitiveContains("taken over") {
-                            takenOver.record("another client with this store's client id")
-                            return
-                        }
                         continue
+                    }
+                    if !first, let winner = await self.newerLiveInstance(than: onlineSince) {
+                        // The connection was lost because a newer instance took the session (libmosquitto does not
+                        // pass on MQTT 5's "session taken over"): stop, rather than take it back.
+                        takenOver.record(winner)
+                        return
                     }
                     self.logger.info(first ? "connected to the broker" : "reconnected to the broker", metadata: ["session": "\(sessionPresent)"])
                     if !sessionPresent {
@@ -187,19 +202,6 @@ public final class StoreService: Service, Sendable {
                         self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
                 }
             }
-            group.addTask {
-                // Another instance saying it is live, and newer than this one, has taken this store over: stop,
-                // rather than fight. (The session also holds statuses queued while the store was down, from
-                // instances before this one: those are older.)
-                for await message in statuses.cancelOnGracefulShutdown() {
-                    guard let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)),
-                        let other = status.instance, other != self.instance, status.isLive(at: self.clock()),
-                        let since = Timestamp.date(from: status.since), since > onlineSince
-                    else { continue }
-                    takenOver.record(other)
-                    return
-                }
-            }
             while await group.next() != nil {
                 if takenOver.by != nil { group.cancelAll() }
             }
@@ -212,17 +214,13 @@ public final class StoreService: Service, Sendable {
             throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)
         }
 
-        // Say offline even when this task was cancelled (a new task does not inherit the cancellation),
-        // but give up after a few seconds if the broker is gone.
-        let goodbye = StoreStatus(store: store.id, online: false, since: clock(), instance: instance)
-        let topic = topics.status
-        let publishing = Task { try await client.publish(goodbye.payloadBytes(), to: topic, qos: .atLeastOnce, retain: true) }
-        let timer = Task {
-            try await Task.sleep(for: .seconds(5))
-            publishing.cancel()
+        // Say offline even when this task was cancelled (a new task does not inherit the cancellation), but give
+        // up after a second or two if the broker does not answer; with no connection at all the will says it.
+        if client.isConnected {
+            let goodbye = StoreStatus(store: store.id, online: false, since: clock(), instance: instance)
+            let topic = topics.status
+            _ = try? await withDeadline(2) { try await client.publish(goodbye.payloadBytes(), to: topic, qos: .atLeastOnce, retain: true) }
         }
-        _ = try? await publishing.value
-        timer.cancel()
         await client.disconnect()
         logger.info("store \(store.id) offline")
     }
@@ -239,6 +237,16 @@ public final class StoreService: Service, Sendable {
         let status = try await StoreClient(connection: configuration.connection, topics: topics).status(waitingFor: .milliseconds(500))
         guard let status, let other = status.instance, other != previousInstance, status.isLive(at: clock()) else { return }
         throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
+    }
+
+    /// The instance, other than this one, whose retained status says it is live and started after `since`:
+    /// one that has taken this store's session. `nil` when there is none, or the status cannot be read.
+    private func newerLiveInstance(than since: Date) async -> String? {
+        guard let status = try? await StoreClient(connection: configuration.connection, topics: topics).status(waitingFor: .milliseconds(500)),
+            let other = status.instance, other != instance, status.isLive(at: clock()),
+            let started = Timestamp.date(from: status.since), started > since || (started == since && other > instance)
+        else { return nil }
+        return other
     }
 
     /// Connects, retrying while the broker is unreachable (it may start after the store): the first retry after
