@@ -157,7 +157,8 @@ struct DurabilityTests {
         try await store.send(SIGTERM)
         let took = clock.now - stopped
         #expect(took < .seconds(8), "SIGTERM took \(took)")
-        #expect(store.log.contains("left in the outbox"), "\(store.log.suffix(300))")
+        // Usually mid fan-out; on a fast machine the fan-out may have finished before the broker went.
+        #expect(store.log.contains("left in the outbox") || store.log.contains("the outbox is empty"), "\(store.log.suffix(300))")
         try await broker.launch()
         try await store.start()
         do {
