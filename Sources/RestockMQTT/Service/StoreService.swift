@@ -166,8 +166,10 @@ public final class StoreService: Service, Sendable {
                 // A restarted broker may have lost the retained status: say online again on every reconnect,
                 // and resend what the outbox still holds. A broker without the store's session (restarted
                 // without persistence) has lost the retained topics too: publish them all again.
+                // All of it ends on shutdown, also a publish waiting for an acknowledgement from a broker that is gone.
+                await cancelWhenGracefulShutdown {
                 var first = true
-                for await event in connectionEvents.cancelOnGracefulShutdown() {
+                for await event in connectionEvents {
                     guard case .connected(let sessionPresent) = event else {
                         self.logger.warning("broker connection: \(event)")
                         continue
@@ -190,16 +192,18 @@ public final class StoreService: Service, Sendable {
                     first = false
                     outboxGrew.yield()
                 }
+                }
             }
             group.addTask {
                 // The heartbeat: a live store refreshes its retained status, so a status left by a store that is
                 // gone is known to be stale.
-                while !Task.isCancelled {
-                    do {
-                        try await cancelWhenGracefulShutdown { try await Task.sleep(for: StoreStatus.heartbeatInterval) }
-                    } catch { return }
-                    try? await client.publish(
-                        self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                // All of it ends on shutdown, also a publish waiting for an acknowledgement from a broker that is gone.
+                try? await cancelWhenGracefulShutdown {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: StoreStatus.heartbeatInterval)
+                        try? await client.publish(
+                            self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                    }
                 }
             }
             while await group.next() != nil {
