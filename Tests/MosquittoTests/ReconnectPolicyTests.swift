@@ -1,3 +1,4 @@
+import RestockTestSupport
 import Testing
 @testable import Mosquitto
 
@@ -29,8 +30,9 @@ struct ReconnectPolicyTests {
     }
 
     @Test("a policy that cannot work is refused before connecting")
-    func validation() {
-        let broker = BrokerAddress.hostname("127.0.0.1", port: 1883)
+    func validation() throws {
+        // Never connected to: validation happens before any connection.
+        let broker = BrokerAddress.hostname("127.0.0.1", port: try freeLoopbackPort())
         for policy in [
             MQTTReconnectPolicy(initialDelay: .zero), MQTTReconnectPolicy(initialDelay: .seconds(2), maximumDelay: .seconds(1)),
             MQTTReconnectPolicy(jitter: 1.5), MQTTReconnectPolicy(jitter: -0.1),

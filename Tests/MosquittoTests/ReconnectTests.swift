@@ -27,7 +27,7 @@ struct ReconnectTests {
         let prober = Task.detached {
             // From the moment the broker's port accepts connections; polled, within launch()'s own deadline.
             while !Task.isCancelled {
-                if acceptsConnections(port: port) { return listening.withLock { $0 = .now } }
+                if isListening(port: port) { return listening.withLock { $0 = .now } }
                 try? await ContinuousClock().sleep(for: .milliseconds(1))
             }
         }
@@ -145,19 +145,6 @@ struct ReconnectTests {
     }
 }
 
-/// Whether something accepts TCP connections on 127.0.0.1:`port`.
-private func acceptsConnections(port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-    }
-}
 
 /// A loopback TCP port that completes the handshake (the kernel does, from the listen backlog) and then never
 /// says a word: a broker that accepts connections but does not answer CONNECT.
