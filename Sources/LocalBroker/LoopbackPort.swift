@@ -2,9 +2,16 @@ import Glibc
 
 /// A TCP port on 127.0.0.1 that nothing listens on right now, chosen by the kernel (bind to port 0).
 public func freeLoopbackPort() throws -> Int {
+    let (fd, port) = try boundLoopbackSocket()
+    close(fd)
+    return port
+}
+
+/// A TCP socket bound to a port of 127.0.0.1 that the kernel chose, and that port. The caller owns the socket:
+/// it may `listen` on it (a test's silent broker), and closes it.
+public func boundLoopbackSocket() throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw PortError.socket(errno) }
-    defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = 0
@@ -12,12 +19,16 @@ public func freeLoopbackPort() throws -> Int {
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard bound == 0 else { throw PortError.socket(errno) }
+    guard bound == 0 else {
+        let error = errno
+        close(fd)
+        throw PortError.socket(error)
+    }
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 /// Whether something accepts TCP connections on 127.0.0.1:`port`.

@@ -155,25 +155,13 @@ private final class SilentListener: Sendable {
     struct Failed: Error { let call: String }
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failed(call: "socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
+        let (fd, port) = try boundLoopbackSocket()
+        guard listen(fd, 16) == 0 else {
             close(fd)
-            throw Failed(call: "bind/listen")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            throw Failed(call: "listen")
         }
         self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
     }
 
     /// Whether a connection waits in the backlog.
