@@ -1,11 +1,11 @@
 # RestockAlerter — `make demo` and `make test` do all the set-up on a fresh Debian machine with Swift.
 SHELL := /bin/bash
 
-APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients libsqlite3-dev openssl coreutils
+APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitto-dev libsqlite3-dev openssl coreutils
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps build test contract-test contract-deps reliability bench demo compose-check compose-test fuzz clean
+.PHONY: deps plugin build test contract-test contract-deps reliability bench demo compose-check compose-test fuzz clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -16,14 +16,18 @@ deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-## build: compile everything, failing on any warning in our own code
-build: deps
+## build: compile everything, failing on any warning in our own code (the mosquitto plugin too: -Werror)
+build: deps plugin
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 
 ## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever)
 test: build compose-check contract-test
 	timeout --kill-after=30 1200 $(SWIFT) test --skip-build
+
+## plugin: the restock_clientid mosquitto plugin the shipped configuration loads (deploy/mosquitto/clientid-plugin)
+plugin: deps
+	deploy/mosquitto/clientid-plugin/build.sh .build/mosquitto-plugin/restock_clientid.so
 
 ## contract-test: docs/contract.md, docs/asyncapi.yaml and docs/schemas held against a real store and broker
 ## (Tests/Contract: pytest with the jsonschema validator, from PyPI into .build/contract-venv)

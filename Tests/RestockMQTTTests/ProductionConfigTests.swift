@@ -1,4 +1,5 @@
 import Foundation
+import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
@@ -46,6 +47,58 @@ struct ProductionConfigTests {
         let intruder = try await restock(["stock", "--sku", "iphone-15", "--set", "99"], user: "alice", password: "alice-secret", broker: broker)
         #expect(intruder.status != 0)
         #expect(intruder.standardError.contains("Not authorized"), "\(intruder.standardError)")
+        try await store.send(SIGTERM)
+    }
+
+    @Test("each session's client id belongs to one user: the broker refuses every other user at CONNECT")
+    func sessionsBelongToTheirUsers() async throws {
+        let broker = try await MosquittoBroker.shipped()
+        let apple = try StoreID("apple")
+        let alice = SessionClientIDs.listening(try CustomerID("alice"), at: apple)
+        let cases: [(user: String, password: String, clientID: String, allowed: Bool)] = [
+            ("alice", "alice-secret", alice, true),
+            ("bob", "bob-secret", alice, false),  // another customer's session
+            ("admin", "admin-secret", alice, false),
+            ("store-apple", "store-secret", alice, false),  // not even the store's user
+            ("store-apple", "store-secret", SessionClientIDs.store(apple), true),
+            ("alice", "alice-secret", SessionClientIDs.store(apple), false),  // the store's session
+            ("store-apple", "store-secret", SessionClientIDs.store(try StoreID("pear")), false),  // another store's
+            ("alice", "alice-secret", "restock:apple:alice:x", false),  // not a shape of the namespace
+            ("alice", "alice-secret", "restock::alice", false),
+            ("alice", "alice-secret", "restock:", false),
+            ("alice", "alice-secret", "restock-cli-0123456789ab", true),  // outside the namespace: open to all users
+            ("bob", "bob-secret", "anything-else", true),
+        ]
+        for entry in cases {
+            let client = try MQTTClient(
+                configuration: .init(
+                    broker: try BrokerAddress(url: broker.url), clientID: entry.clientID, username: entry.user, password: entry.password,
+                    connectTimeout: .seconds(10)))
+            var connected = false
+            do {
+                _ = try await client.connect()
+                connected = true
+                await client.disconnect()
+            } catch MQTTError.connectionRefused(_, let reason) {
+                #expect(reason.contains("Not authorized"), "\(entry.user) as \(entry.clientID): \(reason)")
+            }
+            #expect(connected == entry.allowed, "\(entry.user) as \(entry.clientID): connected \(connected)")
+        }
+        #expect(broker.log.contains("restock_clientid: refused client id \(alice) for user bob"))
+
+        // The CLI as bob, listening or subscribing as alice: refused in one line that says whose session it is.
+        let store = try StoreProcess(broker: broker, extraArguments: ["--username", "store-apple"], environment: ["RESTOCK_PASSWORD": "store-secret"])
+        try await store.start(username: "alice", password: "alice-secret")
+        let prepared = try await restock(["listen", "--customer", "alice", "--timeout", "1"], user: "alice", password: "alice-secret", broker: broker)
+        #expect(prepared.status == 0, "\(prepared.standardError)")
+        let intruder = try await restock(["listen", "--customer", "alice", "--timeout", "1"], user: "bob", password: "bob-secret", broker: broker)
+        #expect(intruder.status != 0)
+        #expect(intruder.standardError.split(separator: "\n").count == 1, "\(intruder.standardError)")
+        #expect(intruder.standardError.contains("refused alice's listening session restock:apple:alice"), "\(intruder.standardError)")
+        #expect(intruder.standardError.contains("it belongs to the user alice"), "\(intruder.standardError)")
+        let subscribe = try await restock(["subscribe", "--customer", "alice", "--sku", "x"], user: "bob", password: "bob-secret", broker: broker)
+        #expect(subscribe.status != 0)
+        #expect(subscribe.standardError.contains("it belongs to the user alice"), "\(subscribe.standardError)")
         try await store.send(SIGTERM)
     }
 }

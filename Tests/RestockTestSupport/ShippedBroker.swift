@@ -18,6 +18,7 @@ extension MosquittoBroker {
             let tlsKeys = ["#listener 8883", "#cafile", "#certfile", "#keyfile"]  // the shipped file's lines, uncommented
             lines = lines.map { line in tlsKeys.contains { line.hasPrefix($0) } ? String(line.dropFirst()) : line }
         }
+        let plugin = try await clientIDPlugin
         let template = lines.map { line in
             switch line {
             case "listener 1883": "listener PORT 127.0.0.1"  // shipped port → the broker's free loopback port
@@ -26,6 +27,7 @@ extension MosquittoBroker {
             }
         }
         .joined(separator: "\n")
+        .replacingOccurrences(of: "/mosquitto/plugins/restock_clientid.so", with: plugin.path)
         .replacingOccurrences(of: "/mosquitto/config/certs/", with: "DIR/tls/")
         .replacingOccurrences(of: "/mosquitto/data/", with: "DIR/")
         .replacingOccurrences(of: "/mosquitto/config/", with: "DIR/")
@@ -40,6 +42,13 @@ extension MosquittoBroker {
                 configurationTemplate: template))
     }
 
+    /// The restock_clientid plugin the shipped configuration loads, built by its own build script from
+    /// deploy/mosquitto/clientid-plugin into .build/mosquitto-plugin (by `make build`; here when missing or older
+    /// than its source, once per process).
+    public static var clientIDPlugin: URL {
+        get async throws { try await PluginBuild.shared.plugin() }
+    }
+
     /// `user:hash` lines for a password file: written in plain text, then hashed in one `mosquitto_passwd -U`.
     private static func hashedPasswordLines(_ users: [String: String]) async throws -> Data {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("passwords-\(UUID().uuidString)")
@@ -51,5 +60,30 @@ extension MosquittoBroker {
         var hashed = try Data(contentsOf: file)
         if hashed.last != UInt8(ascii: "\n") { hashed.append(UInt8(ascii: "\n")) }
         return hashed
+    }
+}
+
+/// Builds the restock_clientid plugin at most once per test process.
+private actor PluginBuild {
+    static let shared = PluginBuild()
+    private var built: URL?
+
+    func plugin() async throws -> URL {
+        if let built { return built }
+        let directory = MosquittoBroker.deploy.appendingPathComponent("clientid-plugin")
+        let root = MosquittoBroker.deploy.deletingLastPathComponent().deletingLastPathComponent()
+        let output = root.appendingPathComponent(".build/mosquitto-plugin/restock_clientid.so")
+        if Self.modified(output) < Self.modified(directory.appendingPathComponent("restock_clientid.c")) {
+            let result = try await ChildProcess.run(directory.appendingPathComponent("build.sh").path, [output.path])
+            guard result.status == 0 else {
+                throw BrokerExited(output: "building the restock_clientid plugin failed: \(result.standardError)")
+            }
+        }
+        built = output
+        return output
+    }
+
+    private static func modified(_ file: URL) -> Date {
+        ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.modificationDate] as? Date) ?? .distantPast
     }
 }

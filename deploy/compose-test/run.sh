@@ -3,11 +3,11 @@
 # docker-compose (through `podman system service`, as Docker's API), on a free loopback port, and proves:
 #   - alerts flow: alice's and bob's `restock listen` print alerts from the admin's restocks;
 #   - the production mosquitto configuration holds: bob, from the host, gets nothing of alice's and cannot
-#     unsubscribe her;
+#     unsubscribe her, and cannot connect with alice's session client id (restock:apple:alice);
 #   - mosquitto's and the store's logs are readable with `docker-compose logs`;
 #   - `docker-compose down -v` leaves no container, network or volume of the project behind.
-# The images debian:bookworm-slim, eclipse-mosquitto:2 and swift:6.3-bookworm are local stand-ins
-# (stand-ins.sh), built once; restock-alerter is built from the unchanged Dockerfile every run (layers cached).
+# The images debian:bookworm-slim and swift:6.3-bookworm are local stand-ins (stand-ins.sh), built once;
+# restock-alerter and restock-mosquitto are built from the repository's Dockerfiles every run (layers cached).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -30,9 +30,10 @@ poll() {
 step "stand-in images (built only when missing)"
 "$here/stand-ins.sh"
 
-step "restock-alerter from the Dockerfile"
+step "restock-alerter and restock-mosquitto from their Dockerfiles"
 nice -n 10 podman build --pull=never -q -t restock-alerter . >/dev/null
-podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E 'restock-alerter|eclipse-mosquitto|swift|debian' || true
+nice -n 10 podman build --pull=never -q -t restock-mosquitto deploy/mosquitto >/dev/null
+podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E 'restock-|swift|debian' || true
 
 work=$(mktemp -d /tmp/compose-test.XXXXXX)
 project="restockcomposetest$$"
@@ -101,11 +102,22 @@ grep -q '"sku":"iphone-15"' <<<"$mirror" || fail "alice's watch is gone: $mirror
 echo "bob got $(wc -l <"$work/intruder.txt") message(s), all his own:"; cut -c1-160 "$work/intruder.txt"
 echo "alice still watching: $mirror"
 
+step "intruder: bob, from the host, connects with alice's session client id"
+if mosquitto_sub -h 127.0.0.1 -p "$port" -u bob -P bob-secret -i restock:apple:alice -c -q 1 \
+        -t restock/apple/customers/bob/alerts -C 1 -W 5 >"$work/hijack.txt" 2>&1; then
+    fail "bob connected as restock:apple:alice: $(cat "$work/hijack.txt")"
+fi
+grep -q "not authorised" "$work/hijack.txt" || fail "bob as restock:apple:alice: not refused as expected: $(cat "$work/hijack.txt")"
+echo "refused: $(head -1 "$work/hijack.txt")"
+alice_before=$(alerts alice)
+poll "alice's session still delivers" '[ "$(alerts alice)" -gt "$alice_before" ]'
+
 step "docker-compose logs mosquitto store"
 compose logs --no-color mosquitto store >"$work/logs.txt"
 grep -q 'mosquitto version .* running' "$work/logs.txt" || fail "mosquitto's log is not in docker-compose logs"
 grep -q 'store_1 .*apple' "$work/logs.txt" || fail "the store's log is not in docker-compose logs"
-grep -E 'mosquitto version|Opening ipv4|New client connected from .* as restock-store' "$work/logs.txt" | head -3
+grep -q 'restock_clientid: refused client id restock:apple:alice for user bob' "$work/logs.txt" || fail "mosquitto did not log the refused client id"
+grep -E 'mosquitto version|Loading plugin|New client connected from .* as restock:apple |restock_clientid: refused' "$work/logs.txt" | head -4
 grep 'store_1' "$work/logs.txt" | head -3
 
 [ -z "${COMPOSE_TEST_LOGS:-}" ] || compose logs --no-color >"$COMPOSE_TEST_LOGS"   # all services' logs, kept on request

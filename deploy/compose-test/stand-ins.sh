@@ -2,16 +2,10 @@
 # Builds the stand-in images `make compose-test` needs, each only when it is missing (test scaffolding: no
 # registry is reachable here, so they carry the official names; a Docker user pulls the real ones).
 #   debian:bookworm-slim  debootstrap minbase, imported             (debian-bookworm-slim.sh)
-#   eclipse-mosquitto:2   Debian's mosquitto, the official layout   (eclipse-mosquitto/)
 #   swift:6.3-bookworm    the official packages + this machine's toolchain and git mirror (swift/)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/debian-bookworm-slim.sh"
-
-if ! podman image exists docker.io/library/eclipse-mosquitto:2; then
-    nice -n 10 podman build --pull=never -q -t docker.io/library/eclipse-mosquitto:2 "$here/eclipse-mosquitto" >/dev/null
-    echo "built stand-in eclipse-mosquitto:2"
-fi
 
 if ! podman image exists docker.io/library/swift:6.3-bookworm; then
     # The toolchain on this machine (…/usr/bin/swift), and the local mirror git rewrites github.com to.

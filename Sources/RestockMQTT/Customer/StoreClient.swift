@@ -160,8 +160,8 @@ public final class StoreClient: Sendable {
 
     // MARK: Alerts
 
-    /// The MQTT client id of a customer's listening session: `restock-{store}-{customer}`.
-    public func listeningClientID(_ customer: CustomerID) -> String { "restock-\(topics.store)-\(customer)" }
+    /// The MQTT client id of a customer's listening session: `restock:{store}:{customer}`.
+    public func listeningClientID(_ customer: CustomerID) -> String { SessionClientIDs.listening(customer, at: topics.store) }
 
     /// Makes sure the customer's persistent listening session exists and is subscribed to their alerts,
     /// without taking anything it holds (see ``MQTTClient/prepareSession(subscribingTo:qos:)``).
@@ -169,11 +169,23 @@ public final class StoreClient: Sendable {
     @discardableResult
     public func prepareListening(_ customer: CustomerID) async throws -> Bool {
         let client = try MQTTClient(configuration: connection.configuration(clientID: listeningClientID(customer), session: .persistent))
-        return try await client.prepareSession(subscribingTo: topics.alerts(customer), qos: .atLeastOnce)
+        return try await listeningSession(of: customer) {
+            try await client.prepareSession(subscribingTo: topics.alerts(customer), qos: .atLeastOnce)
+        }
+    }
+
+    /// Runs `connect`, saying whose session it is when the broker refuses it as not authorised.
+    private func listeningSession<T>(of customer: CustomerID, _ connect: () async throws -> T) async throws -> T {
+        do {
+            return try await connect()
+        } catch MQTTError.connectionRefused(let code, let reason) where code == 135 || code == 5 {  // v5 0x87, 3.1.1 5
+            throw RestockMQTTError.listeningSessionRefused(
+                customer: customer.rawValue, clientID: listeningClientID(customer), reason: "\(reason) (reason code \(code))")
+        }
     }
 
     /// The customer's alerts as they arrive, de-duplicated by id, through a persistent session
-    /// (`restock-{store}-{customer}`), so alerts raised while the customer is away arrive on return.
+    /// (`restock:{store}:{customer}`), so alerts raised while the customer is away arrive on return.
     ///
     /// The stream ends when the task reading it is cancelled, or after `count` alerts, or `seconds` after it
     /// began: then the client stops taking alerts, and the stream still yields every alert that arrived before
@@ -183,7 +195,7 @@ public final class StoreClient: Sendable {
     ) async throws -> AsyncThrowingStream<RestockAlert, any Error> {
         let client = try MQTTClient(configuration: connection.configuration(clientID: listeningClientID(customer), session: .persistent))
         let messages = try client.messages(matching: topics.alerts(customer))
-        try await client.connect()
+        try await listeningSession(of: customer) { _ = try await client.connect() }
         try await client.subscribe(to: topics.alerts(customer), qos: .atLeastOnce)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: RestockAlert.self)
         let reader = Task {
@@ -222,7 +234,7 @@ public final class StoreClient: Sendable {
     /// Runs `body` with a connected, clean-session client, and disconnects it after, whatever happens.
     private func withClient<T: Sendable>(_ body: @Sendable (MQTTClient) async throws -> T) async throws -> T {
         let client = try MQTTClient(
-            configuration: connection.configuration(clientID: "restock-cli-\(UUID().uuidString.prefix(12))", session: .clean))
+            configuration: connection.configuration(clientID: SessionClientIDs.oneShot("restock-cli"), session: .clean))
         try await client.connect()
         do {
             let result = try await body(client)

@@ -108,7 +108,7 @@ public struct DemoStory: Sendable {
     /// Clears the retained topics of the demo's store and ends its customers' persistent sessions.
     private func cleanUp(customers: [CustomerID], skus: [SKU]) async throws {
         let client = try MQTTClient(
-            configuration: connection.configuration(clientID: "restock-demo-cleanup-\(UUID().uuidString.prefix(8))", session: .clean))
+            configuration: connection.configuration(clientID: SessionClientIDs.oneShot("restock-demo-cleanup"), session: .clean))
         try await client.connect()
         let retained = [topics.status] + skus.map(topics.inventory) + customers.map(topics.subscriptions)
         for topic in retained { try await client.publish([], to: topic, qos: .atLeastOnce, retain: true) }

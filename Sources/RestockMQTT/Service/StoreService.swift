@@ -32,8 +32,8 @@ public final class StoreService: Service, Sendable {
         }
     }
 
-    /// The MQTT client id of a store: `restock-store-{store}`.
-    public static func clientID(for store: StoreID) -> String { "restock-store-\(store)" }
+    /// The MQTT client id of a store's persistent session: `restock:{store}` (``SessionClientIDs``).
+    public static func clientID(for store: StoreID) -> String { SessionClientIDs.store(store) }
 
     public let configuration: Configuration
     /// The in-process store, the mirror of the broker's requests. Read it; change it only through MQTT.

@@ -1,8 +1,10 @@
 import Foundation
 import Mosquitto
+import RestockCore
+import RestockMQTT
 import RestockTestSupport
 
-/// One customer's own connection, as `restock listen` makes it: client id `restock-apple-{customer}`, a
+/// One customer's own connection, as `restock listen` makes it: client id `restock:apple:{customer}`, a
 /// persistent session, QoS 1 on its alerts topic. Counts every delivery, duplicates included.
 final class CustomerSession: Sendable {
     let customer: String
@@ -12,7 +14,7 @@ final class CustomerSession: Sendable {
     init(_ customer: String, url: String, username: String? = nil, password: String? = nil) async throws {
         self.customer = customer
         alerts = try await AlertCollector(
-            url: url, filter: "restock/apple/customers/\(customer)/alerts", clientID: "restock-apple-\(customer)",
+            url: url, filter: "restock/apple/customers/\(customer)/alerts", clientID: SessionClientIDs.listening(try CustomerID(customer), at: try StoreID("apple")),
             username: username, password: password)
     }
 
