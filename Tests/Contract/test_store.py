@@ -7,6 +7,7 @@ payload kinds, then the checks of everything captured (which stop and kill the s
 import json
 import signal
 import tempfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,11 @@ def test_every_kind_of_payload(world):
     capture.wait_for("carol's alert at subscribe time", alert("carol", 5), mark)
 
 
+def parse_timestamp(text: str) -> datetime:
+    """A contract timestamp (`2026-11-21T19:41:47.528Z`) as an aware datetime."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+
+
 def test_status_online_offline_and_will(world):
     capture = world.capture
 
@@ -165,12 +171,18 @@ def test_status_online_offline_and_will(world):
         return m.topic == "restock/apple/status" and json_of(m)["state"] == "offline"
 
     mark = len(capture.poll())
+    before = datetime.now(timezone.utc)
     world.store.stop(signal.SIGTERM)
-    capture.wait_for("offline after a clean stop", offline, mark)
+    stopped = json_of(capture.wait_for("offline after a clean stop", offline, mark))
+    assert stopped.get("reason") == "stopped", stopped
+    # since: when it stopped (the store's clock, in milliseconds; the same machine).
+    assert parse_timestamp(stopped["since"]) >= before - timedelta(milliseconds=5), stopped
     world.start_store()
     mark = len(capture.poll())
     world.store.stop(signal.SIGKILL)
-    capture.wait_for("offline as the will", offline, mark)
+    will = json_of(capture.wait_for("offline as the will", offline, mark))
+    # The will is written when the store connects: it claims no time it cannot know.
+    assert will.get("reason") == "connection-lost" and "since" not in will, will
     world.store = None
 
 

@@ -127,6 +127,9 @@ struct DurabilityTests {
         try await client.subscribe(customer("alice"), to: sku("ipad"), wait: 20)
         try await client.subscribe(customer("bob"), to: sku("vision"), mode: .every, minQuantity: 3, wait: 20)
         try await client.changeStock(of: sku("pencil"), .set(7), wait: 20)
+        // carol watched something once: the store told her she watches nothing, and owns that mirror too.
+        try await client.subscribe(customer("carol"), to: sku("ipad"), wait: 20)
+        try await client.unsubscribe(customer("carol"), from: nil, wait: 20)
         #expect(store.log.contains("connected to the broker") && !store.log.contains("reconnected"), "the first connection is not a reconnection")
 
         try await broker.stop()  // no persistence: every retained message and the store's session are gone
@@ -136,8 +139,9 @@ struct DurabilityTests {
             let inventory = (try? await client.inventory()) ?? []
             let alice = try? await client.watching(customer("alice"))
             let bob = try? await client.watching(customer("bob"))
+            let carol = try? await client.watching(customer("carol"))
             return inventory.map(\.sku) == ["pencil"] && inventory.first?.quantity == 7 && alice?.watching.map(\.sku) == ["ipad"]
-                && bob?.watching.first?.minQuantity == 3
+                && bob?.watching.first?.minQuantity == 3 && carol?.watching.isEmpty == true
         }
         print("retained topics back \(clock.now - back) after the broker was started again")
         #expect(try await client.status()?.isOnline == true)

@@ -35,7 +35,7 @@ struct OneStoreTests {
         let heartbeat = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "newer-heartbeat"))
         try await heartbeat.connect()
         try await waitUntil("the first store to stop", within: 20) {
-            let status = StoreStatus(store: try StoreID("apple"), online: true, since: Date(), instance: "newer0000000", heartbeatAt: Date())
+            let status = StoreStatus.online(store: try StoreID("apple"), since: Date(), instance: "newer0000000", heartbeatAt: Date())
             try await heartbeat.publish(Array(try JSONEncoder().encode(status)), to: "restock/apple/status", qos: .atLeastOnce, retain: true)
             return first.exitStatus != nil
         }

@@ -47,9 +47,21 @@ public struct InventoryRecord: Codable, Sendable, Hashable {
 
 /// `P/{store}/status`, retained, and the store's will.
 public struct StoreStatus: Codable, Sendable, Hashable {
+    /// Why a store is offline.
+    public enum OfflineReason: String, Codable, Sendable, Hashable {
+        /// It stopped cleanly (SIGINT, SIGTERM) and said so itself.
+        case stopped
+        /// Its connection was lost: the broker published the store's will.
+        case connectionLost = "connection-lost"
+    }
+
     public var store: String
     public var state: String
-    public var since: String
+    /// `online`: when the store (re)connected; `offline` after a clean stop: when it stopped. Absent in the will,
+    /// which is written when the store connects and cannot know when the connection will be lost.
+    public var since: String?
+    /// Offline only: why.
+    public var reason: OfflineReason?
     /// The store process that wrote it: one live instance per store id.
     public var instance: String?
     /// While online, refreshed every ``StoreStatus/heartbeatInterval``: an online status whose heartbeat is
@@ -61,10 +73,26 @@ public struct StoreStatus: Codable, Sendable, Hashable {
     /// How old a heartbeat may be before its store counts as gone.
     public static let staleAfter = 6.0
 
-    public init(store: StoreID, online: Bool, since: Date, instance: String? = nil, heartbeatAt: Date? = nil) {
+    /// An online status.
+    public static func online(store: StoreID, since: Date, instance: String, heartbeatAt: Date) -> StoreStatus {
+        StoreStatus(store: store, state: "online", since: since, reason: nil, instance: instance, heartbeatAt: heartbeatAt)
+    }
+
+    /// The offline status of a clean stop at `time`.
+    public static func stopped(store: StoreID, at time: Date, instance: String) -> StoreStatus {
+        StoreStatus(store: store, state: "offline", since: time, reason: .stopped, instance: instance, heartbeatAt: nil)
+    }
+
+    /// The offline status the broker publishes as the store's will: no `since`, as nobody knows it in advance.
+    public static func connectionLost(store: StoreID, instance: String) -> StoreStatus {
+        StoreStatus(store: store, state: "offline", since: nil, reason: .connectionLost, instance: instance, heartbeatAt: nil)
+    }
+
+    private init(store: StoreID, state: String, since: Date?, reason: OfflineReason?, instance: String, heartbeatAt: Date?) {
         self.store = store.rawValue
-        self.state = online ? "online" : "offline"
-        self.since = Timestamp.string(from: since)
+        self.state = state
+        self.since = since.map(Timestamp.string(from:))
+        self.reason = reason
         self.instance = instance
         self.heartbeatAt = heartbeatAt.map(Timestamp.string(from:))
     }

@@ -120,6 +120,15 @@ public final class StoreDatabase: Sendable {
                         size INTEGER NOT NULL, retained INTEGER NOT NULL, failedAt REAL NOT NULL);
                     """)
         }
+        migrator.registerMigration("v4: customers with a mirror") { db in
+            // Every customer the store has published a mirror for, also one now watching nothing (`"watching":[]`):
+            // after a broker lost its retained messages, each of them gets its mirror back.
+            try db.execute(
+                sql: """
+                    CREATE TABLE mirror (customer TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                    INSERT OR IGNORE INTO mirror (customer) SELECT DISTINCT customer FROM watch;
+                    """)
+        }
         return migrator
     }
 
@@ -157,6 +166,13 @@ public final class StoreDatabase: Sendable {
             snapshot.nextPosition = UInt64(counters["nextPosition"] ?? 1)
             snapshot.nextAlertSequence = UInt64(counters["nextAlertSequence"] ?? 1)
             return snapshot
+        }
+    }
+
+    /// Every customer the store has published a mirror for, watching something or not.
+    public func mirroredCustomers() throws -> [CustomerID] {
+        try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT customer FROM mirror ORDER BY customer").compactMap { try? CustomerID($0) }
         }
     }
 
@@ -271,6 +287,8 @@ public final class StoreDatabase: Sendable {
             }
             // A retained topic keeps only its newest version waiting: REPLACE gives it a new seq (rows of one
             // statement are inserted in order, so a later version in the same batch still wins).
+            try BulkStatement(head: "INSERT OR IGNORE INTO mirror (customer) VALUES ", columns: 1)
+                .execute(changes.mirrored.sorted().map { [$0.rawValue] }, in: db)
             try BulkStatement(head: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain, batch) VALUES ", columns: 5)
                 .execute(changes.publications.map { [$0.key, $0.topic, Data($0.payload), $0.retain, $0.batch] }, in: db)
             if let seq = changes.processedThrough {
@@ -458,6 +476,8 @@ public struct StoreChanges: Sendable {
     public var inventory: [SKU: Int] = [:]
     public var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
     public var publications: [Publication] = []
+    /// The customers whose mirror this batch publishes: the store owns that retained topic from then on.
+    public var mirrored: Set<CustomerID> = []
     /// The last inbox entry this batch consumed.
     public var processedThrough: Int64?
 

@@ -54,6 +54,7 @@ struct RequestProcessor: Sendable {
                 let topic = topics.subscriptions(customer)
                 changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
             }
+            changes.mirrored = mirrorsToRefresh
             changes.counters = store.counters
             changes.processedThrough = last.seq
             try database.commit(changes)
@@ -65,7 +66,8 @@ struct RequestProcessor: Sendable {
         return total
     }
 
-    /// Queues every retained topic the store owns — each SKU's inventory and each watching customer's mirror —
+    /// Queues every retained topic the store owns — each SKU's inventory and each customer's mirror, also one
+    /// that says the customer watches nothing —
     /// for a broker that lost them (restarted without persistence). The status is the connection's to publish.
     func republishRetained() throws {
         var changes = StoreChanges()
@@ -75,7 +77,8 @@ struct RequestProcessor: Sendable {
             let topic = topics.inventory(sku)
             changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
         }
-        let customers = Set(store.snapshot.watches.map(\.customer))
+        // Every mirror the store owns: customers watching something, and those it told they watch nothing.
+        let customers = Set(store.snapshot.watches.map(\.customer)).union(try database.mirroredCustomers())
         for customer in customers.sorted() {
             let mirror = SubscriptionsMirror(store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
             let topic = topics.subscriptions(customer)

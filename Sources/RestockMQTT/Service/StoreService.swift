@@ -73,7 +73,7 @@ public final class StoreService: Service, Sendable {
     public func run() async throws {
         let (requests, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (outbox, outboxGrew) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let offline = StoreStatus(store: store.id, online: false, since: clock(), instance: instance)
+        let offline = StoreStatus.connectionLost(store: store.id, instance: instance)
         let client = try MQTTClient(
             configuration: configuration.connection.configuration(
                 clientID: Self.clientID(for: store.id), session: .persistent,
@@ -221,7 +221,7 @@ public final class StoreService: Service, Sendable {
         // Say offline even when this task was cancelled (a new task does not inherit the cancellation), but give
         // up after a second or two if the broker does not answer; with no connection at all the will says it.
         if client.isConnected {
-            let goodbye = StoreStatus(store: store.id, online: false, since: clock(), instance: instance)
+            let goodbye = StoreStatus.stopped(store: store.id, at: clock(), instance: instance)
             let topic = topics.status
             _ = try? await withDeadline(2) { try await client.publish(goodbye.payloadBytes(), to: topic, qos: .atLeastOnce, retain: true) }
         }
@@ -231,7 +231,7 @@ public final class StoreService: Service, Sendable {
 
     /// This instance's online status, with a fresh heartbeat.
     private func onlineStatus(since: Date) -> StoreStatus {
-        StoreStatus(store: store.id, online: true, since: since, instance: instance, heartbeatAt: clock())
+        StoreStatus.online(store: store.id, since: since, instance: instance, heartbeatAt: clock())
     }
 
     /// Reads the store's retained status with a clean session of its own and refuses to go on when it says
@@ -248,7 +248,7 @@ public final class StoreService: Service, Sendable {
     private func newerLiveInstance(than since: Date) async -> String? {
         guard let status = try? await StoreClient(connection: configuration.connection, topics: topics).status(waitingFor: .milliseconds(500)),
             let other = status.instance, other != instance, status.isLive(at: clock()),
-            let started = Timestamp.date(from: status.since), started > since || (started == since && other > instance)
+            let started = status.since.flatMap(Timestamp.date(from:)), started > since || (started == since && other > instance)
         else { return nil }
         return other
     }
