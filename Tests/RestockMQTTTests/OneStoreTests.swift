@@ -25,12 +25,39 @@ struct OneStoreTests {
         try await first.send(SIGTERM)
     }
 
+    @Test("stores started at the same moment on other data directories: one goes on, the others refuse before taking a request", arguments: 1...3)
+    func simultaneousStarts(round: Int) async throws {
+        let broker = try await MosquittoBroker.start(.init(persistence: true))
+        // The store's session exists (a store ran and stopped), so requests sent while they start are queued in it.
+        let before = try await StoreProcess.started(on: broker)
+        try await before.send(SIGTERM)
+        let stores = try (0..<3).map { _ in try StoreProcess(broker: broker) }
+        let children = try stores.map { try $0.launch() }
+        for index in 0..<40 { try await mosquittoPub(broker, "restock/apple/subscribe/c\(index)", "ipad") }
+        try await waitUntil("all but one store to exit", within: 30) { children.filter { $0.exitStatus != nil }.count == 2 }
+        let running = stores.indices.filter { children[$0].exitStatus == nil }
+        #expect(running.count == 1, "round \(round): \(stores.map { $0.log.suffix(300) })")
+        for index in stores.indices where !running.contains(index) {
+            #expect(children[index].exitStatus != 0)
+            #expect(stores[index].log.contains("is already running on this broker"), "\(stores[index].log.suffix(400))")
+            // The losers never took the store's session: nothing in their databases.
+            let queues = try StoreDatabase.queueLengths(readingOnly: stores[index].dataDirectory)
+            #expect(queues.inbox == 0 && queues.watches == 0, "a loser took requests: \(queues)")
+        }
+        // Every request reaches the one that runs.
+        guard let winner = running.first else { return }
+        try await waitUntil("40 watches at the winner", within: 30) {
+            (try? StoreDatabase.queueLengths(readingOnly: stores[winner].dataDirectory).watches) == 40
+        }
+        try await stores[winner].send(SIGTERM)
+    }
+
     @Test("a store that sees another instance take over stops, applies nothing more, and exits non-zero with one line")
     func takenOverStops() async throws {
         let broker = try await MosquittoBroker.start()
         let first = try await StoreProcess.started(on: broker)
         // What a newer instance does: it takes the store's session (client id), and says it is live in the status.
-        let takeover = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "restock-store-apple", session: .persistent))
+        let takeover = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: SessionClientIDs.store(try StoreID("apple")), session: .persistent))
         try await takeover.connect()
         let heartbeat = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "newer-heartbeat"))
         try await heartbeat.connect()

@@ -130,6 +130,28 @@ public struct ErrorReport: Codable, Sendable, Hashable {
     }
 }
 
+/// A store instance's claim on its store id, published retained on `P/{store}/claim` when it starts, before it
+/// takes the store's session: of instances starting at the same moment, the last to claim goes on.
+public struct StoreClaim: Codable, Sendable, Hashable {
+    public var store: String
+    /// The store process that claims it.
+    public var instance: String
+    /// When it claimed it.
+    public var at: String
+
+    public init(store: StoreID, instance: String, at: Date) {
+        self.store = store.rawValue
+        self.instance = instance
+        self.at = Timestamp.string(from: at)
+    }
+
+    /// Whether it was made at most ``StoreStatus/staleAfter`` seconds from `now` (a claim is a start in progress).
+    public func isFresh(at now: Date) -> Bool {
+        guard let made = Timestamp.date(from: at) else { return false }
+        return abs(now.timeIntervalSince(made)) <= StoreStatus.staleAfter
+    }
+}
+
 extension Encodable {
     /// Compact JSON with sorted keys, the encoding of every payload.
     func payloadBytes() -> [UInt8] {

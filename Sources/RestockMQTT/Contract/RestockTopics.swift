@@ -49,6 +49,8 @@ public struct RestockTopics: Sendable, Hashable {
     public var inventoryFilter: String { "\(root)/inventory/+" }
     /// `P/{store}/status`: retained online/offline.
     public var status: String { "\(root)/status" }
+    /// `P/{store}/claim`: retained; the instance that last claimed the store at start (one store per id).
+    public var claim: String { "\(root)/claim" }
 
     /// The filters the store subscribes to for requests.
     public var requestFilters: [String] { ["\(root)/subscribe/+", "\(root)/unsubscribe/+", adminStock] }

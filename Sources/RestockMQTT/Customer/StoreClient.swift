@@ -132,6 +132,21 @@ public final class StoreClient: Sendable {
         try await withClient { try await self.retained(StoreStatus.self, on: self.topics.status, using: $0, firstWait: wait).first }
     }
 
+    /// The store's retained status and claim, each waited for at most `wait` after subscribing (for the store's
+    /// own start: one store per id).
+    func ownership(waitingFor wait: Duration) async throws -> (status: StoreStatus?, claim: StoreClaim?) {
+        try await withClient { client in
+            async let status = self.retained(StoreStatus.self, on: self.topics.status, using: client, firstWait: wait).first
+            async let claim = self.retained(StoreClaim.self, on: self.topics.claim, using: client, firstWait: wait).first
+            return (try await status, try await claim)
+        }
+    }
+
+    /// Publishes the store's retained claim and waits for the broker's acknowledgement.
+    func publish(_ claim: StoreClaim) async throws {
+        try await withClient { try await $0.publish(claim.payloadBytes(), to: self.topics.claim, qos: .atLeastOnce, retain: true) }
+    }
+
     /// A customer's watch list as the store last published it; `nil` when it never had one.
     /// - Throws: ``RestockMQTTError/unknownStore(store:)`` when no store of this id was ever online on the broker.
     public func watching(_ customer: CustomerID) async throws -> SubscriptionsMirror? {

@@ -105,18 +105,19 @@ public struct DemoStory: Sendable {
         return summary
     }
 
-    /// Clears the retained topics of the demo's store and ends its customers' persistent sessions.
+    /// Clears the retained topics of the demo's store and ends its own and its customers' persistent sessions.
     private func cleanUp(customers: [CustomerID], skus: [SKU]) async throws {
         let client = try MQTTClient(
             configuration: connection.configuration(clientID: SessionClientIDs.oneShot("restock-demo-cleanup"), session: .clean))
         try await client.connect()
-        let retained = [topics.status] + skus.map(topics.inventory) + customers.map(topics.subscriptions)
+        let retained = [topics.status, topics.claim] + skus.map(topics.inventory) + customers.map(topics.subscriptions)
         for topic in retained { try await client.publish([], to: topic, qos: .atLeastOnce, retain: true) }
         await client.disconnect()
         let store = StoreClient(connection: connection, topics: topics)
-        for customer in customers {
-            // A clean connection with that client id ends the session the listener kept.
-            let session = try MQTTClient(configuration: connection.configuration(clientID: store.listeningClientID(customer), session: .clean))
+        // A clean connection with a session's client id ends the session: the listeners' and the store's own.
+        let sessions = customers.map(store.listeningClientID) + [SessionClientIDs.store(topics.store)]
+        for clientID in sessions {
+            let session = try MQTTClient(configuration: connection.configuration(clientID: clientID, session: .clean))
             try await session.connect()
             await session.disconnect()
         }

@@ -234,13 +234,40 @@ public final class StoreService: Service, Sendable {
         StoreStatus.online(store: store.id, since: since, instance: instance, heartbeatAt: clock())
     }
 
-    /// Reads the store's retained status with a clean session of its own and refuses to go on when it says
-    /// another instance is live (its heartbeat fresh). The process that last used this data directory is not
-    /// another: it is gone, since this one holds the directory's lock.
-    private func refuseIfAnotherInstanceIsLive() async throws {
-        let status = try await StoreClient(connection: configuration.connection, topics: topics).status(waitingFor: .milliseconds(500))
-        guard let status, let other = status.instance, other != previousInstance, status.isLive(at: clock()) else { return }
-        throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
+    /// Claims the store id before the store's session is taken, with a clean session of its own; throws
+    /// ``RestockMQTTError/storeAlreadyRunning(store:instance:)`` when another instance has it.
+    ///
+    /// Refuses when the retained status says another instance is live (its heartbeat fresh), or the retained
+    /// claim says another instance began to start less than ``StoreStatus/staleAfter`` ago. Otherwise publishes
+    /// this instance's claim, lets ``claimSettle`` pass, and reads both again: of instances that started at the
+    /// same moment, the one whose claim the broker kept (the last) goes on, and the others refuse. The process
+    /// that last used this data directory is not another: it is gone, since this one holds the directory's lock.
+    private func claimTheStore() async throws {
+        let reader = StoreClient(connection: configuration.connection, topics: topics)
+        try refuseIfOwnedByAnother(try await reader.ownership(waitingFor: .milliseconds(500)))
+        try await reader.publish(StoreClaim(store: store.id, instance: instance, at: clock()))
+        try await Task.sleep(for: Self.claimSettle)  // the time another start has to claim after this one
+        let now = try await reader.ownership(waitingFor: .milliseconds(500))
+        try refuseIfOwnedByAnother(now)
+        if let claim = now.claim, claim.instance != instance, claim.instance != previousInstance {
+            throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: claim.instance)
+        }
+    }
+
+    /// How long a start waits after its claim before it reads the claim again.
+    static let claimSettle = Duration.milliseconds(300)
+
+    private func refuseIfOwnedByAnother(_ ownership: (status: StoreStatus?, claim: StoreClaim?)) throws {
+        let now = clock()
+        if let status = ownership.status, let other = status.instance, other != instance, other != previousInstance, status.isLive(at: now) {
+            throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
+        }
+        if let claim = ownership.claim, claim.instance != instance, claim.instance != previousInstance, claim.isFresh(at: now),
+            ownership.status?.instance != claim.instance || ownership.status?.isOnline == true
+        {
+            // Another instance began to start moments ago (and has not stopped since): it goes first.
+            throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: claim.instance)
+        }
     }
 
     /// The instance, other than this one, whose retained status says it is live and started after `since`:
@@ -256,12 +283,12 @@ public final class StoreService: Service, Sendable {
     /// Connects, retrying while the broker is unreachable (it may start after the store): the first retry after
     /// 100–250 ms, then doubling up to 2 s, each with jitter, so a broker that comes up is found within a second
     /// or two and many stores do not retry in step.
-    /// Before the store's session is taken, each attempt checks that no other instance of the store is live.
+    /// Before the store's session is taken, each attempt claims the store id (``claimTheStore()``).
     private func connect(_ client: MQTTClient) async throws {
         var delay = 0.1
         while true {
             do {
-                try await refuseIfAnotherInstanceIsLive()
+                try await claimTheStore()
                 try await client.connect()
                 return
             } catch let error as MQTTError {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the restock_clientid mosquitto plugin: build.sh OUTPUT.so
-# Needs Debian's mosquitto-dev (mosquitto_broker.h, mosquitto_plugin.h) and a C compiler ($CC, cc, gcc or clang).
+# Needs Debian's mosquitto-dev and libmosquitto-dev (mosquitto_broker.h, mosquitto_plugin.h, mosquitto.h) and a C compiler ($CC, cc, gcc or clang).
 set -eu
 output=${1:?usage: build.sh OUTPUT.so}
 source=$(dirname "$0")/restock_clientid.c
