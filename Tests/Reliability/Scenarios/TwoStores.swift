@@ -8,7 +8,42 @@ enum TwoStores {
     static let customers = 50
 
     static func run() async throws -> [ScenarioRow] {
-        [try await sameDataDirectory(), try await otherDataDirectory()]
+        [try await sameDataDirectory(), try await otherDataDirectory(), try await simultaneousStarts()]
+    }
+
+    /// R7c: three stores of one id started at the same moment, each on its own data directory, while 20 subscribes
+    /// stream in: the claim lets exactly one go on; the others refuse before they take the session or a request.
+    static func simultaneousStarts() async throws -> ScenarioRow {
+        let broker = try await MosquittoBroker.start()
+        let before = try await StoreProcess.started(on: broker)  // the store's session exists: requests queue in it
+        try await before.send(SIGTERM)
+        let stores = try (0..<3).map { _ in try StoreProcess(broker: broker) }
+        let children = try stores.map { try $0.launch() }
+        let ids = Requests.customers(20, prefix: "r7c-")
+        try await Requests.publish(Requests.subscriptions(ids, to: "r7c-sku"), to: broker.url)
+        try await waitUntil("all but one store to exit", within: 30) { children.filter { $0.exitStatus != nil }.count >= 2 }
+        let running = stores.indices.filter { children[$0].exitStatus == nil }
+        let losers = stores.indices.filter { !running.contains($0) }
+        let appliedByLosers = losers.map { (try? StoreDatabase.snapshot(readingOnly: stores[$0].dataDirectory).watches.count) ?? 0 }.reduce(0, +)
+        let refusals = losers.map { stores[$0].log.split(separator: "\n").last { $0.hasPrefix("error:") }.map(String.init) ?? "" }
+        var (distinct, deliveries) = (0, 0)
+        if running.count == 1, let winner = running.first {
+            try await StoreQueues.waitForWatches(ids.count, in: stores[winner].dataDirectory, within: 60)
+            let collector = try await AlertCollector(broker: broker)
+            try await StockStream(url: broker.url, sku: "r7c-sku").set(5)
+            try? await waitUntil("every alert", within: 60) { collector.distinct >= ids.count }
+            (distinct, deliveries) = (collector.distinct, collector.total)
+            await collector.close()
+        }
+        var row = ScenarioRow(
+            "R7c", "three `restock serve` for one store started at the same moment on three data directories, during 20 subscribes; then a restock",
+            expected: ids.count, distinct: distinct, deliveries: deliveries)
+        row.notes.append("\(running.count) running; the others: exits \(losers.map { children[$0].exitStatus ?? -1 }); requests applied by them: \(appliedByLosers)")
+        row.check(running.count == 1, "\(running.count) stores kept running")
+        row.check(refusals.allSatisfy { $0.contains("already running") }, "a store that stopped did not say the store is already running: \(refusals)")
+        row.check(appliedByLosers == 0, "the stores that stopped applied \(appliedByLosers) requests")
+        for index in running { try await stores[index].send(SIGTERM) }
+        return row
     }
 
     /// R7b: on another data directory: the second finds the first live on the broker (its status heartbeat),
