@@ -61,7 +61,10 @@ let package = Package(
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport"]),
         .testTarget(
             name: "RestockMQTTTests",
-            dependencies: ["RestockMQTT", "RestockTestSupport", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "RestockMQTT", "RestockTestSupport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -20,6 +20,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     case dataDirectoryOfAnotherStore(String, owner: String)
     /// The data directory or database could not be used.
     case storage(String)
+    /// A stage of the running store failed (`stage`: what it was doing); the store stopped.
+    case stageFailed(stage: String, reason: String)
     /// The broker refused a customer's listening session: with the shipped configuration only the user
     /// named like the customer may use it.
     case listeningSessionRefused(customer: String, clientID: String, reason: String)
@@ -40,6 +42,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .dataDirectoryOfAnotherStore(let path, let owner):
             "\(path) holds the state of store \(owner): run `restock serve --store \(owner)` on it, or give this store its own --data directory"
         case .storage(let detail): "storage error: \(detail)"
+        case .stageFailed(let stage, let reason): "the store stopped: \(stage) failed: \(reason)"
         case .listeningSessionRefused(let customer, let clientID, let reason):
             "the broker refused \(customer)'s listening session \(clientID): \(reason); it belongs to the user \(customer) (docs/contract.md, \"Sessions and client ids\")"
         }

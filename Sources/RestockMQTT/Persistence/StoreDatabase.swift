@@ -64,7 +64,7 @@ public final class StoreDatabase: Sendable {
     /// Reads the state saved in `directory` without taking the directory lock, while a store may be
     /// running on it (for tests and inspection; WAL readers never block the writer).
     public static func snapshot(readingOnly directory: URL) throws -> StoreSnapshot {
-        try loadSnapshot(from: readOnlyPool(directory))
+        try loadSnapshot(from: readOnlyPool(directory)).snapshot
     }
 
     /// The queue lengths of the database in `directory`, read as ``snapshot(readingOnly:)`` reads.
@@ -134,38 +134,67 @@ public final class StoreDatabase: Sendable {
 
     // MARK: Restore
 
-    /// Everything the store needs to carry on.
+    /// Everything the store needs to carry on. Rows that do not hold a valid watch or inventory record (a file
+    /// changed by hand, or damaged) are left out; ``loadSnapshotReportingSkipped()`` says which.
     public func loadSnapshot() throws -> StoreSnapshot {
+        try Self.loadSnapshot(from: pool).snapshot
+    }
+
+    /// ``loadSnapshot()``, with a description of each row it left out.
+    func loadSnapshotReportingSkipped() throws -> (snapshot: StoreSnapshot, skipped: [String]) {
         try Self.loadSnapshot(from: pool)
     }
 
-    private static func loadSnapshot(from pool: DatabasePool) throws -> StoreSnapshot {
+    private static func loadSnapshot(from pool: DatabasePool) throws -> (snapshot: StoreSnapshot, skipped: [String]) {
         try pool.read { db in
             var snapshot = StoreSnapshot()
+            var skipped: [String] = []
             // Columns by index, not by name: a restart reads every watch, and a name lookup per value doubled it.
+            // Each value is converted without trapping: the file is outside input.
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM watch") ?? 0
             snapshot.watches.reserveCapacity(count)
             let rows = try Row.fetchCursor(
                 db, sql: "SELECT customer, sku, mode, minQuantity, position, since, waiting FROM watch ORDER BY position")
             while let row = try rows.next() {
-                guard let customer = try? CustomerID(row[0] as String), let sku = try? SKU(row[1] as String),
-                    let mode = WatchMode(rawValue: row[2])
-                else { continue }
+                guard let customer = String.fromDatabaseValue(row[0]).flatMap({ try? CustomerID($0) }),
+                    let sku = String.fromDatabaseValue(row[1]).flatMap({ try? SKU($0) }),
+                    let mode = String.fromDatabaseValue(row[2]).flatMap(WatchMode.init(rawValue:)),
+                    let minQuantity = Int.fromDatabaseValue(row[3]), RequestLimits.minQuantity.contains(minQuantity),
+                    let position = Int64.fromDatabaseValue(row[4]), position > 0,
+                    let since = Double.fromDatabaseValue(row[5]), since.isFinite,
+                    let waiting = Bool.fromDatabaseValue(row[6])
+                else {
+                    skipped.append("watch \(row.databaseValues.map(\.description).joined(separator: ", "))")
+                    continue
+                }
                 snapshot.watches.append(
                     Watch(
-                        customer: customer, sku: sku, mode: mode, minQuantity: row[3], position: UInt64(row[4] as Int64),
-                        since: Date(timeIntervalSinceReferenceDate: row[5]), isWaiting: row[6]))
+                        customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, position: UInt64(position),
+                        since: Date(timeIntervalSinceReferenceDate: since), isWaiting: waiting))
             }
             for row in try Row.fetchAll(db, sql: "SELECT sku, quantity FROM inventory") {
-                if let sku = try? SKU(row["sku"] as String) { snapshot.inventory[sku] = row["quantity"] }
+                guard let sku = String.fromDatabaseValue(row[0]).flatMap({ try? SKU($0) }),
+                    let quantity = Int.fromDatabaseValue(row[1]), RequestLimits.stockSet.contains(quantity)
+                else {
+                    skipped.append("inventory \(row.databaseValues.map(\.description).joined(separator: ", "))")
+                    continue
+                }
+                snapshot.inventory[sku] = quantity
             }
-            let counters = try Dictionary(
-                uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT name, value FROM counter").map {
-                    ($0["name"] as String, $0["value"] as Int64)
-                })
-            snapshot.nextPosition = UInt64(counters["nextPosition"] ?? 1)
-            snapshot.nextAlertSequence = UInt64(counters["nextAlertSequence"] ?? 1)
-            return snapshot
+            var counters: [String: UInt64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT name, value FROM counter") {
+                guard let name = String.fromDatabaseValue(row[0]), let value = Int64.fromDatabaseValue(row[1]), value > 0 else {
+                    skipped.append("counter \(row.databaseValues.map(\.description).joined(separator: ", "))")
+                    continue
+                }
+                counters[name] = UInt64(value)
+            }
+            // Never behind what the rows hold, skipped ones included (they keep their place in the table): a
+            // position is never given out twice.
+            let highest = try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM watch WHERE typeof(position) = 'integer'") ?? 0
+            snapshot.nextPosition = max(counters["nextPosition"] ?? 1, UInt64(max(highest, 0)) &+ 1)
+            snapshot.nextAlertSequence = counters["nextAlertSequence"] ?? 1
+            return (snapshot, skipped)
         }
     }
 

@@ -57,7 +57,9 @@ public final class StoreService: Service, Sendable {
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
         self.instance = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         self.previousInstance = try database.replaceInstance(with: instance)
-        let snapshot = try database.loadSnapshot()
+        let (snapshot, skipped) = try database.loadSnapshotReportingSkipped()
+        for row in skipped.prefix(20) { logger.error("skipped a row of the database that holds no valid record: \(row)") }
+        if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the database in all") }
         self.store = try Store(id: configuration.store, alertsPerUnit: configuration.alertsPerUnit, restoring: snapshot, clock: clock)
         logger.info(
             "restored store \(configuration.store)",
@@ -113,6 +115,7 @@ public final class StoreService: Service, Sendable {
 
         let drainTimeout = configuration.drainTimeout
         let takenOver = TakeOver()
+        let failure = StageFailure()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -127,12 +130,14 @@ public final class StoreService: Service, Sendable {
                     }
                 } catch is CancellationError {
                 } catch {
-                    self.logger.critical("cannot apply requests: \(error)")
+                    self.logger.critical("cannot apply requests: \(error); stopping after the outbox is drained")
+                    failure.record("applying requests", error)
                 }
                 // No more requests are applied: what the outbox holds now is all there is to send before stopping.
                 stopping.begin(drainingFor: drainTimeout)
                 outboxGrew.yield()
                 outboxGrew.finish()
+                failure.stageEnded()
             }
             group.addTask {
                 // The drain is bounded: once stopping has begun, the publisher gets the drain timeout and a grace
@@ -153,8 +158,11 @@ public final class StoreService: Service, Sendable {
                     try await publishing.value
                 } catch is CancellationError {
                 } catch {
-                    self.logger.error("outbox stopped: \(error)")
+                    self.logger.critical("cannot publish the outbox: \(error); stopping")
+                    failure.record("publishing the outbox", error)
+                    requestArrived.finish()  // the applying stage ends after its current batch
                 }
+                defer { failure.stageEnded() }
                 let left = (try? self.database.queueLengths().outbox) ?? -1
                 if left > 0 {
                     self.logger.notice("stopping with \(left) messages (alerts, mirrors, inventory) left in the outbox; the next start sends them")
@@ -207,7 +215,8 @@ public final class StoreService: Service, Sendable {
                 }
             }
             while await group.next() != nil {
-                if takenOver.by != nil { group.cancelAll() }
+                // Taken over, or nothing left to apply and publish after a failure: the rest ends too.
+                if takenOver.by != nil || (failure.error != nil && failure.pipelineEnded) { group.cancelAll() }
             }
         }
 
@@ -227,6 +236,7 @@ public final class StoreService: Service, Sendable {
         }
         await client.disconnect()
         logger.info("store \(store.id) offline")
+        if let error = failure.error { throw error }
     }
 
     /// This instance's online status, with a fresh heartbeat.
