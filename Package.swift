@@ -25,7 +25,7 @@ let package = Package(
         // libmosquitto, as Debian's libmosquitto-dev installs it.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // A Swift 6 MQTT client over libmosquitto; the only module that imports CMosquitto.
-        .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
+        .target(name: "Mosquitto", dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")]),
         // A private mosquitto on a free loopback port, and the process and deadline tools it needs.
         .target(name: "LocalBroker"),
         // The bridge: the topic contract, durable state, the store service and the customer client.
@@ -58,7 +58,8 @@ let package = Package(
             path: "Tests/Reliability"),
         // `make bench` is a package of its own: Benchmarks/Package.swift.
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "RestockTestSupport"]),
-        .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport"]),
+        .testTarget(
+            name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "RestockMQTTTests",
             dependencies: [

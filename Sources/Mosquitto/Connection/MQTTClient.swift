@@ -1,6 +1,7 @@
 import CMosquitto
 import Dispatch
 import Glibc
+import Logging
 import Synchronization
 
 /// An MQTT client over libmosquitto, for Swift concurrency.
@@ -38,11 +39,19 @@ public final class MQTTClient: Sendable {
     /// - Parameters:
     ///   - configuration: Where and how to connect.
     ///   - journal: Told of each incoming message before it is acknowledged to the broker.
+    ///   - logger: Receives libmosquitto's own log, at matching levels (its errors as `.error`, warnings as
+    ///     `.warning`, notices as `.notice`, information as `.info`, the packet trace as `.debug`), with the
+    ///     client id as metadata. By default nothing is logged.
     /// - Throws: ``MQTTError`` when the configuration is not usable.
-    public init(configuration: MQTTConfiguration, journal: (any MQTTInboundJournal)? = nil) throws(MQTTError) {
+    public init(
+        configuration: MQTTConfiguration, journal: (any MQTTInboundJournal)? = nil,
+        logger: Logger = Logger(label: "mosquitto", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(MQTTError) {
         try configuration.validate()
         self.configuration = configuration
-        let context = LibMosquittoContext(journal: journal, protocolVersion: configuration.protocolVersion)
+        var logger = logger
+        logger[metadataKey: "mqtt.client"] = "\(configuration.clientID)"
+        let context = LibMosquittoContext(journal: journal, protocolVersion: configuration.protocolVersion, logger: logger)
         self.handle = try LibMosquittoHandle(configuration: configuration, context: context)
     }
 

@@ -1,4 +1,5 @@
 import CMosquitto
+import Logging
 
 /// The C callbacks handed to libmosquitto. Each is a plain function matching the C typedef exactly; it
 /// runs on libmosquitto's network thread, recovers its ``LibMosquittoContext`` from the `userdata`
@@ -88,15 +89,46 @@ private func onMessage(
     Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().received(copied)
 }
 
-/// libmosquitto reports a failed TLS handshake (a certificate it cannot verify, a host name the certificate
+/// libmosquitto's log goes to the client's logger at the matching level; nothing is copied out of a line the
+/// logger would drop (libmosquitto traces every packet at its debug level).
+///
+/// libmosquitto also reports a failed TLS handshake (a certificate it cannot verify, a host name the certificate
 /// does not carry) only in its log, then quietly tries again: a connect waiting for its first answer is
 /// failed with the reason instead of running into its timeout.
 private func onLog(_ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ level: Int32, _ text: UnsafePointer<CChar>?) {
-    guard let userdata, let text, level == MOSQ_LOG_ERR else { return }
+    guard let userdata, let text else { return }
+    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
+    let logLevel = LibMosquittoLogLevel.swiftLogLevel(level)
+    let logged = context.logger.logLevel <= logLevel
+    guard logged || level == MOSQ_LOG_ERR else { return }
     let line = String(cString: text)
-    guard line.hasPrefix("OpenSSL Error") else { return }
+    if logged { context.logger.log(level: logLevel, "\(line)", metadata: ["libmosquitto": "\(LibMosquittoLogLevel.name(level))"]) }
+    guard level == MOSQ_LOG_ERR, line.hasPrefix("OpenSSL Error") else { return }
     // "OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed" → "certificate verify failed"
     let reason = line.split(separator: ":").last.map(String.init) ?? line
-    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
-        .failConnecting(MQTTError.connectionFailed("TLS handshake failed: \(reason)"))
+    context.failConnecting(MQTTError.connectionFailed("TLS handshake failed: \(reason)"))
+}
+
+/// libmosquitto's log levels (`MOSQ_LOG_…`) and their swift-log counterparts.
+enum LibMosquittoLogLevel {
+    static func swiftLogLevel(_ level: Int32) -> Logger.Level {
+        switch level {
+        case MOSQ_LOG_ERR: .error
+        case MOSQ_LOG_WARNING: .warning
+        case MOSQ_LOG_NOTICE: .notice
+        case MOSQ_LOG_INFO: .info
+        default: .debug  // MOSQ_LOG_DEBUG, MOSQ_LOG_SUBSCRIBE, MOSQ_LOG_UNSUBSCRIBE and any later one
+        }
+    }
+
+    static func name(_ level: Int32) -> String {
+        switch level {
+        case MOSQ_LOG_ERR: "error"
+        case MOSQ_LOG_WARNING: "warning"
+        case MOSQ_LOG_NOTICE: "notice"
+        case MOSQ_LOG_INFO: "info"
+        case MOSQ_LOG_DEBUG: "debug"
+        default: "level \(level)"
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import CMosquitto
+import Logging
 import Synchronization
 
 /// What libmosquitto's callbacks reach through their `userdata` pointer: the waiters, the active
@@ -57,10 +58,13 @@ final class LibMosquittoContext: Sendable {
     let state = Mutex(State())
     let journal: (any MQTTInboundJournal)?
     let protocolVersion: MQTTProtocolVersion
+    /// Where libmosquitto's own log goes (``LibMosquittoCallbacks``), at matching levels.
+    let logger: Logger
 
-    init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion) {
+    init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion, logger: Logger) {
         self.journal = journal
         self.protocolVersion = protocolVersion
+        self.logger = logger
     }
 
     // MARK: Called on the network thread

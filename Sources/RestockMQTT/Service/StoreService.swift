@@ -80,7 +80,8 @@ public final class StoreService: Service, Sendable {
             configuration: configuration.connection.configuration(
                 clientID: Self.clientID(for: store.id), session: .persistent,
                 will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true)),
-            journal: RequestJournal(database: database, topics: topics, wakeup: requestArrived, logger: logger))
+            journal: RequestJournal(database: database, topics: topics, wakeup: requestArrived, logger: logger),
+            logger: logger)
 
         let connectionEvents = client.connectionEvents()
         let onlineSince = clock()
