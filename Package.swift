@@ -26,13 +26,15 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // A Swift 6 MQTT client over libmosquitto; the only module that imports CMosquitto.
         .target(name: "Mosquitto", dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")]),
-        // A private mosquitto on a free loopback port, and the process and deadline tools it needs.
-        .target(name: "LocalBroker"),
+        // Waiting with a deadline: bounded waits for the bridge, the tools and the tests.
+        .target(name: "Deadlines"),
+        // A private mosquitto on a free loopback port, and the process tools it needs (for the CLI and the tests).
+        .target(name: "LocalBroker", dependencies: ["Deadlines"]),
         // The bridge: the topic contract, durable state, the store service and the customer client.
         .target(
             name: "RestockMQTT",
             dependencies: [
-                "RestockCore", "Mosquitto", "LocalBroker",
+                "RestockCore", "Mosquitto", "Deadlines",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

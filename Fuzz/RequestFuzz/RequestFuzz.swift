@@ -12,7 +12,8 @@ import RestockMQTT
 // Checked for every input, against the intended contract (docs/contract.md, issue 11):
 // - nothing traps;
 // - a decoded request re-checks: customer as in the topic, a valid SKU, minQuantity 1…1,000,000,000,
-//   set 0…1,000,000,000, add within ±1,000,000,000; it re-encodes to JSON that decodes to the same request;
+//   set 0…1,000,000,000, add within ±1,000,000,000; it re-encodes to JSON that decodes to the same request,
+//   and so does the payload the client's request types (SubscribeRequest, …) make of it;
 //   the store accepts it;
 // - a refusal has a code of the documented set and a detail; a payload over 4 KiB is refused as
 //   payload-too-large, and invalid UTF-8 as invalid-utf8;
@@ -188,6 +189,28 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
     case .failure(let refusal):
         fatalError("\(payload) decoded to \(request); written back as \(json) it is refused: \(refusal)")
     }
+
+    // What the client sends for it (the shared request types) decodes to it too.
+    let sent: [UInt8]
+    do throws(RequestRefusal) {
+        switch request {
+        case .subscribe(_, let sku, let mode, let minQuantity): sent = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity).payload
+        case .unsubscribe(_, let sku): sent = UnsubscribeRequest.sku(sku).payload
+        case .unsubscribeAll: sent = UnsubscribeRequest.all.payload
+        case .stock(let sku, let change): sent = try StockRequest(sku: sku, change: change).payload
+        }
+    } catch {
+        fatalError("\(payload) decoded to \(request), which the client's request types refuse: \(error)")
+    }
+    let received: Result<StoreRequest, RequestRefusal>
+    switch kind {
+    case .subscribe: received = Result { () throws(RequestRefusal) in try RequestDecoder.subscribe(customer!, payload: sent) }
+    case .unsubscribe: received = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: sent) }
+    case .stock: received = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: sent) }
+    }
+    check(
+        (try? received.get()) == request,
+        "\(payload) decoded to \(request); the client sends it as \(String(decoding: sent, as: UTF8.self)), which decodes to \(received)")
 }
 
 /// The store takes every request the decoder lets through (here a fresh store: nothing on hand, no watches).

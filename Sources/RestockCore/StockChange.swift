@@ -9,12 +9,10 @@ public enum StockChange: Sendable, Hashable {
     /// - Throws: ``RestockError`` when the change is outside ``RequestLimits`` or the result leaves
     ///   `0...Store.maximumQuantity`.
     func applied(to current: Int, sku: SKU) throws(RestockError) -> Int {
-        switch self {
+        switch try RequestLimits.check(self) {
         case .set(let quantity):
-            guard RequestLimits.stockSet.contains(quantity) else { throw .stockChangeOutOfRange(field: "set", value: String(quantity)) }
             return quantity
         case .add(let delta):
-            guard RequestLimits.stockAdd.contains(delta) else { throw .stockChangeOutOfRange(field: "add", value: String(delta)) }
             let (sum, overflow) = current.addingReportingOverflow(delta)
             guard !overflow, sum <= Store.maximumQuantity else {
                 throw .quantityOutOfRange(sku: sku.rawValue, requested: "\(current) + \(delta)")

@@ -61,7 +61,7 @@ struct StoreState: Sendable {
     mutating func subscribe(
         customer: CustomerID, sku: SKU, mode: WatchMode, minQuantity: Int, now: Date
     ) throws(RestockError) -> SubscribeOutcome {
-        guard RequestLimits.minQuantity.contains(minQuantity) else { throw .invalidMinQuantity(String(minQuantity)) }
+        _ = try RequestLimits.checkMinQuantity(minQuantity)
         let onHand = quantity(of: sku)
         let existing = watch(customer: customer, sku: sku)
         if let existing, existing.mode == mode, existing.minQuantity == minQuantity {

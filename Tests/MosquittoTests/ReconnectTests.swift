@@ -39,12 +39,13 @@ struct ReconnectTests {
         await prober.value
         let delay = try await reconnected.value - (try #require(listening.withLock { $0 }))
         print("reconnected \(delay) after the broker listened again (outage \(outageSeconds) s)")
-        // Generous bounds, for a loaded CI machine (typically 0.1–0.7 s here): they catch a backoff counted in whole
-        // seconds (libmosquitto's own took 0.97 s and 1.98 s in these two cases), not a slow scheduler.
-        #expect(delay < .milliseconds(1_600))
+        // Generous bounds, for a loaded machine (typically 0.1–0.7 s here, 2.2 s seen with two builds running):
+        // they catch the old behaviour (about 5 s), not a slow scheduler. The schedule itself — a first retry
+        // within 100–250 ms, then backoff with jitter up to its cap — is ReconnectPolicyTests' exact check.
+        #expect(delay < .milliseconds(3_500))
         if outageSeconds == 0 {
             // The broker was back before the first retry (100–200 ms after the loss), or soon after it.
-            #expect(delay < .milliseconds(900))
+            #expect(delay < .milliseconds(2_500))
         }
         #expect(client.isConnected)
         await client.disconnect()
@@ -106,7 +107,7 @@ struct ReconnectTests {
         #expect(!client.isConnected)
     }
 
-    @Test("connect() to a broker that never answers ends within 1 s of disconnect(), which also returns at once")
+    @Test("connect() to a broker that never answers ends soon after disconnect(), which also returns at once")
     func disconnectWhileConnecting() async throws {
         let silent = try SilentListener()
         let client = try MQTTClient(configuration: .init(broker: .hostname("127.0.0.1", port: silent.port), clientID: uniqueName()))
@@ -116,7 +117,9 @@ struct ReconnectTests {
         let start = clock.now
         try await withDeadline(5, waitingFor: "disconnect()") { await client.disconnect() }
         let outcome = try await withDeadline(5, waitingFor: "connect() to end") { await connecting.result }
-        #expect(clock.now - start < .seconds(1))
+        // Typically well under a second; bounded for a loaded machine (1.8 s seen with two builds running). Before
+        // the fix, connect() waited out its whole timeout.
+        #expect(clock.now - start < .seconds(3))
         #expect(throws: MQTTError.notConnected) { try outcome.get() }
         #expect(!client.isConnected)
     }

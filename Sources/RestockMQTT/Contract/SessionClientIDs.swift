@@ -15,5 +15,5 @@ public enum SessionClientIDs {
     public static func listening(_ customer: CustomerID, at store: StoreID) -> String { "restock:\(store):\(customer)" }
 
     /// A fresh id for a one-shot connection with a clean session, outside the namespace: `{purpose}-{random}`.
-    static func oneShot(_ purpose: String) -> String { "\(purpose)-\(UUID().uuidString.prefix(12).lowercased())" }
+    package static func oneShot(_ purpose: String) -> String { "\(purpose)-\(UUID().uuidString.prefix(12).lowercased())" }
 }

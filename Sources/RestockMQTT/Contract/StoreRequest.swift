@@ -31,7 +31,7 @@ public enum RequestDecoder {
 
     /// A JSON number as a request gives it. Decoding never fails on a number and never traps: a whole number
     /// too large for `Int` or a fraction is kept as text, and refused with the field's own range.
-    private enum RequestNumber: Decodable {
+    enum RequestNumber: Codable {
         /// A whole number that fits in `Int` (3, 3.0, 3e0 and -0 are whole).
         case whole(Int)
         /// A whole number beyond `Int`, such as 1e19.
@@ -59,6 +59,14 @@ public enum RequestDecoder {
             }
         }
 
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .whole(let value): try container.encode(value)
+            case .wholeBeyondRange(let text), .fraction(let text): try container.encode(Double(text) ?? .nan)
+            }
+        }
+
         /// The number when it is a whole number within `range`.
         /// - Throws: `invalid-field` for a fraction; `outOfRange` for a whole number outside `range`.
         func integer(
@@ -75,77 +83,24 @@ public enum RequestDecoder {
         }
     }
 
-    private struct SubscribeBody: Decodable {
-        var sku: String
-        var mode: String?
-        var minQuantity: RequestNumber?
-    }
-
-    private struct UnsubscribeBody: Decodable {
-        var sku: String?
-        var all: Bool?
-    }
-
-    private struct StockBody: Decodable {
-        var sku: String
-        var set: RequestNumber?
-        var add: RequestNumber?
-    }
-
     /// Decodes a subscribe request of `customer`.
     public static func subscribe(_ customer: CustomerID, payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
-        let body: SubscribeBody
-        switch try parse(payload) {
-        case .bare(let sku): body = SubscribeBody(sku: sku)
-        case .object(let data): body = try decode(SubscribeBody.self, from: data)
-        }
-        let mode: WatchMode
-        switch body.mode {
-        case nil: mode = .once
-        case let text?:
-            guard let parsed = WatchMode(rawValue: text) else {
-                throw RequestRefusal(code: "invalid-mode", detail: "mode must be \"once\" or \"every\", not \(String(reflecting: text))")
-            }
-            mode = parsed
-        }
-        let minQuantity = try body.minQuantity?.integer("minQuantity", in: RequestLimits.minQuantity, outOfRange: RestockError.invalidMinQuantity) ?? 1
-        return .subscribe(customer, try sku(body.sku), mode: mode, minQuantity: minQuantity)
+        let request = try SubscribeRequest(payload: payload)
+        return .subscribe(customer, request.sku, mode: request.mode, minQuantity: request.minQuantity)
     }
 
     /// Decodes an unsubscribe request of `customer`.
     public static func unsubscribe(_ customer: CustomerID, payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
-        let body: UnsubscribeBody
-        switch try parse(payload) {
-        case .bare(let sku): body = UnsubscribeBody(sku: sku)
-        case .object(let data): body = try decode(UnsubscribeBody.self, from: data)
+        switch try UnsubscribeRequest(payload: payload) {
+        case .sku(let sku): .unsubscribe(customer, sku)
+        case .all: .unsubscribeAll(customer)
         }
-        if body.all == true {
-            guard body.sku == nil else {
-                throw RequestRefusal(code: "invalid-field", detail: "give either \"sku\" or \"all\":true, not both")
-            }
-            return .unsubscribeAll(customer)
-        }
-        guard let text = body.sku else {
-            throw RequestRefusal(code: "invalid-field", detail: "an unsubscribe request needs \"sku\" or \"all\":true")
-        }
-        return .unsubscribe(customer, try sku(text))
     }
 
     /// Decodes an admin stock request.
     public static func stock(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
-        guard case .object(let data) = try parse(payload) else {
-            throw RequestRefusal(code: "invalid-json", detail: #"a stock request is a JSON object: {"sku":"…","set":N} or {"sku":"…","add":N}"#)
-        }
-        let body = try decode(StockBody.self, from: data)
-        let item = try sku(body.sku)
-        switch (body.set, body.add) {
-        case (let quantity?, nil):
-            return .stock(item, .set(try quantity.integer("set", in: RequestLimits.stockSet) { .stockChangeOutOfRange(field: "set", value: $0) }))
-        case (nil, let delta?):
-            return .stock(item, .add(try delta.integer("add", in: RequestLimits.stockAdd) { .stockChangeOutOfRange(field: "add", value: $0) }))
-        default:
-            throw RequestRefusal(code: "invalid-field", detail: "a stock request needs exactly one of \"set\" and \"add\"")
-        }
+        let request = try StockRequest(payload: payload)
+        return .stock(request.sku, request.change)
     }
 
     /// The refusal of a payload of `size` bytes, over ``maximumPayloadSize``.
@@ -158,13 +113,13 @@ public enum RequestDecoder {
         code: "retained-request",
         detail: "a request published with the retain flag is never applied: publish it again without retain (mosquitto_pub without -r)")
 
-    private enum Parsed {
+    enum Parsed {
         case bare(String)
         case object(Data)
     }
 
     /// Size, UTF-8, and the choice between a JSON object and a bare SKU.
-    private static func parse(_ payload: [UInt8]) throws(RequestRefusal) -> Parsed {
+    static func parse(_ payload: [UInt8]) throws(RequestRefusal) -> Parsed {
         guard payload.count <= maximumPayloadSize else { throw tooLarge(payload.count) }
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw RequestRefusal(code: "invalid-utf8", detail: "the payload is not valid UTF-8")
@@ -179,7 +134,7 @@ public enum RequestDecoder {
         return .object(Data(trimmed.utf8))
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(RequestRefusal) -> T {
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(RequestRefusal) -> T {
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch DecodingError.keyNotFound(let key, _) {
@@ -206,7 +161,7 @@ public enum RequestDecoder {
         }
     }
 
-    private static func sku(_ text: String) throws(RequestRefusal) -> SKU {
+    static func sku(_ text: String) throws(RequestRefusal) -> SKU {
         do {
             return try SKU(text)
         } catch {

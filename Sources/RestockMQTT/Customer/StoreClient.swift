@@ -1,5 +1,5 @@
 import Foundation
-import LocalBroker
+import Deadlines
 import Synchronization
 import Mosquitto
 import RestockCore
@@ -32,11 +32,9 @@ public final class StoreClient: Sendable {
     public func subscribe(
         _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, wait: Double = 10
     ) async throws -> SubscriptionsMirror {
-        var body: [String: any Sendable] = ["sku": sku.rawValue]
-        if mode != .once { body["mode"] = mode.rawValue }
-        if minQuantity != 1 { body["minQuantity"] = minQuantity }
-        return try await request(
-            topics.subscribe(customer), payload: try JSONSerialization.data(withJSONObject: body, options: .sortedKeys),
+        let request = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity)
+        return try await self.request(
+            topics.subscribe(customer), payload: request.payload,
             answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait,
             first: { try await self.prepareListening(customer) })
     }
@@ -44,22 +42,18 @@ public final class StoreClient: Sendable {
     /// Unsubscribes `customer` from `sku`, or from everything when `sku` is `nil`, and waits for the mirror.
     @discardableResult
     public func unsubscribe(_ customer: CustomerID, from sku: SKU?, wait: Double = 10) async throws -> SubscriptionsMirror {
-        let body: [String: any Sendable] = sku.map { ["sku": $0.rawValue] } ?? ["all": true]
-        return try await request(
-            topics.unsubscribe(customer), payload: try JSONSerialization.data(withJSONObject: body, options: .sortedKeys),
+        let request: UnsubscribeRequest = sku.map { .sku($0) } ?? .all
+        return try await self.request(
+            topics.unsubscribe(customer), payload: request.payload,
             answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait)
     }
 
     /// Changes stock (admin) and waits for the store's new inventory record, or its refusal.
     @discardableResult
     public func changeStock(of sku: SKU, _ change: StockChange, wait: Double = 10) async throws -> InventoryRecord {
-        let body: [String: any Sendable]
-        switch change {
-        case .set(let quantity): body = ["sku": sku.rawValue, "set": quantity]
-        case .add(let delta): body = ["sku": sku.rawValue, "add": delta]
-        }
-        return try await request(
-            topics.adminStock, payload: try JSONSerialization.data(withJSONObject: body, options: .sortedKeys),
+        let request = try StockRequest(sku: sku, change: change)
+        return try await self.request(
+            topics.adminStock, payload: request.payload,
             answer: topics.inventory(sku), errors: topics.adminErrors, wait: wait)
     }
 
@@ -67,7 +61,7 @@ public final class StoreClient: Sendable {
     /// retained) message on `answer`, or an error report about `topic` on `errors`. The whole exchange, the
     /// wait for the store included, is bounded by `wait` seconds.
     private func request<Answer: Decodable & Sendable>(
-        _ topic: String, payload: Data, answer: String, errors: String, wait: Double,
+        _ topic: String, payload: [UInt8], answer: String, errors: String, wait: Double,
         first: @escaping @Sendable () async throws -> Void = {}
     ) async throws -> Answer {
         let storeOnline = Atomic<Bool>(false)
@@ -130,21 +124,6 @@ public final class StoreClient: Sendable {
     /// message right after its SUBACK).
     func status(waitingFor wait: Duration) async throws -> StoreStatus? {
         try await withClient { try await self.retained(StoreStatus.self, on: self.topics.status, using: $0, firstWait: wait).first }
-    }
-
-    /// The store's retained status and claim, each waited for at most `wait` after subscribing (for the store's
-    /// own start: one store per id).
-    func ownership(waitingFor wait: Duration) async throws -> (status: StoreStatus?, claim: StoreClaim?) {
-        try await withClient { client in
-            async let status = self.retained(StoreStatus.self, on: self.topics.status, using: client, firstWait: wait).first
-            async let claim = self.retained(StoreClaim.self, on: self.topics.claim, using: client, firstWait: wait).first
-            return (try await status, try await claim)
-        }
-    }
-
-    /// Publishes the store's retained claim and waits for the broker's acknowledgement.
-    func publish(_ claim: StoreClaim) async throws {
-        try await withClient { try await $0.publish(claim.payloadBytes(), to: self.topics.claim, qos: .atLeastOnce, retain: true) }
     }
 
     /// A customer's watch list as the store last published it; `nil` when it never had one.
@@ -247,7 +226,7 @@ public final class StoreClient: Sendable {
     // MARK: Plumbing
 
     /// Runs `body` with a connected, clean-session client, and disconnects it after, whatever happens.
-    private func withClient<T: Sendable>(_ body: @Sendable (MQTTClient) async throws -> T) async throws -> T {
+    func withClient<T: Sendable>(_ body: @Sendable (MQTTClient) async throws -> T) async throws -> T {
         let client = try MQTTClient(
             configuration: connection.configuration(clientID: SessionClientIDs.oneShot("restock-cli"), session: .clean))
         try await client.connect()

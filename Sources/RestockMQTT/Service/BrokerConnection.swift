@@ -45,8 +45,9 @@ public struct BrokerConnection: Sendable {
             password: password ?? credentials.password, tls: tls, protocolVersion: protocolVersion)
     }
 
-    /// A client configuration for this broker.
-    func configuration(clientID: String, session: MQTTSession, will: MQTTWill? = nil) -> MQTTConfiguration {
+    /// A configuration for an ``MQTTClient`` of this broker, with these credentials and TLS settings, and up to
+    /// 1,000 QoS 1 messages in flight.
+    public func configuration(clientID: String, session: MQTTSession, will: MQTTWill? = nil) -> MQTTConfiguration {
         MQTTConfiguration(
             broker: broker, clientID: clientID, session: session, protocolVersion: protocolVersion,
             username: username, password: password, tls: broker.usesTLS ? tls : nil, will: will,

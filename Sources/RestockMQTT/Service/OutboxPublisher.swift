@@ -1,4 +1,4 @@
-import LocalBroker
+import Deadlines
 import Logging
 import Mosquitto
 import RestockCore

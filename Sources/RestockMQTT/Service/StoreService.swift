@@ -1,5 +1,5 @@
 import Foundation
-import LocalBroker
+import Deadlines
 import Logging
 import Mosquitto
 import RestockCore
@@ -255,20 +255,20 @@ public final class StoreService: Service, Sendable {
     /// that last used this data directory is not another: it is gone, since this one holds the directory's lock.
     private func claimTheStore() async throws {
         let reader = StoreClient(connection: configuration.connection, topics: topics)
-        try refuseIfOwnedByAnother(try await reader.ownership(waitingFor: .milliseconds(500)))
-        try await reader.publish(StoreClaim(store: store.id, instance: instance, at: clock()))
-        try await Task.sleep(for: Self.claimSettle)  // the time another start has to claim after this one
-        let now = try await reader.ownership(waitingFor: .milliseconds(500))
-        try refuseIfOwnedByAnother(now)
-        if let claim = now.claim, claim.instance != instance, claim.instance != previousInstance {
+        let mine = StoreClaim(store: store.id, instance: instance, at: clock())
+        let newest = try await reader.claimStore(mine, settle: Self.claimSettle, firstWait: .milliseconds(500)) { seen in
+            try self.refuseIfOwnedByAnother(seen)
+        }
+        try refuseIfOwnedByAnother(newest)
+        if let claim = newest.claim, claim.instance != instance, claim.instance != previousInstance {
             throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: claim.instance)
         }
     }
 
-    /// How long a start waits after its claim before it reads the claim again.
+    /// How long a start waits after its claim for a later claim of another instance.
     static let claimSettle = Duration.milliseconds(300)
 
-    private func refuseIfOwnedByAnother(_ ownership: (status: StoreStatus?, claim: StoreClaim?)) throws {
+    private func refuseIfOwnedByAnother(_ ownership: Ownership) throws {
         let now = clock()
         if let status = ownership.status, let other = status.instance, other != instance, other != previousInstance, status.isLive(at: now) {
             throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)

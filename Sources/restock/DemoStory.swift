@@ -3,25 +3,26 @@ import LocalBroker
 import Logging
 import Mosquitto
 import RestockCore
+import RestockMQTT
 import Synchronization
 
 /// The whole story in one run (`restock demo`): a store, three customers, two restocks, an unsubscribe,
 /// told step by step in human words, with each alert shown as it arrives.
-public struct DemoStory: Sendable {
+struct DemoStory: Sendable {
     /// What the demo found: alerts expected, delivered, and whether each customer got exactly its own.
-    public struct Summary: Sendable {
+    struct Summary: Sendable {
         public var expected: [String: Int]
         public var delivered: [String: Int]
         public var succeeded: Bool { expected == delivered }
     }
 
-    public let connection: BrokerConnection
-    public let topics: RestockTopics
+    let connection: BrokerConnection
+    let topics: RestockTopics
     /// Whether it removes what it leaves on the broker when it ends: retained topics and customers' sessions.
-    public let cleansUp: Bool
+    let cleansUp: Bool
     private let say: @Sendable (String) -> Void
 
-    public init(
+    init(
         connection: BrokerConnection, topics: RestockTopics, cleansUp: Bool = false, say: @escaping @Sendable (String) -> Void
     ) {
         self.connection = connection
@@ -31,7 +32,7 @@ public struct DemoStory: Sendable {
     }
 
     /// Runs the story against the broker of `connection`, with a store service of its own.
-    public func run() async throws -> Summary {
+    func run() async throws -> Summary {
         let sku = try SKU("iphone-15")
         let (alice, bob, carol) = (try CustomerID("alice"), try CustomerID("bob"), try CustomerID("carol"))
         let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("restock-demo-\(UUID().uuidString)")

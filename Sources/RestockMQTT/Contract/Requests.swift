@@ -1,0 +1,145 @@
+import Foundation
+import RestockCore
+
+// One definition per request: the client encodes these, the store decodes them, and each number is checked
+// by one function of ``RequestLimits`` (the core's own check).
+
+/// A subscribe request: what `P/{store}/subscribe/{customer}` carries.
+public struct SubscribeRequest: Sendable, Hashable {
+    public let sku: SKU
+    public let mode: WatchMode
+    public let minQuantity: Int
+
+    /// - Throws: `invalid-min-quantity` when `minQuantity` is outside ``RequestLimits/minQuantity``.
+    public init(sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1) throws(RequestRefusal) {
+        self.sku = sku
+        self.mode = mode
+        do {
+            self.minQuantity = try RequestLimits.checkMinQuantity(minQuantity)
+        } catch {
+            throw RequestRefusal(error)
+        }
+    }
+
+    /// Decodes a payload: a JSON object `{"sku","mode"?,"minQuantity"?}`, or a bare SKU.
+    public init(payload: [UInt8]) throws(RequestRefusal) {
+        let body: Body
+        switch try RequestDecoder.parse(payload) {
+        case .bare(let sku): body = Body(sku: sku)
+        case .object(let data): body = try RequestDecoder.decode(Body.self, from: data)
+        }
+        let mode: WatchMode
+        switch body.mode {
+        case nil: mode = .once
+        case let text?:
+            guard let parsed = WatchMode(rawValue: text) else {
+                throw RequestRefusal(code: "invalid-mode", detail: "mode must be \"once\" or \"every\", not \(String(reflecting: text))")
+            }
+            mode = parsed
+        }
+        let minQuantity =
+            try body.minQuantity?.integer("minQuantity", in: RequestLimits.minQuantity, outOfRange: RestockError.invalidMinQuantity) ?? 1
+        try self.init(sku: try RequestDecoder.sku(body.sku), mode: mode, minQuantity: minQuantity)
+    }
+
+    /// The JSON payload, defaults left out: `{"sku":"ipad"}`, `{"minQuantity":2,"mode":"every","sku":"ipad"}`.
+    public var payload: [UInt8] {
+        Body(sku: sku.rawValue, mode: mode == .once ? nil : mode.rawValue, minQuantity: minQuantity == 1 ? nil : .whole(minQuantity))
+            .payloadBytes()
+    }
+
+    private struct Body: Codable {
+        var sku: String
+        var mode: String?
+        var minQuantity: RequestDecoder.RequestNumber?
+    }
+}
+
+/// An unsubscribe request: what `P/{store}/unsubscribe/{customer}` carries.
+public enum UnsubscribeRequest: Sendable, Hashable {
+    /// End the watch of one SKU.
+    case sku(SKU)
+    /// End every watch of the customer.
+    case all
+
+    /// Decodes a payload: `{"sku":"…"}`, a bare SKU, or `{"all":true}`.
+    public init(payload: [UInt8]) throws(RequestRefusal) {
+        let body: Body
+        switch try RequestDecoder.parse(payload) {
+        case .bare(let sku): body = Body(sku: sku)
+        case .object(let data): body = try RequestDecoder.decode(Body.self, from: data)
+        }
+        if body.all == true {
+            guard body.sku == nil else {
+                throw RequestRefusal(code: "invalid-field", detail: "give either \"sku\" or \"all\":true, not both")
+            }
+            self = .all
+            return
+        }
+        guard let text = body.sku else {
+            throw RequestRefusal(code: "invalid-field", detail: "an unsubscribe request needs \"sku\" or \"all\":true")
+        }
+        self = .sku(try RequestDecoder.sku(text))
+    }
+
+    /// The JSON payload: `{"sku":"ipad"}` or `{"all":true}`.
+    public var payload: [UInt8] {
+        switch self {
+        case .sku(let sku): Body(sku: sku.rawValue).payloadBytes()
+        case .all: Body(all: true).payloadBytes()
+        }
+    }
+
+    private struct Body: Codable {
+        var sku: String?
+        var all: Bool?
+    }
+}
+
+/// A stock change by the admin: what `P/{store}/admin/stock` carries.
+public struct StockRequest: Sendable, Hashable {
+    public let sku: SKU
+    public let change: StockChange
+
+    /// - Throws: `stock-change-out-of-range` when the number is outside ``RequestLimits/stockSet`` or
+    ///   ``RequestLimits/stockAdd``.
+    public init(sku: SKU, change: StockChange) throws(RequestRefusal) {
+        self.sku = sku
+        do {
+            self.change = try RequestLimits.check(change)
+        } catch {
+            throw RequestRefusal(error)
+        }
+    }
+
+    /// Decodes a payload: `{"sku":"…","set":N}` or `{"sku":"…","add":N}`.
+    public init(payload: [UInt8]) throws(RequestRefusal) {
+        guard case .object(let data) = try RequestDecoder.parse(payload) else {
+            throw RequestRefusal(code: "invalid-json", detail: #"a stock request is a JSON object: {"sku":"…","set":N} or {"sku":"…","add":N}"#)
+        }
+        let body = try RequestDecoder.decode(Body.self, from: data)
+        let item = try RequestDecoder.sku(body.sku)
+        switch (body.set, body.add) {
+        case (let quantity?, nil):
+            try self.init(sku: item, change: .set(try quantity.integer("set", in: RequestLimits.stockSet) { .stockChangeOutOfRange(field: "set", value: $0) }))
+        case (nil, let delta?):
+            try self.init(sku: item, change: .add(try delta.integer("add", in: RequestLimits.stockAdd) { .stockChangeOutOfRange(field: "add", value: $0) }))
+        default:
+            throw RequestRefusal(code: "invalid-field", detail: "a stock request needs exactly one of \"set\" and \"add\"")
+        }
+    }
+
+    /// The JSON payload: `{"set":3,"sku":"ipad"}` or `{"add":-2,"sku":"ipad"}`.
+    public var payload: [UInt8] {
+        switch change {
+        case .set(let quantity): Body(sku: sku.rawValue, set: .whole(quantity)).payloadBytes()
+        case .add(let delta): Body(sku: sku.rawValue, add: .whole(delta)).payloadBytes()
+        }
+    }
+
+    private struct Body: Codable {
+        var sku: String
+        var set: RequestDecoder.RequestNumber?
+        var add: RequestDecoder.RequestNumber?
+    }
+}
