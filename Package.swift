@@ -59,7 +59,8 @@ let package = Package(
             name: "restock-reliability", dependencies: ["RestockTestSupport", "RestockMQTT", "Mosquitto", "RestockCore"],
             path: "Tests/Reliability"),
         // `make bench` is a package of its own: Benchmarks/Package.swift.
-        .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "RestockTestSupport"]),
+        // Unit tests of the core: no broker, no libmosquitto.
+        .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "Deadlines"]),
         .testTarget(
             name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(

@@ -1,5 +1,5 @@
 import Synchronization
-import RestockTestSupport
+import Deadlines
 import Testing
 @testable import RestockCore
 
