@@ -38,7 +38,9 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]),
+            ],
+            // The fault hooks of the tests (RESTOCK_FAULT) exist in debug builds only.
+            swiftSettings: [.define("RESTOCK_FAULT_INJECTION", .when(configuration: .debug))]),
         // The command-line tool: parsing and printing over RestockMQTT.
         .executableTarget(
             name: "restock",

@@ -4,7 +4,7 @@ import RestockMQTT
 import RestockTestSupport
 
 /// B2, the restart: a store whose database holds 1,000,000 watches, seeded straight through
-/// ``StoreDatabase``, started as `restock serve` until its retained status says online; and the same
+/// the store's database (``StoreSeeding``), started as `restock serve` until its retained status says online; and the same
 /// restore in process (open the database, read every watch, rebuild the registry), to show where it goes.
 struct StoreRestartBench {
     static let watches = 1_000_000
@@ -32,8 +32,7 @@ struct StoreRestartBench {
     /// Seconds to open the database and rebuild the store from it; the database is closed on return.
     private func restoreInProcess(_ data: URL) throws -> Double {
         let start = nanoseconds()
-        let database = try StoreDatabase(directory: data)
-        let store = try Store(id: StoreID("apple"), restoring: try database.loadSnapshot())
+        let store = try StoreSeeding.restore(try StoreID("apple"), from: data)
         let elapsed = seconds(since: start)
         guard store.watchCount == Self.watches else { throw BenchFailure("restored \(store.watchCount) watches, expected \(Self.watches)") }
         return elapsed

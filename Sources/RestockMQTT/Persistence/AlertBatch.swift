@@ -6,22 +6,22 @@ import RestockCore
 /// The publisher rebuilds each alert from it — same id, same JSON — as it sends them.
 ///
 /// A restock that reaches 100,000 customers then commits one row of a few MB, not 100,000 rows.
-public struct AlertBatch: Sendable, Hashable {
-    public let store: StoreID
-    public let sku: SKU
-    public let quantity: Int
-    public let at: Date
+package struct AlertBatch: Sendable, Hashable {
+    package let store: StoreID
+    package let sku: SKU
+    package let quantity: Int
+    package let at: Date
     /// (sequence, customer, position) of each alert, in the order they are published.
-    public let entries: [Entry]
+    package let entries: [Entry]
 
-    public struct Entry: Sendable, Hashable {
-        public let sequence: UInt64
-        public let customer: CustomerID
-        public let position: UInt64
+    package struct Entry: Sendable, Hashable {
+        package let sequence: UInt64
+        package let customer: CustomerID
+        package let position: UInt64
     }
 
     /// The batch of `alerts`, which must all be a store's own (see ``RestockAlert/sequence``) from one stock change.
-    public init?(_ alerts: [RestockAlert]) {
+    package init?(_ alerts: [RestockAlert]) {
         guard let first = alerts.first else { return nil }
         var entries: [Entry] = []
         entries.reserveCapacity(alerts.count)
@@ -42,10 +42,10 @@ public struct AlertBatch: Sendable, Hashable {
         self.entries = entries
     }
 
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
     /// Alert `index`, as it was raised.
-    public func alert(_ index: Int) -> RestockAlert {
+    package func alert(_ index: Int) -> RestockAlert {
         let entry = entries[index]
         return RestockAlert(
             store: store, sequence: entry.sequence, customer: entry.customer, sku: sku, quantity: quantity,
@@ -54,7 +54,7 @@ public struct AlertBatch: Sendable, Hashable {
 
     /// Text lines: `store sku quantity at-bits`, then `sequence customer position` per alert. Identifiers
     /// hold no spaces or newlines; the time is its exact bit pattern.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var text = "\(store) \(sku) \(quantity) \(at.timeIntervalSinceReferenceDate.bitPattern)\n"
         text.reserveCapacity(text.utf8.count + entries.count * 32)
         for entry in entries {
@@ -69,7 +69,7 @@ public struct AlertBatch: Sendable, Hashable {
     }
 
     /// Reads what ``encoded()`` wrote; `nil` when it is not such a record.
-    public init?(decoding bytes: [UInt8]) {
+    package init?(decoding bytes: [UInt8]) {
         let lines = bytes.split(separator: UInt8(ascii: "\n"))
         guard let header = lines.first else { return nil }
         let fields = header.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }

@@ -8,9 +8,9 @@ import RestockCore
 ///
 /// WAL mode with `synchronous=NORMAL`: a committed transaction survives the process being killed.
 /// A lock on the directory keeps a second store process out.
-public final class StoreDatabase: Sendable {
+package final class StoreDatabase: Sendable {
     /// The data directory.
-    public let directory: URL
+    package let directory: URL
     private let pool: DatabasePool
     private let lock: DirectoryLock
 
@@ -19,7 +19,7 @@ public final class StoreDatabase: Sendable {
     /// - Parameter store: The store that opens it; `nil` to open it without checking or claiming (tools).
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it;
     ///   ``RestockMQTTError/dataDirectoryOfAnotherStore(_:owner:)`` when it belongs to another store.
-    public init(directory: URL, store: StoreID? = nil) throws {
+    package init(directory: URL, store: StoreID? = nil) throws {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
@@ -38,11 +38,11 @@ public final class StoreDatabase: Sendable {
     }
 
     /// Whether a store process holds the directory's lock now (a standby waits while it does).
-    public static func isInUse(_ directory: URL) -> Bool { DirectoryLock.isHeld(on: directory) }
+    package static func isInUse(_ directory: URL) -> Bool { DirectoryLock.isHeld(on: directory) }
 
     /// Records `instance` as the store process now using the database; returns the one before it (a process
     /// that has stopped or died, since this one holds the lock).
-    public func replaceInstance(with instance: String) throws -> String? {
+    package func replaceInstance(with instance: String) throws -> String? {
         try pool.write { db in
             let previous = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'instance'")
             try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('instance', ?)", arguments: [instance])
@@ -63,12 +63,12 @@ public final class StoreDatabase: Sendable {
 
     /// Reads the state saved in `directory` without taking the directory lock, while a store may be
     /// running on it (for tests and inspection; WAL readers never block the writer).
-    public static func snapshot(readingOnly directory: URL) throws -> StoreSnapshot {
+    package static func snapshot(readingOnly directory: URL) throws -> StoreSnapshot {
         try loadSnapshot(from: readOnlyPool(directory)).snapshot
     }
 
     /// The queue lengths of the database in `directory`, read as ``snapshot(readingOnly:)`` reads.
-    public static func queueLengths(readingOnly directory: URL) throws -> (inbox: Int, outbox: Int, watches: Int) {
+    package static func queueLengths(readingOnly directory: URL) throws -> (inbox: Int, outbox: Int, watches: Int) {
         try queueLengths(in: readOnlyPool(directory))
     }
 
@@ -136,7 +136,7 @@ public final class StoreDatabase: Sendable {
 
     /// Everything the store needs to carry on. Rows that do not hold a valid watch or inventory record (a file
     /// changed by hand, or damaged) are left out; ``loadSnapshotReportingSkipped()`` says which.
-    public func loadSnapshot() throws -> StoreSnapshot {
+    package func loadSnapshot() throws -> StoreSnapshot {
         try Self.loadSnapshot(from: pool).snapshot
     }
 
@@ -199,14 +199,14 @@ public final class StoreDatabase: Sendable {
     }
 
     /// Every customer the store has published a mirror for, watching something or not.
-    public func mirroredCustomers() throws -> [CustomerID] {
+    package func mirroredCustomers() throws -> [CustomerID] {
         try pool.read { db in
             try String.fetchAll(db, sql: "SELECT customer FROM mirror ORDER BY customer").compactMap { try? CustomerID($0) }
         }
     }
 
     /// The on-hand quantity of every SKU the store has recorded, zeros included.
-    public func inventory() throws -> [(SKU, Int)] {
+    package func inventory() throws -> [(SKU, Int)] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT sku, quantity FROM inventory ORDER BY sku").compactMap { row in
                 guard let sku = try? SKU(row[0] as String) else {
@@ -225,7 +225,7 @@ public final class StoreDatabase: Sendable {
     ///   - size: The size of the payload as received; `payload.count` when `nil`.
     ///   - retained: Whether it came with the retain flag.
     @discardableResult
-    public func journal(topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false) throws -> Int64 {
+    package func journal(topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false) throws -> Int64 {
         try pool.write { db in
             try db.cachedStatement(sql: "INSERT INTO inbox (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [topic, Data(payload), size ?? payload.count, retained])
@@ -234,7 +234,7 @@ public final class StoreDatabase: Sendable {
     }
 
     /// The oldest requests not yet applied, in the order received.
-    public func pendingRequests(limit: Int) throws -> [JournaledRequest] {
+    package func pendingRequests(limit: Int) throws -> [JournaledRequest] {
         try pool.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT seq, topic, payload, size, retained, attempts FROM inbox ORDER BY seq LIMIT ?", arguments: [limit]
@@ -247,7 +247,7 @@ public final class StoreDatabase: Sendable {
 
     /// Records that applying these requests begins, before the first of them is applied: if the process dies
     /// while they are applied, the next start knows which they were (see ``JournaledRequest/attempts``).
-    public func beginAttempt(_ seqs: ClosedRange<Int64>) throws {
+    package func beginAttempt(_ seqs: ClosedRange<Int64>) throws {
         try pool.write { db in
             try db.execute(sql: "UPDATE inbox SET attempts = attempts + 1 WHERE seq BETWEEN ? AND ?", arguments: [seqs.lowerBound, seqs.upperBound])
         }
@@ -255,7 +255,7 @@ public final class StoreDatabase: Sendable {
 
     /// Moves a request that could not be applied from the inbox to the dead-letter table, and queues the
     /// error that tells its sender, in one transaction.
-    public func deadLetter(_ request: JournaledRequest, error: Publication, at date: Date) throws {
+    package func deadLetter(_ request: JournaledRequest, error: Publication, at date: Date) throws {
         try pool.write { db in
             try db.execute(
                 sql: "INSERT OR REPLACE INTO deadLetter (seq, topic, payload, size, retained, failedAt) VALUES (?, ?, ?, ?, ?, ?)",
@@ -268,7 +268,7 @@ public final class StoreDatabase: Sendable {
     }
 
     /// The requests set aside because applying them killed the store, oldest first.
-    public func deadLetters() throws -> [JournaledRequest] {
+    package func deadLetters() throws -> [JournaledRequest] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT seq, topic, payload, size, retained FROM deadLetter ORDER BY seq").map {
                 JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4], attempts: 2)
@@ -280,7 +280,7 @@ public final class StoreDatabase: Sendable {
 
     /// Applies a batch of changes in one transaction: watches, inventory, counters, the messages to
     /// publish, and the removal of the requests that caused them.
-    public func commit(_ changes: StoreChanges) throws {
+    package func commit(_ changes: StoreChanges) throws {
         try pool.write { db in
             // Rows go in many to a statement: SQLite then parses nothing and GRDB binds in bulk, which is most of
             // the cost of a row when a restock writes thousands.
@@ -362,7 +362,7 @@ public final class StoreDatabase: Sendable {
     // MARK: Outbox
 
     /// Messages committed but not yet acknowledged, oldest first, after `seq`.
-    public func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
+    package func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
         try pool.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT seq, topic, payload, retain, batch, sent FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
@@ -377,7 +377,7 @@ public final class StoreDatabase: Sendable {
     /// Records acknowledgements in one transaction: single messages are forgotten (by the version published:
     /// a newer one of a retained topic stays, under its own seq); a batch records how many
     /// of its alerts, from the first, are acknowledged, and is forgotten when that is all of them.
-    public func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
+    package func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
         guard !seqs.isEmpty || !batches.isEmpty else { return }
         try pool.write { db in
             let forget = try db.cachedStatement(sql: "DELETE FROM outbox WHERE seq = ?")
@@ -392,7 +392,7 @@ public final class StoreDatabase: Sendable {
     }
 
     /// How many rows each queue holds (for tests and logs).
-    public func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
+    package func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
         try Self.queueLengths(in: pool)
     }
 
@@ -409,19 +409,19 @@ public final class StoreDatabase: Sendable {
 }
 
 /// A request as journaled: its place in the inbox, topic and payload.
-public struct JournaledRequest: Sendable, Hashable {
-    public let seq: Int64
-    public let topic: String
+package struct JournaledRequest: Sendable, Hashable {
+    package let seq: Int64
+    package let topic: String
     /// The payload, or its first bytes when it was larger than any request may be.
-    public let payload: [UInt8]
+    package let payload: [UInt8]
     /// The payload's size as received.
-    public let size: Int
+    package let size: Int
     /// Whether it came with the retain flag (a retained request is never applied).
-    public let retained: Bool
+    package let retained: Bool
     /// How many times applying it began: 1 or more when the store died while it was being applied.
-    public let attempts: Int
+    package let attempts: Int
 
-    public init(seq: Int64, topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false, attempts: Int = 0) {
+    package init(seq: Int64, topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false, attempts: Int = 0) {
         self.seq = seq
         self.topic = topic
         self.payload = payload
@@ -433,23 +433,23 @@ public struct JournaledRequest: Sendable, Hashable {
 }
 
 /// A message waiting in the outbox, or a batch of alerts (`batch` > 0: the payload is an ``AlertBatch``).
-public struct PendingPublication: Sendable, Hashable {
-    public let seq: Int64
-    public let topic: String
-    public let payload: [UInt8]
-    public let retain: Bool
+package struct PendingPublication: Sendable, Hashable {
+    package let seq: Int64
+    package let topic: String
+    package let payload: [UInt8]
+    package let retain: Bool
     /// How many alerts the batch holds; 0 for a single message.
-    public let batch: Int
+    package let batch: Int
     /// How many of the batch's alerts, from the first, are acknowledged.
-    public let sent: Int
+    package let sent: Int
 }
 
 /// Identifies a watch: one customer, one SKU.
-public struct WatchKey: Sendable, Hashable {
-    public let customer: CustomerID
-    public let sku: SKU
+package struct WatchKey: Sendable, Hashable {
+    package let customer: CustomerID
+    package let sku: SKU
 
-    public init(customer: CustomerID, sku: SKU) {
+    package init(customer: CustomerID, sku: SKU) {
         self.customer = customer
         self.sku = sku
     }
@@ -457,18 +457,18 @@ public struct WatchKey: Sendable, Hashable {
 
 /// A message to publish after the commit. `key` makes it unique in the outbox: an alert's id, or
 /// a retained topic (whose newer version replaces an older one not yet sent).
-public struct Publication: Sendable, Hashable {
+package struct Publication: Sendable, Hashable {
     /// The key of an alert's publication is this prefix and the alert id.
-    public static let alertKeyPrefix = "alert:"
+    package static let alertKeyPrefix = "alert:"
 
-    public var key: String
-    public var topic: String
-    public var payload: [UInt8]
-    public var retain: Bool
+    package var key: String
+    package var topic: String
+    package var payload: [UInt8]
+    package var retain: Bool
     /// How many alerts it holds when it is an ``AlertBatch``; 0 for a single message.
-    public var batch = 0
+    package var batch = 0
 
-    public init(key: String, topic: String, payload: [UInt8], retain: Bool) {
+    package init(key: String, topic: String, payload: [UInt8], retain: Bool) {
         self.key = key
         self.topic = topic
         self.payload = payload
@@ -476,20 +476,20 @@ public struct Publication: Sendable, Hashable {
     }
 
     /// The alerts of one stock change, as one outbox record.
-    public init(batch: AlertBatch) {
+    package init(batch: AlertBatch) {
         let first = batch.alert(0).id
         self.init(key: Self.alertKeyPrefix + "\(first)+\(batch.count)", topic: "", payload: batch.encoded(), retain: false)
         self.batch = batch.count
     }
 
     /// Whether it carries an alert.
-    public var isAlert: Bool { key.hasPrefix(Self.alertKeyPrefix) }
+    package var isAlert: Bool { key.hasPrefix(Self.alertKeyPrefix) }
 }
 
 /// What one batch of requests changed, to commit in one transaction.
-public struct StoreChanges: Sendable {
+package struct StoreChanges: Sendable {
     /// What happened to watches, in order.
-    public enum WatchChange: Sendable {
+    package enum WatchChange: Sendable {
         /// A watch made or changed (by customer and SKU).
         case save(Watch)
         /// A watch removed.
@@ -501,25 +501,25 @@ public struct StoreChanges: Sendable {
     }
 
     /// The changes to watches, applied in this order.
-    public private(set) var watchChanges: [WatchChange] = []
-    public var inventory: [SKU: Int] = [:]
-    public var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
-    public var publications: [Publication] = []
+    package private(set) var watchChanges: [WatchChange] = []
+    package var inventory: [SKU: Int] = [:]
+    package var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
+    package var publications: [Publication] = []
     /// The customers whose mirror this batch publishes: the store owns that retained topic from then on.
-    public var mirrored: Set<CustomerID> = []
+    package var mirrored: Set<CustomerID> = []
     /// The last inbox entry this batch consumed.
-    public var processedThrough: Int64?
+    package var processedThrough: Int64?
 
-    public init() {}
+    package init() {}
 
     /// A watch made or changed.
-    public mutating func save(_ watch: Watch) { watchChanges.append(.save(watch)) }
+    package mutating func save(_ watch: Watch) { watchChanges.append(.save(watch)) }
 
     /// A watch removed.
-    public mutating func delete(_ key: WatchKey) { watchChanges.append(.delete(key)) }
+    package mutating func delete(_ key: WatchKey) { watchChanges.append(.delete(key)) }
 
     /// What a stock change did to its line: `updated` watches changed their waiting flag, `removed` ones are gone.
-    public mutating func lineChanged(updated: [Watch], removed: [Watch]) {
+    package mutating func lineChanged(updated: [Watch], removed: [Watch]) {
         let alerted = updated.filter { !$0.isWaiting }.map(\.position)
         let rearmed = updated.filter(\.isWaiting).map(\.position)
         if !alerted.isEmpty { watchChanges.append(.waiting(false, positions: alerted)) }

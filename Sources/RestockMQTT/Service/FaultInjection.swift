@@ -1,17 +1,24 @@
 import Foundation
 
-/// Faults injected on purpose by the reliability run (`make reliability`), named by the environment
-/// variable `RESTOCK_FAULT`. Unset, as in production, nothing here ever fires.
+/// Faults injected on purpose by the tests and the reliability run (`make reliability`), named by the
+/// environment variable `RESTOCK_FAULT`. Compiled in debug builds only (`RESTOCK_FAULT_INJECTION`, see
+/// Package.swift): a release build — the Docker image, `make bench` — has no such hook, and never reads it.
 enum FaultInjection {
+    #if RESTOCK_FAULT_INJECTION
+    private static let fault = ProcessInfo.processInfo.environment["RESTOCK_FAULT"]
+    #else
+    private static let fault: String? = nil
+    #endif
+
     /// `RESTOCK_FAULT=crash-after-commit`: the process dies with SIGKILL right after the first transaction
     /// that raised alerts commits, before any of them is published: the window the outbox exists for.
-    static let crashAfterCommit = ProcessInfo.processInfo.environment["RESTOCK_FAULT"] == "crash-after-commit"
+    static let crashAfterCommit = fault == "crash-after-commit"
 
     /// `RESTOCK_FAULT=trap-on-request:TEXT`: the process traps, as a bug would, while it applies any request
     /// whose payload contains TEXT — every time, so the store's crash containment is what ends it.
     static let trapOnRequest: [UInt8]? = {
         let prefix = "trap-on-request:"
-        guard let fault = ProcessInfo.processInfo.environment["RESTOCK_FAULT"], fault.hasPrefix(prefix) else { return nil }
+        guard let fault, fault.hasPrefix(prefix) else { return nil }
         return Array(fault.utf8.dropFirst(prefix.utf8.count))
     }()
 
