@@ -52,12 +52,13 @@ reliability: build
 	timeout --kill-after=30 1800 $$($(SWIFT) build --show-bin-path)/restock-reliability $(if $(RECORD),--record $(RECORD))
 
 ## bench: B1–B5 in a release build, next to what a user would pick instead (OpenCombine, NotificationCenter,
-## mosquitto_pub/mosquitto_sub); prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg.
+## mosquitto_pub/mosquitto_sub) and the C ceiling (restock-ceiling: Benchmarks/MQTTCeiling/ceiling.c over libmosquitto);
+## prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg.
 ## The benchmarks are a package of their own (Benchmarks/Package.swift, the root package by path), built in Benchmarks/.build.
 BENCH := $(SWIFT) build --package-path Benchmarks -c release
 bench: deps
 	$(BENCH) --product restock
-	@$(BENCH) --product restock-bench 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
+	@{ $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 	timeout --kill-after=30 900 $$($(BENCH) --show-bin-path)/restock-bench --output docs/benchmarks.md --plot docs/benchmarks.svg
 

@@ -16,6 +16,12 @@ let package = Package(
     targets: [
         // Reads glibc's heap in use.
         .target(name: "CHeapStats", path: "CHeapStats"),
+        // The C ceiling of B3 and B5: a libmosquitto publisher and a counting subscriber in one program
+        // (MQTTCeiling/ceiling.c), run by restock-bench beside it as a child process.
+        .executableTarget(
+            name: "restock-ceiling", path: "MQTTCeiling",
+            cSettings: [.unsafeFlags(["-Wall", "-Wextra"])],
+            linkerSettings: [.linkedLibrary("mosquitto")]),
         .executableTarget(
             name: "restock-bench",
             dependencies: [

@@ -33,7 +33,9 @@ struct BenchRun {
             }
             if options.includes("B5") {
                 let bench = SubscribeThroughputBench(runs: runs)
-                sections.append(EndToEndSections.subscribeThroughput(try await bench.run(say: say), requests: bench.requestsPerRun, runs: runs))
+                let result = try await bench.run(say: say)
+                sections.append(
+                    EndToEndSections.subscribeThroughput(result.rate, ceiling: result.ceiling, requests: bench.requestsPerRun, runs: runs))
             }
 
             let report = BenchReport(

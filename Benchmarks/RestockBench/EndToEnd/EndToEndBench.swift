@@ -5,8 +5,8 @@ import RestockMQTT
 import RestockTestSupport
 
 /// B3: a restock that alerts N customers through mosquitto at QoS 1, from the stock command to the last
-/// alert at a wildcard `mosquitto_sub`, next to `mosquitto_pub -l` → `mosquitto_sub` carrying as many
-/// messages of the same size through the same broker, in the same run.
+/// alert at a wildcard `mosquitto_sub`, next to two anchors carrying as many messages of the same size through
+/// the same broker, in the same run: the C ceiling (``CeilingProgram``) and `mosquitto_pub -l` → `mosquitto_sub`.
 struct EndToEndBench {
     static let customerCounts = [1_000, 100_000]
     /// mosquitto_pub -l stops early past 65,535 messages: larger counts go in several C runs.
@@ -20,6 +20,8 @@ struct EndToEndBench {
         /// Milliseconds from the stock command to the first alert.
         var firstAlert = Samples()
         var tools = Samples()
+        /// The C ceiling's messages/s (it fails the run unless every message arrives once).
+        var ceiling = Samples()
         var lost = 0
         var duplicates = 0
         var toolsLost = 0
@@ -76,7 +78,10 @@ struct EndToEndBench {
                 remaining -= batch
             }
             row.tools.append(Double(count) / (Double(elapsed) / 1e9))
-            say("  B3 N=\(Figure.grouped(count)) run \(run): store \(Figure.format(row.store.values.last!)) alerts/s (first after \(Figure.format(row.firstAlert.values.last!)) ms) · mosquitto_pub -l → mosquitto_sub \(Figure.format(row.tools.values.last!)) messages/s")
+
+            // The C ceiling: as many messages, in one run.
+            row.ceiling.append(try await CeilingProgram.rate(count, size: alertSize, broker: broker))
+            say("  B3 N=\(Figure.grouped(count)) run \(run): store \(Figure.format(row.store.values.last!)) alerts/s (first after \(Figure.format(row.firstAlert.values.last!)) ms) · C ceiling \(Figure.format(row.ceiling.values.last!)) · mosquitto_pub -l → mosquitto_sub \(Figure.format(row.tools.values.last!)) messages/s")
         }
         // Nothing more may arrive, and nothing may be missing.
         try await StoreQueues.waitUntilDrained(data, within: 120)

@@ -11,7 +11,7 @@ struct BenchSection: Sendable {
     var notes: [String] = []
 }
 
-/// A goal of issue 6 and whether this run met it.
+/// A goal (of issue 6 or issue 16) and whether this run met it.
 struct Goal: Sendable {
     let text: String
     let figure: String
