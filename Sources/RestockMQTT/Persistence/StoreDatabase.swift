@@ -13,6 +13,8 @@ package final class StoreDatabase: Sendable {
     package let directory: URL
     private let pool: DatabasePool
     private let lock: DirectoryLock
+    /// The thread the running store's SQLite work goes to (``run(_:)``), off Swift's cooperative pool.
+    private let queue = DispatchQueue(label: "restock.sqlite")
 
     /// Opens (creating if need be) the database in `directory`, which belongs to one store: the first to
     /// open it with its id claims it.
@@ -35,6 +37,14 @@ package final class StoreDatabase: Sendable {
         pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
         try Self.migrator.migrate(pool)
         if let store { try claim(for: store) }
+    }
+
+    /// Runs blocking database work — applying a batch, reading or acknowledging the outbox — on the store's
+    /// SQLite thread, one piece at a time, so that a large commit never holds a thread of the cooperative pool.
+    package func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     /// Whether a store process holds the directory's lock now (a standby waits while it does).

@@ -2,6 +2,7 @@ import Deadlines
 import Logging
 import Mosquitto
 import RestockCore
+import Synchronization
 
 /// Publishes what the outbox holds, in commit order, and forgets each message once the broker has
 /// acknowledged it. A batch of alerts is expanded here, alert by alert, and its progress recorded as its
@@ -41,7 +42,7 @@ struct OutboxPublisher: Sendable {
     /// deadline has passed it sends nothing more, and records the acknowledgements of what it sent.
     func drain() async throws {
         while !Task.isCancelled, !stopping.hasPassed {
-            var reader = OutboxReader(database: database, topics: topics, logger: logger)
+            let reader = OutboxReader(database: database, topics: topics, logger: logger)
             var awaiting: [(Outgoing, MQTTPublication)] = []
             do {
                 while !Task.isCancelled {
@@ -50,7 +51,7 @@ struct OutboxPublisher: Sendable {
                         _ = try? await withDeadline(Self.acknowledgementGrace) { try await acknowledge(last) }
                         return
                     }
-                    let round = try reader.next(Self.round)
+                    let round = try await database.run { try reader.next(Self.round) }
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
                         (message, try client.send(message.payload, to: message.topic, qos: .atLeastOnce, retain: message.retain))
@@ -95,7 +96,7 @@ struct OutboxPublisher: Sendable {
                 messages.append(message.seq)
             }
         }
-        try database.acknowledge(messages: messages, batches: batches)
+        try await database.run { [messages, batches] in try self.database.acknowledge(messages: messages, batches: batches) }
         if let interrupted { throw interrupted }
     }
 
@@ -106,15 +107,14 @@ struct OutboxPublisher: Sendable {
         }
     }
 
-    /// Reads the outbox in order, a round at a time, expanding batches of alerts into their messages.
-    private struct OutboxReader {
+    /// Reads the outbox in order, a round at a time, expanding batches of alerts into their messages. Used
+    /// on the store's SQLite thread (``StoreDatabase/run(_:)``), one round at a time.
+    private final class OutboxReader: Sendable {
         let database: StoreDatabase
         let topics: RestockTopics
         let logger: Logger
-        /// The last row taken whole, or the batch being taken.
-        private var seq: Int64 = 0
-        /// The batch being taken, and the index of its next alert.
-        private var batch: (seq: Int64, alerts: AlertBatch, next: Int)?
+        /// The last row taken whole, and the batch being taken with the index of its next alert.
+        private let position = Mutex<(seq: Int64, batch: (seq: Int64, alerts: AlertBatch, next: Int)?)>((0, nil))
 
         init(database: StoreDatabase, topics: RestockTopics, logger: Logger) {
             self.database = database
@@ -123,7 +123,11 @@ struct OutboxPublisher: Sendable {
         }
 
         /// Up to `limit` messages, following the last ones returned.
-        mutating func next(_ limit: Int) throws -> [Outgoing] {
+        func next(_ limit: Int) throws -> [Outgoing] {
+            try position.withLock { position in try next(limit, from: &position.seq, &position.batch) }
+        }
+
+        private func next(_ limit: Int, from seq: inout Int64, _ batch: inout (seq: Int64, alerts: AlertBatch, next: Int)?) throws -> [Outgoing] {
             var round: [Outgoing] = []
             while round.count < limit {
                 if let current = batch, current.next < current.alerts.count {

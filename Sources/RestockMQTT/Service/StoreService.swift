@@ -123,10 +123,10 @@ public final class StoreService: Service, Sendable {
                     try await cancelWhenGracefulShutdown {
                         for await _ in requests {
                             if republish.take() {
-                                try processor.republishRetained()
+                                try await self.database.run { try processor.republishRetained() }
                                 outboxGrew.yield()
                             }
-                            if try processor.drainInbox() > 0 { outboxGrew.yield() }
+                            if try await self.database.run({ try processor.drainInbox() }) > 0 { outboxGrew.yield() }
                         }
                     }
                 } catch is CancellationError {
