@@ -131,7 +131,11 @@ public enum RequestDecoder {
             }
             return .bare(trimmed)
         }
-        return .object(Data(trimmed.utf8))
+        let bytes = Array(trimmed.utf8)
+        if let problem = StrictJSON.problem(in: bytes) {
+            throw RequestRefusal(code: "invalid-json", detail: "the payload is not a valid JSON object: \(problem)")
+        }
+        return .object(Data(bytes))
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(RequestRefusal) -> T {
