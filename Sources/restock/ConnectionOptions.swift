@@ -34,7 +34,7 @@ struct ConnectionOptions: ParsableArguments {
     var store: String = "apple"
 
     func validate() throws {
-        _ = try brokerConnection()
+        _ = try brokerSettings()
         _ = try topics()
     }
 
@@ -47,9 +47,9 @@ struct ConnectionOptions: ParsableArguments {
         do { return try RestockTopics(prefix: prefix, store: store) } catch { throw ValidationError("--prefix: \(error.description)") }
     }
 
-    func brokerConnection() throws -> BrokerConnection {
-        let fromURL: BrokerConnection
-        do { fromURL = try BrokerConnection(url: broker) } catch { throw ValidationError(error.description) }
+    func brokerSettings() throws -> BrokerSettings {
+        let fromURL: BrokerSettings
+        do { fromURL = try BrokerSettings(url: broker) } catch { throw ValidationError(error.description) }
         let address = fromURL.broker
         let version: MQTTProtocolVersion
         switch mqttVersion {
@@ -62,12 +62,12 @@ struct ConnectionOptions: ParsableArguments {
         }
         let tls = address.usesTLS ? MQTTTLSConfiguration(caFile: cafile, certificateFile: cert, keyFile: key) : nil
         let password = self.password ?? ProcessInfo.processInfo.environment["RESTOCK_PASSWORD"] ?? fromURL.password
-        return BrokerConnection(
+        return BrokerSettings(
             broker: address, username: username ?? fromURL.username, password: password, tls: tls, protocolVersion: version)
     }
 
     func client() throws -> StoreClient {
-        StoreClient(connection: try brokerConnection(), topics: try topics())
+        StoreClient(connection: try brokerSettings(), topics: try topics())
     }
 }
 

@@ -36,7 +36,7 @@ extension Restock {
                 options.store = "demo-\(UUID().uuidString.prefix(8).lowercased())"
             }
             let story = DemoStory(
-                connection: try options.brokerConnection(), topics: try options.topics(), cleansUp: privateBroker == nil, say: emit)
+                connection: try options.brokerSettings(), topics: try options.topics(), cleansUp: privateBroker == nil, say: emit)
             let summary = try await story.run()
             try await privateBroker?.stop()
             if !summary.succeeded { throw ExitCode.failure }

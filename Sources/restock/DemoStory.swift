@@ -16,14 +16,14 @@ struct DemoStory: Sendable {
         public var succeeded: Bool { expected == delivered }
     }
 
-    let connection: BrokerConnection
+    let connection: BrokerSettings
     let topics: RestockTopics
     /// Whether it removes what it leaves on the broker when it ends: retained topics and customers' sessions.
     let cleansUp: Bool
     private let say: @Sendable (String) -> Void
 
     init(
-        connection: BrokerConnection, topics: RestockTopics, cleansUp: Bool = false, say: @escaping @Sendable (String) -> Void
+        connection: BrokerSettings, topics: RestockTopics, cleansUp: Bool = false, say: @escaping @Sendable (String) -> Void
     ) {
         self.connection = connection
         self.topics = topics

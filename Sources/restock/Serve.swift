@@ -40,7 +40,7 @@ extension Restock {
             logger.info("store \(store) keeps its state in \(directory.path)")
             let service = StoreLauncher(
                 configuration: .init(
-                    connection: try connection.brokerConnection(), store: store, prefix: connection.prefix,
+                    connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
                     dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000))),
                 standby: standby, logger: logger)
             let group = ServiceGroup(

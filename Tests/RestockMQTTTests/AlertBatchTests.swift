@@ -55,7 +55,7 @@ struct AlertBatchTests {
         try database.commit(changes)
         #expect(try database.queueLengths().outbox == 10)
         let row = try #require(try database.pendingPublications(after: 0, limit: 10).first)
-        #expect(row.batch == 10 && row.sent == 0)
+        #expect(row.alertCount == 10 && row.sent == 0)
         try database.acknowledge(messages: [], batches: [(row.seq, 4)])
         #expect(try database.queueLengths().outbox == 6)
         #expect(try database.pendingPublications(after: 0, limit: 10).first?.sent == 4)

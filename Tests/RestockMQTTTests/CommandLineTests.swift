@@ -24,7 +24,7 @@ struct CommandLineTests {
     func demoBesideARealStore() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
         try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 20)
         let everything = try await TopicWatcher(broker: broker, filter: "restock/apple/#")
         try await everything.wait(for: "apple's retained mirror") { $0.messages.contains { $0.topic.hasSuffix("alice/subscriptions") } }
@@ -191,7 +191,7 @@ struct CommandLineTests {
         let result = try await restock(["inventory", "--broker", url])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput == "no stock recorded\n")
-        let connection = try BrokerConnection(url: "mqtt://ann%40shop:p%3Aw@127.0.0.1:\(broker.port)")
+        let connection = try BrokerSettings(url: "mqtt://ann%40shop:p%3Aw@127.0.0.1:\(broker.port)")
         #expect(connection.username == "ann@shop" && connection.password == "p:w")
         #expect(connection.broker == .hostname("127.0.0.1", port: broker.port))
         try await store.send(SIGTERM)

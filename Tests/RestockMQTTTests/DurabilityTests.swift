@@ -108,7 +108,7 @@ struct DurabilityTests {
         try await broker.kill()
         try await broker.launch()
 
-        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
         try await waitUntil("the store back online", within: 30) { (try? await client.status())?.isOnline == true }
         let alerts = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/alerts")
         try await client.subscribe(customer("bob"), to: sku("ipad"), mode: .every, wait: 20)
@@ -123,7 +123,7 @@ struct DurabilityTests {
     func brokerLosesRetained() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
         try await client.subscribe(customer("alice"), to: sku("ipad"), wait: 20)
         try await client.subscribe(customer("bob"), to: sku("vision"), mode: .every, minQuantity: 3, wait: 20)
         try await client.changeStock(of: sku("pencil"), .set(7), wait: 20)
@@ -187,7 +187,7 @@ struct DurabilityTests {
         try await waitUntil("every customer alerted", within: 30) { collector.customers == 3_000 }
         try await store.start()
         // A request after the restart: once it is answered, anything resent at the start has arrived before it.
-        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
         try await client.changeStock(of: sku("marker"), .set(1), wait: 20)
         #expect(collector.total == 3_000, "\(collector.total - 3_000) alerts sent again after a clean stop")
         try await store.send(SIGTERM)

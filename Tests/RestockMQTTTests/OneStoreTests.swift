@@ -69,7 +69,7 @@ struct OneStoreTests {
         #expect(first.exitStatus != 0)
         #expect(first.log.contains("took over"), "\(first.log.suffix(500))")
         // The loser did not overwrite the winner's status.
-        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
         #expect(try await client.status()?.instance == "newer0000000")
         await takeover.disconnect()
         await heartbeat.disconnect()
@@ -79,7 +79,7 @@ struct OneStoreTests {
     func restartAfterKill() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
         // Killed as soon as it is online, it leaves its own fresh online status queued in the store's session.
         try await store.send(SIGKILL)
         try await store.start()
@@ -99,7 +99,7 @@ struct OneStoreTests {
         let store = try await StoreProcess.started(on: broker)
         let forged = #"{"heartbeatAt":"2099-01-01T00:00:00.000Z","instance":"aaaaaaaaaaaa","since":"2099-01-01T00:00:00.000Z","state":"online","store":"apple"}"#
         try await mosquittoPub(broker, "restock/apple/status", forged, retain: true)
-        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
         try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 20)
         #expect(store.exitStatus == nil, "\(store.log.suffix(300))")
         try await store.send(SIGTERM)
@@ -118,7 +118,7 @@ struct OneStoreTests {
         let (loser, winner) = a.exitStatus != nil ? (first, second) : (second, first)
         #expect(loser.exitStatus != 0)
         #expect(loser.log.contains("already running") || loser.log.contains("took over"), "\(loser.log.suffix(300))")
-        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
         try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 20)
         #expect(winner.exitStatus == nil)
         try await winner.send(SIGTERM)
@@ -128,7 +128,7 @@ struct OneStoreTests {
     func standbyTakesOver() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerConnection(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
         try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), mode: .every, wait: 20)
         let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
         let child = try standby.launch()

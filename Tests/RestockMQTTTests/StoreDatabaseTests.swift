@@ -47,7 +47,7 @@ struct StoreDatabaseTests {
         for watch in watches { changes.save(watch) }
         try database.commit(changes)
         var removal = StoreChanges()
-        for watch in watches where watch.position % 3 == 0 { removal.delete(WatchKey(customer: watch.customer, sku: sku)) }
+        for watch in watches where watch.position % 3 == 0 { removal.remove(WatchKey(customer: watch.customer, sku: sku)) }
         try database.commit(removal)
         #expect(try database.loadSnapshot().watches == watches.filter { $0.position % 3 != 0 })
     }

@@ -36,7 +36,7 @@ final class InProcessStore: Sendable {
         logger.logLevel = .warning
         let service = try StoreService(
             configuration: .init(
-                connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), store: apple,
+                connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), store: apple,
                 dataDirectory: dataDirectory, alertsPerUnit: alertsPerUnit),
             logger: logger)
         let finished = CompletionFlag()
@@ -44,7 +44,7 @@ final class InProcessStore: Sendable {
             defer { finished.set() }
             try await service.run()
         }
-        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
         try await waitUntil("the store to come online", within: 30) { (try? await client.status())?.isOnline == true }
         return InProcessStore(service: service, task: task, dataDirectory: dataDirectory, finished: finished)
     }

@@ -50,7 +50,7 @@ public final class StoreProcess: Sendable {
     public func start(username: String? = nil, password: String? = nil, extraEnvironment: [String: String] = [:]) async throws {
         let child = try launch(extraEnvironment: extraEnvironment)
         let client = StoreClient(
-            connection: BrokerConnection(broker: try BrokerAddress(url: broker.url), username: username, password: password),
+            connection: BrokerSettings(broker: try BrokerAddress(url: broker.url), username: username, password: password),
             topics: try RestockTopics(store: StoreID("apple")))
         do {
             try await waitUntil("the store to come online", within: 30) {

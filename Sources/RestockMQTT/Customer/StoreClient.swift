@@ -7,14 +7,14 @@ import RestockCore
 /// Talks to a store over MQTT as a customer or an admin: sends requests and waits for the store's answer,
 /// reads the retained state, and listens for alerts. The `restock` command line is a thin shell over it.
 public final class StoreClient: Sendable {
-    public let connection: BrokerConnection
+    public let connection: BrokerSettings
     public let topics: RestockTopics
     /// How long a read of retained state waits for a first message before concluding there is none.
     public var retainedFirstMessageWait: Duration { .seconds(2) }
     /// How long a read of several retained topics waits after the last message before it ends.
     public var retainedQuietPeriod: Duration { .milliseconds(300) }
 
-    public init(connection: BrokerConnection, topics: RestockTopics) {
+    public init(connection: BrokerSettings, topics: RestockTopics) {
         self.connection = connection
         self.topics = topics
     }

@@ -301,16 +301,16 @@ package final class StoreDatabase: Sendable {
                 case .save(let watch):
                     if !run.deletes.isEmpty { try Self.write(&run, in: db) }
                     run.saves.append(watch)
-                case .delete(let key):
+                case .remove(let key):
                     if !run.saves.isEmpty { try Self.write(&run, in: db) }
                     run.deletes.append(key)
-                case .waiting(let waiting, let positions):
+                case .setWaiting(let waiting, let positions):
                     try Self.write(&run, in: db)
                     // One statement for a whole line of watches: a restock to 100,000 `every` customers flips
                     // 100,000 flags, which one row at a time was most of its commit.
                     try db.cachedStatement(sql: "UPDATE watch SET waiting = ? WHERE position IN (SELECT value FROM json_each(?))")
                         .execute(arguments: [waiting, Self.jsonArray(positions)])
-                case .deleted(let positions):
+                case .removePositions(let positions):
                     try Self.write(&run, in: db)
                     try db.cachedStatement(sql: "DELETE FROM watch WHERE position IN (SELECT value FROM json_each(?))")
                         .execute(arguments: [Self.jsonArray(positions)])
@@ -329,7 +329,7 @@ package final class StoreDatabase: Sendable {
             try BulkStatement(head: "INSERT OR IGNORE INTO mirror (customer) VALUES ", columns: 1)
                 .execute(changes.mirrored.sorted().map { [$0.rawValue] }, in: db)
             try BulkStatement(head: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain, batch) VALUES ", columns: 5)
-                .execute(changes.publications.map { [$0.key, $0.topic, Data($0.payload), $0.retain, $0.batch] }, in: db)
+                .execute(changes.publications.map { [$0.key, $0.topic, Data($0.payload), $0.retain, $0.alertCount] }, in: db)
             if let seq = changes.processedThrough {
                 try db.execute(sql: "DELETE FROM inbox WHERE seq <= ?", arguments: [seq])
             }
@@ -379,7 +379,7 @@ package final class StoreDatabase: Sendable {
                 arguments: [seq, limit]
             ).map {
                 PendingPublication(
-                    seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), retain: $0[3], batch: $0[4], sent: $0[5])
+                    seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), retain: $0[3], alertCount: $0[4], sent: $0[5])
             }
         }
     }
@@ -442,14 +442,14 @@ package struct JournaledRequest: Sendable, Hashable {
     }
 }
 
-/// A message waiting in the outbox, or a batch of alerts (`batch` > 0: the payload is an ``AlertBatch``).
+/// A message waiting in the outbox, or a batch of alerts (`alertCount` > 0: the payload is an ``AlertBatch``).
 package struct PendingPublication: Sendable, Hashable {
     package let seq: Int64
     package let topic: String
     package let payload: [UInt8]
     package let retain: Bool
     /// How many alerts the batch holds; 0 for a single message.
-    package let batch: Int
+    package let alertCount: Int
     /// How many of the batch's alerts, from the first, are acknowledged.
     package let sent: Int
 }
@@ -476,7 +476,7 @@ package struct Publication: Sendable, Hashable {
     package var payload: [UInt8]
     package var retain: Bool
     /// How many alerts it holds when it is an ``AlertBatch``; 0 for a single message.
-    package var batch = 0
+    package var alertCount = 0
 
     package init(key: String, topic: String, payload: [UInt8], retain: Bool) {
         self.key = key
@@ -489,7 +489,7 @@ package struct Publication: Sendable, Hashable {
     package init(batch: AlertBatch) {
         let first = batch.alert(0).id
         self.init(key: Self.alertKeyPrefix + "\(first)+\(batch.count)", topic: "", payload: batch.encoded(), retain: false)
-        self.batch = batch.count
+        self.alertCount = batch.count
     }
 
     /// Whether it carries an alert.
@@ -502,12 +502,12 @@ package struct StoreChanges: Sendable {
     package enum WatchChange: Sendable {
         /// A watch made or changed (by customer and SKU).
         case save(Watch)
-        /// A watch removed.
-        case delete(WatchKey)
-        /// The waiting flag of these watches (by position) became this.
-        case waiting(Bool, positions: [UInt64])
-        /// These watches (by position) were removed.
-        case deleted(positions: [UInt64])
+        /// A watch removed (by customer and SKU).
+        case remove(WatchKey)
+        /// The waiting flag of these watches (by position) becomes this.
+        case setWaiting(Bool, positions: [UInt64])
+        /// These watches (by position) are removed.
+        case removePositions([UInt64])
     }
 
     /// The changes to watches, applied in this order.
@@ -526,14 +526,14 @@ package struct StoreChanges: Sendable {
     package mutating func save(_ watch: Watch) { watchChanges.append(.save(watch)) }
 
     /// A watch removed.
-    package mutating func delete(_ key: WatchKey) { watchChanges.append(.delete(key)) }
+    package mutating func remove(_ key: WatchKey) { watchChanges.append(.remove(key)) }
 
     /// What a stock change did to its line: `updated` watches changed their waiting flag, `removed` ones are gone.
     package mutating func lineChanged(updated: [Watch], removed: [Watch]) {
         let alerted = updated.filter { !$0.isWaiting }.map(\.position)
         let rearmed = updated.filter(\.isWaiting).map(\.position)
-        if !alerted.isEmpty { watchChanges.append(.waiting(false, positions: alerted)) }
-        if !rearmed.isEmpty { watchChanges.append(.waiting(true, positions: rearmed)) }
-        if !removed.isEmpty { watchChanges.append(.deleted(positions: removed.map(\.position))) }
+        if !alerted.isEmpty { watchChanges.append(.setWaiting(false, positions: alerted)) }
+        if !rearmed.isEmpty { watchChanges.append(.setWaiting(true, positions: rearmed)) }
+        if !removed.isEmpty { watchChanges.append(.removePositions(removed.map(\.position))) }
     }
 }

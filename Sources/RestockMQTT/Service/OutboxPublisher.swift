@@ -144,11 +144,11 @@ struct OutboxPublisher: Sendable {
                 guard !rows.isEmpty else { break }
                 for row in rows {
                     seq = row.seq
-                    guard row.batch > 0 else {
+                    guard row.alertCount > 0 else {
                         round.append(Outgoing(seq: row.seq, index: nil, topic: row.topic, payload: row.payload, retain: row.retain))
                         continue
                     }
-                    guard let alerts = AlertBatch(decoding: row.payload), alerts.count == row.batch else {
+                    guard let alerts = AlertBatch(decoding: row.payload), alerts.count == row.alertCount else {
                         // Not written by this store: nothing to send, and it must not block the rest.
                         logger.error("dropping an unreadable batch of alerts from the outbox", metadata: ["seq": "\(row.seq)"])
                         try database.acknowledge(messages: [row.seq], batches: [])

@@ -153,15 +153,15 @@ struct RequestProcessor: Sendable {
                     try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity)
                 }
                 if outcome.isChanged {
-                    if outcome.isKept { changes.save(outcome.watch) } else { changes.delete(WatchKey(customer: who, sku: sku)) }
+                    if outcome.isKept { changes.save(outcome.watch) } else { changes.remove(WatchKey(customer: who, sku: sku)) }
                 }
                 if let alert = outcome.alert { changes.publications.append(publication(of: alert)) }
                 mirrors.insert(who)
             case .unsubscribe(let who, let sku):
-                if store.unsubscribe(who, from: sku) != nil { changes.delete(WatchKey(customer: who, sku: sku)) }
+                if store.unsubscribe(who, from: sku) != nil { changes.remove(WatchKey(customer: who, sku: sku)) }
                 mirrors.insert(who)
             case .unsubscribeAll(let who):
-                for watch in store.unsubscribeAll(who) { changes.delete(WatchKey(customer: who, sku: watch.sku)) }
+                for watch in store.unsubscribeAll(who) { changes.remove(WatchKey(customer: who, sku: watch.sku)) }
                 mirrors.insert(who)
             case .stock(let sku, let change):
                 let outcome = try perform { () throws(RestockError) in try store.changeStock(of: sku, change) }

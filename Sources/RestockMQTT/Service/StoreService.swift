@@ -11,7 +11,7 @@ import ServiceLifecycle
 public final class StoreService: Service, Sendable {
     /// What the service needs to run.
     public struct Configuration: Sendable {
-        public var connection: BrokerConnection
+        public var connection: BrokerSettings
         public var store: StoreID
         public var prefix: String
         public var dataDirectory: URL
@@ -20,7 +20,7 @@ public final class StoreService: Service, Sendable {
         public var drainTimeout: Duration
 
         public init(
-            connection: BrokerConnection, store: StoreID, prefix: String = RestockTopics.defaultPrefix,
+            connection: BrokerSettings, store: StoreID, prefix: String = RestockTopics.defaultPrefix,
             dataDirectory: URL, alertsPerUnit: Int = 0, drainTimeout: Duration = .seconds(5)
         ) {
             self.connection = connection

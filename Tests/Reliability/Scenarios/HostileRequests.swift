@@ -68,7 +68,7 @@ enum HostileRequests {
     static func run() async throws -> [ScenarioRow] {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: try RestockTopics(store: StoreID("apple")))
         // Some state to protect: alice watches two SKUs, bob one, stock of one SKU.
         try await client.subscribe(CustomerID("alice"), to: SKU("iphone"), wait: 30)
         try await client.subscribe(CustomerID("alice"), to: SKU("ipad"), mode: .every, minQuantity: 2, wait: 30)
@@ -136,7 +136,7 @@ enum HostileRequests {
         row.intrusions = before.watches == after.watches && before.inventory == after.inventory ? 0 : 1
         row.check(Double(count) / seconds >= 10_000, "the flood was slower than 10,000 requests/s")
         row.check(store.exitStatus == nil, "the store stopped")
-        let status = try await StoreClient(connection: BrokerConnection(broker: try BrokerAddress(url: broker.url)), topics: try RestockTopics(store: StoreID("apple"))).status()
+        let status = try await StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: try RestockTopics(store: StoreID("apple"))).status()
         row.check(status?.isOnline == true, "the store is not online after the flood")
         return row
     }

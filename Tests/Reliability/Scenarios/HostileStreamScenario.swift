@@ -27,7 +27,7 @@ enum HostileStreamScenario {
         try await publish(stream.requests, to: broker.url)
         // A marker sent after them all: once it is answered, every QoS 1 request before it has been applied.
         let sentinel = try StoreClient(
-            connection: BrokerConnection(url: broker.url), topics: RestockTopics(store: StoreID("apple")))
+            connection: BrokerSettings(url: broker.url), topics: RestockTopics(store: StoreID("apple")))
         // (A customer of its own, whose answer no other request's refusal can be taken for; it changes nothing.)
         let marker = try CustomerID("sentinel")
         try await sentinel.unsubscribe(marker, from: nil, wait: 120)

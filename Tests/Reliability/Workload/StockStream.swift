@@ -15,7 +15,7 @@ struct StockStream: Sendable {
 
     init(url: String, sku: String, quantity: Int = 3, username: String? = nil, password: String? = nil) throws {
         client = StoreClient(
-            connection: BrokerConnection(broker: try BrokerAddress(url: url), username: username, password: password),
+            connection: BrokerSettings(broker: try BrokerAddress(url: url), username: username, password: password),
             topics: try RestockTopics(store: StoreID("apple")))
         self.sku = try SKU(sku)
         self.quantity = quantity

@@ -1,7 +1,7 @@
 import Mosquitto
 
 /// How every part of the service reaches the broker: address, credentials, TLS, protocol version.
-public struct BrokerConnection: Sendable {
+public struct BrokerSettings: Sendable {
     public var broker: BrokerAddress
     public var username: String?
     public var password: String?
