@@ -65,6 +65,16 @@ enum EndToEndSections {
             "The store's path is two broker hops plus a durable commit: the request journaled, applied and committed "
                 + "with its alert before the alert is published. Its median is \(Figure.format(result.store.p50.ratio(to: result.tools.p50).median))× the single hop's."
         ]
+        section.goals = [
+            Goal(
+                text: "B4 stock command → alert: p50 ≤ 1 ms",
+                figure: "\(result.store.p50.formatted()) µs (the C tools' single hop: \(result.tools.p50.formatted()) µs)",
+                isMet: result.store.p50.median <= 1_000),
+            Goal(
+                text: "B4 stock command → alert: p99 ≤ 2 ms",
+                figure: "\(result.store.p99.formatted()) µs (the C tools' single hop: \(result.tools.p99.formatted()) µs)",
+                isMet: result.store.p99.median <= 2_000),
+        ]
         return section
     }
 
