@@ -127,7 +127,8 @@ public final class MQTTClient: Sendable {
         guard configuration.session.isPersistent else {
             throw MQTTError.invalidConfiguration("prepareSession needs a persistent session")
         }
-        context.state.withLock { $0.preparing = (filter.filter, qos) }
+        let plainTCP = !configuration.broker.usesTLS
+        context.state.withLock { $0.preparing = (filter.filter, qos, plainTCP) }
         defer { context.state.withLock { $0.preparing = nil } }
         let present = try await connect()
         // The CONNACK callback has queued SUBSCRIBE and DISCONNECT: the thread writes them and ends.

@@ -26,10 +26,21 @@ private func onConnect(
     let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
     let resubscribe = context.connected(reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags))
     if reasonCode == 0, let preparing = context.state.withLock({ $0.preparing }) {
-        // Both packets are queued here, on the network thread, before the next packet is read: a message the
-        // broker had queued for the session arrives while the client is disconnecting, and is never acknowledged.
-        // The network thread ends after writing them. The SUBACK, if it comes, has no owner and is dropped.
+        // SUBSCRIBE and DISCONNECT must reach the broker before anything the session holds is read: a message
+        // read is acknowledged by libmosquitto, and would be lost. libmosquitto writes nothing during the CONNACK
+        // callback and may read on in the same loop (a PUBLISH read while disconnecting is a protocol error to
+        // it, and it closes the socket with both packets unsent). So over plain TCP the two packets are written
+        // here, straight to the socket, which is then shut for writing: an acknowledgement libmosquitto makes of
+        // a message it reads afterwards never leaves. Over
+        // TLS (the bytes cannot bypass libmosquitto) they are queued, which holds when the session has nothing
+        // queued.
         context.state.withLock { $0.stop = .cleanly }
+        if preparing.plainTCP, LibMosquittoRawPackets.subscribeAndDisconnect(
+            socket: mosquitto_socket(mosq), filter: preparing.filter, qos: preparing.qos, version: context.protocolVersion)
+        {
+            context.state.withLock { $0.preparedAroundLibrary = true }
+            return
+        }
         mosquitto_subscribe_v5(mosq, nil, preparing.filter, preparing.qos.rawValue, 0, nil)
         mosquitto_disconnect_v5(mosq, 0, nil)
         return

@@ -49,7 +49,10 @@ final class LibMosquittoContext: Sendable {
         var activeSubscriptions: [String: ActiveSubscription] = [:]
         /// Set by ``MQTTClient/prepareSession(subscribingTo:qos:)``: on CONNACK, subscribe to this and disconnect
         /// at once, before any queued message is read.
-        var preparing: (filter: String, qos: MQTTQoS)?
+        var preparing: (filter: String, qos: MQTTQoS, plainTCP: Bool)?
+        /// The session was prepared with packets written around libmosquitto: the network thread waits for the
+        /// broker to close the connection, touching nothing through libmosquitto.
+        var preparedAroundLibrary = false
         var nextSinkID: UInt64 = 0
         var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: AsyncStream<MQTTMessage>.Continuation)] = [:]
         var eventSinks: [UInt64: AsyncStream<MQTTConnectionEvent>.Continuation] = [:]

@@ -96,16 +96,24 @@ final class LibMosquittoNetworkThread: Sendable {
         }
         var attempt = 0
         var connections = context.state.withLock { $0.connections }
-        var disconnectSent = false
         while true {
             let (stop, connectionsNow) = context.state.withLock { ($0.stop, $0.connections) }
             switch stop {
             case .abruptly: return
-            case .cleanly where !disconnectSent:
+            case .cleanly where context.state.withLock({ $0.preparedAroundLibrary }):
+                // SUBSCRIBE and DISCONNECT went out around libmosquitto: wait for the broker to close, discarding
+                // what it sends, so that closing here can never reset the connection before it read them.
+                LibMosquittoRawPackets.awaitClose(socket: mosquitto_socket(pointer), within: 2_000)
+                return
+            case .cleanly:
                 // Also when `disconnect()` came while a reconnect was under way and its DISCONNECT found no socket.
                 mosquitto_disconnect_v5(pointer, 0, nil)
-                disconnectSent = true
-            case .cleanly, .no: break
+                // Write what is queued — DISCONNECT last — and read nothing more: a message read now would be
+                // acknowledged to the broker by libmosquitto and then never handed to anyone (a session being
+                // prepared must keep every queued message).
+                flushWrites(pointer)
+                return
+            case .no: break
             }
             if connectionsNow != connections {
                 connections = connectionsNow
@@ -121,6 +129,19 @@ final class LibMosquittoNetworkThread: Sendable {
             _ = wakeup.wait(timeout: .now() + seconds)
             if context.state.withLock({ $0.stop }) != .no { return }
             _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next mosquitto_loop
+        }
+    }
+
+    /// Writes the queued packets, waiting for the socket to take them, for at most two seconds; writing
+    /// DISCONNECT closes the connection.
+    private func flushWrites(_ pointer: OpaquePointer) {
+        let deadline = ContinuousClock.now + .seconds(2)
+        while mosquitto_want_write(pointer), ContinuousClock.now < deadline {
+            let socket = mosquitto_socket(pointer)
+            guard socket >= 0 else { return }
+            var ready = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+            guard poll(&ready, 1, 100) >= 0 else { return }
+            if ready.revents & Int16(POLLOUT) != 0, mosquitto_loop_write(pointer, 1) != MOSQ_ERR_SUCCESS.rawValue { return }
         }
     }
 }
