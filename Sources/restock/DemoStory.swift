@@ -43,11 +43,24 @@ struct DemoStory: Sendable {
         let service = try StoreService(
             configuration: .init(connection: connection, store: topics.store, prefix: topics.prefix, dataDirectory: dataDirectory),
             logger: logger)
-        let serving = Task { try await service.run() }
+        let failure = Mutex<(any Error)?>(nil)
+        let serving = Task {
+            do {
+                try await service.run()
+            } catch {
+                failure.withLock { $0 = error }
+                throw error
+            }
+        }
         defer { serving.cancel() }
         let client = StoreClient(connection: connection, topics: topics)
+        // Online means this demo's own store: another live store of the same id (`--store` naming a real one) makes
+        // the demo's refuse to start, and the demo stops with that error instead of talking to the real store.
+        let ownInstance = service.instance
         try await waitUntil("store \(topics.store) to come online", within: 30) {
-            (try? await client.status())?.isOnline == true
+            if let error = failure.withLock({ $0 }) { throw error }
+            let status = try? await client.status()
+            return status?.isOnline == true && status?.instance == ownInstance
         }
         say("▶ Store \"\(topics.store)\" is online, keeping its state in \(dataDirectory.path)")
 

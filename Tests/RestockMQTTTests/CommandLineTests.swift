@@ -45,6 +45,15 @@ struct CommandLineTests {
         try await mosquittoPub(broker, "restock/\(demoStore)/marker", "end")
         try await late.wait(for: "the marker") { $0.messages.contains { $0.topic.hasSuffix("/marker") } }
         #expect(late.messages.filter { !$0.topic.hasSuffix("/marker") }.isEmpty, "\(late.messages.map(\.topic))")
+
+        // Told to use store apple, while apple is live: the demo's store refuses, and the demo stops with that
+        // error, having changed nothing of the real store's.
+        let named = try await restock(["demo", "--broker", broker.url, "--store", "apple"])
+        #expect(named.status != 0)
+        #expect(named.standardError.contains("store apple is already running on this broker"), "\(named.standardError)")
+        #expect(appleMessages().count == appleBefore, "the demo wrote to store apple: \(appleMessages().dropFirst(appleBefore))")
+        #expect(store.exitStatus == nil && store.log.components(separatedBy: "broker connection:").count == 1, "the real store lost its connection")
+        #expect(try await client.watching(try CustomerID("alice"))?.watching.map(\.sku) == ["ipad"])
         try await store.send(SIGTERM)
     }
 

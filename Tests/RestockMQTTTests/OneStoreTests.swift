@@ -52,6 +52,59 @@ struct OneStoreTests {
         try await stores[winner].send(SIGTERM)
     }
 
+    @Test("an instance that was paused while another took over comes back: it stops before taking the session back, and applies nothing")
+    func pausedInstanceComesBack() async throws {
+        let broker = try await MosquittoBroker.start()
+        let old = try await StoreProcess.started(on: broker)
+        let oldProcess = try old.launchedProcess()
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        oldProcess.send(SIGSTOP)  // a process frozen, or a host cut off, while its connection stays open
+        try await waitUntil("the paused store's heartbeat to go stale", within: 20, pollEvery: .milliseconds(250)) {
+            (try? await client.status())?.isLive(at: Date()) == false
+        }
+        let newer = try StoreProcess(broker: broker)
+        try await newer.start()  // takes the session: the broker drops the paused one's connection
+
+        // Requests stream in, in small batches, while the paused instance wakes up, until it is gone and a while after.
+        let batch = (0..<10).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"cnt","add":1}"#.utf8)) }
+        oldProcess.send(SIGCONT)
+        var sent = 0, afterExit = 0
+        while afterExit < 20, sent < 5_000 {
+            try await Requests.publish(batch, to: broker.url)
+            sent += batch.count
+            if old.exitStatus != nil { afterExit += 1 }
+        }
+        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
+        #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
+        let total = sent
+        try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU("cnt")).first?.quantity) == total }
+        #expect(try await client.inventory(try SKU("cnt")).first?.quantity == total)
+        let applied = try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("cnt")]
+        #expect(applied == nil, "the old instance applied \(applied ?? 0) adds")
+        #expect(try StoreDatabase.queueLengths(readingOnly: old.dataDirectory).inbox == 0, "the old instance journaled requests")
+        try await newer.send(SIGTERM)
+    }
+
+    @Test("a store stopped between its claim and going online withdraws the claim: another starts at once")
+    func stoppedDuringClaim() async throws {
+        let broker = try await MosquittoBroker.start()
+        let watcher = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "claims-\(UUID().uuidString.prefix(6))"))
+        let claims = try watcher.messages(matching: "restock/apple/claim")
+        try await watcher.connect()
+        try await watcher.subscribe(to: "restock/apple/claim")
+        let first = try StoreProcess(broker: broker)
+        let child = try first.launch()
+        _ = try await withDeadline(20, waitingFor: "the first store's claim") { await claims.first { !$0.payload.isEmpty } }
+        child.send(SIGTERM)  // within the 300 ms it waits after its claim
+        try await child.waitForExit(within: 20)
+        await watcher.disconnect()
+        #expect(first.log.contains("stopped before it was online"), "(it went online first: this run proves nothing) \(first.log.suffix(300))")
+        let second = try StoreProcess(broker: broker)
+        try await second.start()  // refused for 6 s if the claim were left
+        #expect(second.exitStatus == nil)
+        try await second.send(SIGTERM)
+    }
+
     @Test("a store that sees another instance take over stops, applies nothing more, and exits non-zero with one line")
     func takenOverStops() async throws {
         let broker = try await MosquittoBroker.start()

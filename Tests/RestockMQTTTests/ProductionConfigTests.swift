@@ -95,10 +95,19 @@ struct ProductionConfigTests {
         #expect(intruder.status != 0)
         #expect(intruder.standardError.split(separator: "\n").count == 1, "\(intruder.standardError)")
         #expect(intruder.standardError.contains("refused alice's listening session restock:apple:alice"), "\(intruder.standardError)")
-        #expect(intruder.standardError.contains("it belongs to the user alice"), "\(intruder.standardError)")
+        #expect(intruder.standardError.contains("only the user alice may use this session"), "\(intruder.standardError)")
         let subscribe = try await restock(["subscribe", "--customer", "alice", "--sku", "x"], user: "bob", password: "bob-secret", broker: broker)
         #expect(subscribe.status != 0)
-        #expect(subscribe.standardError.contains("it belongs to the user alice"), "\(subscribe.standardError)")
+        #expect(subscribe.standardError.contains("only the user alice may use this session"), "\(subscribe.standardError)")
         try await store.send(SIGTERM)
+
+        // A user the ACL does not let write the store's claim cannot run the store: one line, at once, no retry loop.
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let intruderStore = try await ChildProcess.run(
+            restockExecutable, ["serve", "--broker", broker.url, "--username", "bob", "--data", data.path],
+            environment: ["RESTOCK_PASSWORD": "bob-secret"], within: 30)
+        #expect(intruderStore.status != 0)
+        #expect(intruderStore.standardError.contains("error: ") && intruderStore.standardError.contains("restock/apple/claim"), "\(intruderStore.standardError)")
     }
 }

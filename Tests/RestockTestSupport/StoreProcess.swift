@@ -71,6 +71,12 @@ public final class StoreProcess: Sendable {
         return child
     }
 
+    /// The running process, to signal it without waiting (SIGSTOP, SIGCONT).
+    public func launchedProcess() throws -> ChildProcess {
+        guard let child = process.withLock({ $0 }) else { throw StoreExited(status: -1, log: "the store was never launched") }
+        return child
+    }
+
     /// The exit status, once the process has exited.
     public var exitStatus: Int32? { process.withLock { $0 }?.exitStatus }
 

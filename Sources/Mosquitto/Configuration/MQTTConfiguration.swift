@@ -24,6 +24,11 @@ public struct MQTTConfiguration: Sendable {
     public var reconnect: MQTTReconnectPolicy
     /// How long ``MQTTClient/connect()`` waits for the broker's answer.
     public var connectTimeout: Duration
+    /// Asked before each attempt to reconnect after the connection was lost (not before the first connect),
+    /// on the client's network thread; while it runs, the client stays disconnected. Returning `false` stops the
+    /// client for good: it does not reconnect, waiting operations fail with ``MQTTError/notConnected``, and its
+    /// message and event streams end. For a client that must not take its session back unless it still owns it.
+    public var beforeReconnect: (@Sendable () async -> Bool)?
 
     /// Creates a configuration.
     public init(

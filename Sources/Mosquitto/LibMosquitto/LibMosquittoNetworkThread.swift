@@ -128,8 +128,29 @@ final class LibMosquittoNetworkThread: Sendable {
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
             _ = wakeup.wait(timeout: .now() + seconds)
             if context.state.withLock({ $0.stop }) != .no { return }
+            if let gate = configuration.beforeReconnect, !Self.ask(gate) {
+                // The owner says the session is no longer ours: stop for good, without reconnecting.
+                context.state.withLock { $0.stop = .abruptly }
+                context.shutDown()
+                return
+            }
+            if context.state.withLock({ $0.stop }) != .no { return }
             _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next mosquitto_loop
         }
+    }
+
+    /// Runs the owner's async check and waits for its answer on this thread (which is never one of the
+    /// cooperative pool's); a check that has not answered within a minute lets the reconnect go ahead.
+    private static func ask(_ gate: @escaping @Sendable () async -> Bool) -> Bool {
+        let answer = Mutex<Bool>(true)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let allowed = await gate()
+            answer.withLock { $0 = allowed }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 60) == .success else { return true }
+        return answer.withLock { $0 }
     }
 
     /// Writes the queued packets, waiting for the socket to take them, for at most two seconds; writing

@@ -44,7 +44,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .storage(let detail): "storage error: \(detail)"
         case .stageFailed(let stage, let reason): "the store stopped: \(stage) failed: \(reason)"
         case .listeningSessionRefused(let customer, let clientID, let reason):
-            "the broker refused \(customer)'s listening session \(clientID): \(reason); it belongs to the user \(customer) (docs/contract.md, \"Sessions and client ids\")"
+            "the broker refused \(customer)'s listening session \(clientID): \(reason); check the user name and password (with the shipped broker configuration only the user \(customer) may use this session)"
         }
     }
 }

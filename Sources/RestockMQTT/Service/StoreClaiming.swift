@@ -26,7 +26,8 @@ extension StoreClient {
     /// returns the newest status and claim seen: a claim another instance published after this one arrives
     /// here, in the broker's order.
     func claimStore(
-        _ claim: StoreClaim, settle: Duration, firstWait: Duration, check: @escaping @Sendable (Ownership) throws -> Void
+        _ claim: StoreClaim, settle: Duration, firstWait: Duration, check: @escaping @Sendable (Ownership) throws -> Void,
+        published: @escaping @Sendable () -> Void
     ) async throws -> Ownership {
         try await withClient { client in
             let seen = OwnershipSeen()
@@ -53,8 +54,29 @@ extension StoreClient {
             }
             try check(seen.ownership)
             try await client.publish(claim.payloadBytes(), to: self.topics.claim, qos: .atLeastOnce, retain: true)
+            published()
             try await Task.sleep(for: settle)  // the time a start that read before this claim has to claim after it
             return seen.ownership
+        }
+    }
+}
+
+extension StoreClient {
+    /// Clears the retained claim when it is still `instance`'s (a start that stopped before it went online).
+    func withdrawClaim(of instance: String) async throws {
+        try await withClient { client in
+            let seen = OwnershipSeen()
+            let claims = try client.messages(matching: self.topics.claim)
+            let reader = Task {
+                for await message in claims {
+                    seen.claim(try? JSONDecoder().decode(StoreClaim.self, from: Data(message.payload)))
+                }
+            }
+            defer { reader.cancel() }
+            try await client.subscribe(to: self.topics.claim)
+            try? await waitUntil("the retained claim", within: 0.5, pollEvery: .milliseconds(5)) { seen.ownership.claim != nil }
+            guard seen.ownership.claim?.instance == instance else { return }
+            try await client.publish([], to: self.topics.claim, qos: .atLeastOnce, retain: true)
         }
     }
 }

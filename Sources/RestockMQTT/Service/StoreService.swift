@@ -1,9 +1,10 @@
-import Foundation
 import Deadlines
+import Foundation
 import Logging
 import Mosquitto
 import RestockCore
 import ServiceLifecycle
+import Synchronization
 
 /// The store as an MQTT service (DESIGN §3, §5): it restores its state from SQLite, takes requests from
 /// its topics, keeps the in-process ``Store`` a mirror of what customers asked for, publishes alerts and
@@ -44,6 +45,8 @@ public final class StoreService: Service, Sendable {
     private let clock: @Sendable () -> Date
     /// This store process, in its status: one live instance per store id on a broker.
     public let instance: String
+    /// Whether this instance has published its claim on the store id (``claimTheStore()``).
+    private let claimPublished = Atomic<Bool>(false)
     /// The process that used the data directory before this one (stopped or dead: this one holds the lock).
     private let previousInstance: String?
 
@@ -76,15 +79,25 @@ public final class StoreService: Service, Sendable {
         let (requests, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (outbox, outboxGrew) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let offline = StoreStatus.connectionLost(store: store.id, instance: instance)
+        let onlineSince = clock()
+        let takenOver = TakeOver()
+        var mqtt = configuration.connection.configuration(
+            clientID: Self.clientID(for: store.id), session: .persistent,
+            will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true))
+        // Before it takes the session back after a loss, the store reads the retained status: if a newer instance is
+        // live there, it took the session over, and this one stops without reconnecting — it never receives (or
+        // journals) another request.
+        mqtt.beforeReconnect = { [self] in
+            guard let winner = await self.newerLiveInstance(than: onlineSince) else { return true }
+            takenOver.record(winner)
+            return false
+        }
         let client = try MQTTClient(
-            configuration: configuration.connection.configuration(
-                clientID: Self.clientID(for: store.id), session: .persistent,
-                will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true)),
+            configuration: mqtt,
             journal: RequestJournal(database: database, topics: topics, wakeup: requestArrived, logger: logger),
             logger: logger)
 
         let connectionEvents = client.connectionEvents()
-        let onlineSince = clock()
         // SIGTERM and SIGINT end the service in every state, also while the broker is out of reach.
         do {
             try await cancelWhenGracefulShutdown {
@@ -101,6 +114,12 @@ public final class StoreService: Service, Sendable {
             }
         } catch is CancellationError {
             await client.disconnect()
+            if claimPublished.load(ordering: .acquiring) {
+                // Stopped between its claim and going online: withdraw the claim, so that it does not hold off
+                // another start for its 6 s (in a task of its own, which this cancellation does not reach).
+                let reader = StoreClient(connection: configuration.connection, topics: topics), instance = instance
+                await Task { _ = try? await withDeadline(2) { try await reader.withdrawClaim(of: instance) } }.value
+            }
             logger.info("store \(store.id) stopped before it was online")
             return
         }
@@ -115,7 +134,6 @@ public final class StoreService: Service, Sendable {
         outboxGrew.yield()
 
         let drainTimeout = configuration.drainTimeout
-        let takenOver = TakeOver()
         let failure = StageFailure()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -256,9 +274,10 @@ public final class StoreService: Service, Sendable {
     private func claimTheStore() async throws {
         let reader = StoreClient(connection: configuration.connection, topics: topics)
         let mine = StoreClaim(store: store.id, instance: instance, at: clock())
-        let newest = try await reader.claimStore(mine, settle: Self.claimSettle, firstWait: .milliseconds(500)) { seen in
-            try self.refuseIfOwnedByAnother(seen)
-        }
+        let newest = try await reader.claimStore(
+            mine, settle: Self.claimSettle, firstWait: .milliseconds(500),
+            check: { seen in try self.refuseIfOwnedByAnother(seen) },
+            published: { self.claimPublished.store(true, ordering: .releasing) })
         try refuseIfOwnedByAnother(newest)
         if let claim = newest.claim, claim.instance != instance, claim.instance != previousInstance {
             throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: claim.instance)
@@ -303,7 +322,9 @@ public final class StoreService: Service, Sendable {
                 try await client.connect()
                 return
             } catch let error as MQTTError {
-                if case .connectionRefused = error { throw error }  // bad credentials: retrying will not help
+                // Bad credentials, or a user the broker does not let write the store's claim: retrying will not help.
+                if case .connectionRefused = error { throw error }
+                if case .publishRefused = error { throw error }
                 let wait = delay * Double.random(in: 1...2.5)
                 logger.warning("broker not reachable, retrying", metadata: ["error": "\(error)", "in": "\(Int(wait * 1000)) ms"])
                 try await Task.sleep(for: .seconds(wait))
