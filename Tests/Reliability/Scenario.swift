@@ -13,7 +13,7 @@ struct Scenario: Sendable {
         Scenario(id: "R4", title: "customer offline for 5,000 alerts", timeLimit: 300) { [try await OfflineCustomer.run()] },
         Scenario(id: "R5", title: "connections cut mid-stream by a TCP proxy", timeLimit: 240) { [try await ConnectionCut.run()] },
         Scenario(id: "R6", title: "50,000 alerts to 1,000 customers, shipped broker config", timeLimit: 600) { [try await Burst.run()] },
-        Scenario(id: "R7", title: "two store processes for one store", timeLimit: 240) { try await TwoStores.run() },
+        Scenario(id: "R7", title: "two store processes for one store", timeLimit: 300) { try await TwoStores.run() },
         Scenario(id: "R8", title: "restart with 100,000 watches", timeLimit: 900) { [try await Restore.run()] },
         Scenario(id: "R12", title: "standby takes over from a SIGKILLed live store", timeLimit: 420) { [try await Standby.run()] },
         Scenario(id: "R9", title: "broker restarted without persistence", timeLimit: 180) { [try await Edges.brokerWithoutPersistence()] },

@@ -1,5 +1,6 @@
 import Foundation
 import LocalBroker
+import RestockCore
 import RestockMQTT
 import RestockTestSupport
 
@@ -8,7 +9,49 @@ enum TwoStores {
     static let customers = 50
 
     static func run() async throws -> [ScenarioRow] {
-        [try await sameDataDirectory(), try await otherDataDirectory(), try await simultaneousStarts()]
+        [try await sameDataDirectory(), try await otherDataDirectory(), try await simultaneousStarts(), try await pausedComesBack()]
+    }
+
+    /// R7d: the live store frozen (SIGSTOP: a stalled process or a host cut off) until its heartbeat is stale, a
+    /// second store on another data directory takes over, and the first wakes up in the middle of a stream of
+    /// stock changes: it must stop before it takes the session back, applying nothing; the second applies all.
+    static func pausedComesBack() async throws -> ScenarioRow {
+        let broker = try await MosquittoBroker.start()
+        let old = try await StoreProcess.started(on: broker)
+        let oldProcess = try old.launchedProcess()
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        oldProcess.send(SIGSTOP)
+        let paused = ContinuousClock.now
+        try await waitUntil("the paused store's heartbeat to go stale", within: 20, pollEvery: .milliseconds(250)) {
+            (try? await client.status())?.isLive(at: Date()) == false
+        }
+        let newer = try StoreProcess(broker: broker)
+        try await newer.start()
+        let tookOver = ContinuousClock.now - paused
+        let batch = (0..<10).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"r7d-sku","add":1}"#.utf8)) }
+        oldProcess.send(SIGCONT)
+        var sent = 0, afterExit = 0
+        while afterExit < 20, sent < 5_000 {
+            try await Requests.publish(batch, to: broker.url)
+            sent += batch.count
+            if old.exitStatus != nil { afterExit += 1 }
+        }
+        let total = sent
+        try? await waitUntil("every stock change at the newer store", within: 30) {
+            (try? await client.inventory(try SKU("r7d-sku")).first?.quantity) == total
+        }
+        let applied = (try? await client.inventory(try SKU("r7d-sku")).first?.quantity) ?? 0
+        let appliedByOld = (try? StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("r7d-sku")]) ?? nil
+        var row = ScenarioRow(
+            "R7d", "the live store frozen (SIGSTOP) until its heartbeat is stale, a second takes over, the first wakes mid-stream of \(total) stock changes (counts: changes applied)",
+            expected: total, distinct: applied, deliveries: applied)
+        row.notes.append(
+            "second store online \(tookOver.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))) after the freeze; the first: exit \(old.exitStatus ?? -1), changes applied by it: \(appliedByOld ?? 0)")
+        row.check(old.exitStatus != nil && old.exitStatus != 0, "the first store did not stop")
+        row.check(old.log.contains("took over"), "the first store did not say another took over")
+        row.check(appliedByOld == nil, "the first store applied \(appliedByOld ?? 0) changes after it woke")
+        try await newer.send(SIGTERM)
+        return row
     }
 
     /// R7c: three stores of one id started at the same moment, each on its own data directory, while 20 subscribes
