@@ -18,25 +18,9 @@ enum TwoStores {
     static func pausedComesBack() async throws -> ScenarioRow {
         let broker = try await MosquittoBroker.start()
         let old = try await StoreProcess.started(on: broker)
-        let oldProcess = try old.launchedProcess()
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
-        oldProcess.send(SIGSTOP)
-        let paused = ContinuousClock.now
-        try await waitUntil("the paused store's heartbeat to go stale", within: 20, pollEvery: .milliseconds(250)) {
-            (try? await client.status())?.isLive(at: Date()) == false
-        }
         let newer = try StoreProcess(broker: broker)
-        try await newer.start()
-        let tookOver = ContinuousClock.now - paused
-        let batch = (0..<10).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"r7d-sku","add":1}"#.utf8)) }
-        oldProcess.send(SIGCONT)
-        var sent = 0, afterExit = 0
-        while afterExit < 20, sent < 5_000 {
-            try await Requests.publish(batch, to: broker.url)
-            sent += batch.count
-            if old.exitStatus != nil { afterExit += 1 }
-        }
-        let total = sent
+        let (total, tookOver) = try await old.wakeAfterTakeover(by: newer, sku: "r7d-sku")
         try? await waitUntil("every stock change at the newer store", within: 30) {
             (try? await client.inventory(try SKU("r7d-sku")).first?.quantity) == total
         }

@@ -1,0 +1,31 @@
+import Foundation
+import RestockCore
+import RestockMQTT
+
+extension StoreProcess {
+    /// The frozen-store takeover (R7d and its test): freezes this live store (SIGSTOP: a stalled process, or a
+    /// host cut off with its connection open) until its retained heartbeat is stale, starts `newer` (which takes
+    /// the session), wakes this one (SIGCONT) and streams `{"sku":…,"add":1}` in batches of 10 until this one has
+    /// exited and 20 batches more (at most 5,000 changes).
+    /// - Returns: The changes sent, and the time from the freeze until `newer` was online.
+    public func wakeAfterTakeover(by newer: StoreProcess, sku: String) async throws -> (sent: Int, takeover: Duration) {
+        let process = try launchedProcess()
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        process.send(SIGSTOP)
+        let frozen = ContinuousClock.now
+        try await waitUntil("the frozen store's heartbeat to go stale", within: 20, pollEvery: .milliseconds(250)) {
+            (try? await client.status())?.isLive(at: Date()) == false
+        }
+        try await newer.start()
+        let takeover = ContinuousClock.now - frozen
+        let batch = (0..<10).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"\#(sku)","add":1}"#.utf8)) }
+        process.send(SIGCONT)
+        var sent = 0, afterExit = 0
+        while afterExit < 20, sent < 5_000 {
+            try await Requests.publish(batch, to: broker.url)
+            sent += batch.count
+            if exitStatus != nil { afterExit += 1 }
+        }
+        return (sent, takeover)
+    }
+}
