@@ -32,7 +32,10 @@ public enum MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidClientID(let id, let reason): "invalid client id \(Self.quoted(id)): \(reason)"
         case .invalidConfiguration(let detail): "invalid configuration: \(detail)"
         case .connectionFailed(let detail): "cannot connect to the broker: \(detail)"
-        case .connectionRefused(let code, let reason): "the broker refused the connection: \(reason) (reason code \(code))"
+        case .connectionRefused(let code, let reason):
+            // 3.1.1: 4 bad user name or password, 5 not authorised; 5: 0x86 and 0x87 likewise.
+            "the broker refused the connection: \(reason) (reason code \(code))"
+                + ([4, 5, 134, 135].contains(code) ? "; check the user name and password" : "")
         case .notConnected: "not connected to the broker"
         case .publishRefused(let topic, let code, let reason):
             "the broker refused the publish to \(topic): \(reason) (reason code \(code))"

@@ -128,7 +128,7 @@ final class LibMosquittoNetworkThread: Sendable {
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
             _ = wakeup.wait(timeout: .now() + seconds)
             if context.state.withLock({ $0.stop }) != .no { return }
-            if let gate = configuration.beforeReconnect, !Self.ask(gate) {
+            if let gate = configuration.beforeReconnect, !ask(gate) {
                 // The owner says the session is no longer ours: stop for good, without reconnecting.
                 context.state.withLock { $0.stop = .abruptly }
                 context.shutDown()
@@ -140,16 +140,22 @@ final class LibMosquittoNetworkThread: Sendable {
     }
 
     /// Runs the owner's async check and waits for its answer on this thread (which is never one of the
-    /// cooperative pool's); a check that has not answered within a minute lets the reconnect go ahead.
-    private static func ask(_ gate: @escaping @Sendable () async -> Bool) -> Bool {
+    /// cooperative pool's). The check may take as long as it needs; a stop of the client ends the wait (and
+    /// cancels the check) with no reconnect.
+    private func ask(_ gate: @escaping @Sendable () async -> Bool) -> Bool {
         let answer = Mutex<Bool>(true)
         let done = DispatchSemaphore(value: 0)
-        Task {
+        let check = Task {
             let allowed = await gate()
             answer.withLock { $0 = allowed }
             done.signal()
         }
-        guard done.wait(timeout: .now() + 60) == .success else { return true }
+        while done.wait(timeout: .now() + 0.1) == .timedOut {
+            if handle.context.state.withLock({ $0.stop }) != .no {
+                check.cancel()
+                return false
+            }
+        }
         return answer.withLock { $0 }
     }
 

@@ -87,11 +87,7 @@ public final class StoreService: Service, Sendable {
         // Before it takes the session back after a loss, the store reads the retained status: if a newer instance is
         // live there, it took the session over, and this one stops without reconnecting — it never receives (or
         // journals) another request.
-        mqtt.beforeReconnect = { [self] in
-            guard let winner = await self.newerLiveInstance(than: onlineSince) else { return true }
-            takenOver.record(winner)
-            return false
-        }
+        mqtt.beforeReconnect = { [self] in await self.mayReconnect(onlineSince: onlineSince, takenOver: takenOver) }
         let client = try MQTTClient(
             configuration: mqtt,
             journal: RequestJournal(database: database, topics: topics, wakeup: requestArrived, logger: logger),
@@ -303,11 +299,39 @@ public final class StoreService: Service, Sendable {
     /// The instance, other than this one, whose retained status says it is live and started after `since`:
     /// one that has taken this store's session. `nil` when there is none, or the status cannot be read.
     private func newerLiveInstance(than since: Date) async -> String? {
-        guard let status = try? await StoreClient(connection: configuration.connection, topics: topics).status(waitingFor: .milliseconds(500)),
-            let other = status.instance, other != instance, status.isLive(at: clock()),
+        guard let status = try? await readStatus() else { return nil }
+        return newerLiveInstance(in: status, than: since)
+    }
+
+    private func readStatus(waitingFor wait: Duration = .milliseconds(500)) async throws -> StoreStatus? {
+        try await StoreClient(connection: configuration.connection, topics: topics).status(waitingFor: wait)
+    }
+
+    private func newerLiveInstance(in status: StoreStatus?, than since: Date) -> String? {
+        guard let status, let other = status.instance, other != instance, status.isLive(at: clock()),
             let started = status.since.flatMap(Timestamp.date(from:)), started > since || (started == since && other > instance)
         else { return nil }
         return other
+    }
+
+    /// Whether to take the session back after a loss (``MQTTConfiguration/beforeReconnect``): only once the
+    /// retained status has been read, and it shows no newer live instance. While the broker cannot be reached
+    /// for the read (a network cut), it keeps asking: a reconnect that went ahead on an unread status could take
+    /// the session back from a newer instance the moment the network returns.
+    private func mayReconnect(onlineSince: Date, takenOver: TakeOver) async -> Bool {
+        // Short waits: a broker that comes back is to be used within a second (a restarted broker without
+        // persistence has no status to send, so the read waits only briefly for one).
+        while !Task.isCancelled {
+            do {
+                let status = try await readStatus(waitingFor: .milliseconds(200))
+                guard let winner = newerLiveInstance(in: status, than: onlineSince) else { return true }
+                takenOver.record(winner)
+                return false
+            } catch {
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 100...200)))
+            }
+        }
+        return false
     }
 
     /// Connects, retrying while the broker is unreachable (it may start after the store): the first retry after

@@ -9,7 +9,50 @@ enum TwoStores {
     static let customers = 50
 
     static func run() async throws -> [ScenarioRow] {
-        [try await sameDataDirectory(), try await otherDataDirectory(), try await simultaneousStarts(), try await pausedComesBack()]
+        [try await sameDataDirectory(), try await otherDataDirectory(), try await simultaneousStarts(), try await pausedComesBack(), try await cutOffComesBack()]
+    }
+
+    /// R7e: the live store's network goes silent (a proxy drops every byte, both connections stay open) until its
+    /// heartbeat is stale and a second store has taken over; then the network returns in the middle of a stream
+    /// of stock changes. The first must not take the session back (it could not read the status while cut off,
+    /// so it keeps asking before it reconnects), and applies nothing.
+    static func cutOffComesBack() async throws -> ScenarioRow {
+        let broker = try await MosquittoBroker.start()
+        let proxy = try TCPProxy(to: broker.port)
+        defer { proxy.close() }
+        let old = try StoreProcess(broker: broker, brokerURL: proxy.url)
+        try await old.start()
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        proxy.blackhole(true)
+        try await waitUntil("the cut-off store's heartbeat to go stale", within: 20, pollEvery: .milliseconds(250)) {
+            (try? await client.status())?.isLive(at: Date()) == false
+        }
+        let newer = try StoreProcess(broker: broker)
+        try await newer.start()
+        let batch = (0..<10).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"r7e-sku","add":1}"#.utf8)) }
+        var sent = 0
+        for round in 0..<60 {
+            if round == 5 { proxy.blackhole(false) }  // the network returns mid-stream
+            try await Requests.publish(batch, to: broker.url)
+            sent += batch.count
+        }
+        let total = sent
+        try? await waitUntil("the first store to stop", within: 30) { old.exitStatus != nil }
+        try? await waitUntil("every stock change at the newer store", within: 30) {
+            (try? await client.inventory(try SKU("r7e-sku")).first?.quantity) == total
+        }
+        let applied = (try? await client.inventory(try SKU("r7e-sku")).first?.quantity) ?? 0
+        let appliedByOld = (try? StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("r7e-sku")]) ?? nil
+        let takeovers = broker.log.components(separatedBy: "already connected, closing old connection").count - 1
+        var row = ScenarioRow(
+            "R7e", "the live store cut off (every byte dropped, connections open) until a second takes over; the network returns mid-stream of \(total) stock changes (counts: changes applied)",
+            expected: total, distinct: applied, deliveries: applied)
+        row.notes.append("the first: exit \(old.exitStatus ?? -1), changes applied by it: \(appliedByOld ?? 0); sessions taken over on the broker: \(takeovers)")
+        row.check(old.exitStatus != nil && old.exitStatus != 0, "the first store did not stop")
+        row.check(appliedByOld == nil, "the first store applied \(appliedByOld ?? 0) changes after the network returned")
+        row.check(takeovers <= 1, "the first store took the session back (\(takeovers) takeovers in the broker's log)")
+        try await newer.send(SIGTERM)
+        return row
     }
 
     /// R7d: the live store frozen (SIGSTOP: a stalled process or a host cut off) until its heartbeat is stale, a

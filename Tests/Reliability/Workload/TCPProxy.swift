@@ -34,6 +34,9 @@ final class TCPProxy: Sendable {
     private let listener: Int32
     private let links = Mutex<[ObjectIdentifier: Link]>([:])
     private let accepted = Atomic<Int>(0)
+    /// While set, every byte in either direction is read and dropped: a network that went silent, with every
+    /// connection still open at both ends.
+    private let dropping = Atomic<Bool>(false)
 
     /// Listens on a free port of 127.0.0.1 and relays each connection to `127.0.0.1:targetPort`.
     init(to targetPort: Int) throws {
@@ -71,6 +74,9 @@ final class TCPProxy: Sendable {
             return links.count
         }
     }
+
+    /// Drops everything from now on (`true`), or relays again (`false`), without closing anything.
+    func blackhole(_ on: Bool) { dropping.store(on, ordering: .releasing) }
 
     /// Stops listening and cuts every link.
     func close() {
@@ -110,6 +116,7 @@ final class TCPProxy: Sendable {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }
+            if dropping.load(ordering: .acquiring) { continue }
             var sent = 0
             while sent < count {
                 let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, count - sent) }
