@@ -80,7 +80,7 @@ struct ReconnectTests {
         let elapsed = try await clock.measure {
             try await withDeadline(5, waitingFor: "disconnect()") { await client.disconnect() }
         }
-        #expect(elapsed < .seconds(1))
+        #expect(elapsed < .seconds(3))  // typically a few ms; loose for a loaded machine, tight against a reconnect wait
         let seen = try await withDeadline(5, waitingFor: "the event stream to end") {
             var seen: [MQTTConnectionEvent] = []
             for await event in events { seen.append(event) }
@@ -91,7 +91,7 @@ struct ReconnectTests {
         #expect(!client.isConnected)
     }
 
-    @Test("connect() to a broker that never answers ends within 1 s of its task being cancelled")
+    @Test("connect() to a broker that never answers ends soon after its task is cancelled")
     func cancelConnect() async throws {
         let silent = try SilentListener()
         let client = try MQTTClient(configuration: .init(broker: .hostname("127.0.0.1", port: silent.port), clientID: uniqueName()))
@@ -103,7 +103,7 @@ struct ReconnectTests {
             _ = try await withDeadline(5, waitingFor: "connect() to end") { await connecting.result }
         }
         await #expect(throws: CancellationError.self) { try await connecting.value }
-        #expect(elapsed < .seconds(1))
+        #expect(elapsed < .seconds(3))  // typically a few ms; loose for a loaded machine, tight against the 10 s connect timeout
         #expect(!client.isConnected)
     }
 

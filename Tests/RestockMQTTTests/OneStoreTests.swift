@@ -183,7 +183,9 @@ struct OneStoreTests {
         }
         let took = clock.now - killed
         print("standby online \(took) after the SIGKILL")
-        #expect(took < .seconds(2))
+        // Typically 0.4–1.1 s (R12 records it); bounded loosely here, where every test shares two cores with the
+        // rest of the suite (2.4 s seen): it catches a standby that waits for a timeout, not a slow scheduler.
+        #expect(took < .seconds(6))
         #expect(try await client.watching(try CustomerID("alice"))?.watching.map(\.sku) == ["ipad"])
         try await standby.send(SIGTERM)
     }
