@@ -252,7 +252,7 @@ public final class StoreClient: Sendable {
 
     /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A
     /// filter without wildcards holds at most one, so its read ends as soon as that one arrives.
-    private func retained<T: Decodable & Sendable>(
+    func retained<T: Decodable & Sendable>(
         _ type: T.Type, on filter: String, using client: MQTTClient, firstWait: Duration? = nil
     ) async throws -> [T] {
         let single = !filter.contains("+") && !filter.contains("#")

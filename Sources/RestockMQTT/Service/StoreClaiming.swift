@@ -65,17 +65,8 @@ extension StoreClient {
     /// Clears the retained claim when it is still `instance`'s (a start that stopped before it went online).
     func withdrawClaim(of instance: String) async throws {
         try await withClient { client in
-            let seen = OwnershipSeen()
-            let claims = try client.messages(matching: self.topics.claim)
-            let reader = Task {
-                for await message in claims {
-                    seen.claim(try? JSONDecoder().decode(StoreClaim.self, from: Data(message.payload)))
-                }
-            }
-            defer { reader.cancel() }
-            try await client.subscribe(to: self.topics.claim)
-            try? await waitUntil("the retained claim", within: 0.5, pollEvery: .milliseconds(5)) { seen.ownership.claim != nil }
-            guard seen.ownership.claim?.instance == instance else { return }
+            let claim = try await self.retained(StoreClaim.self, on: self.topics.claim, using: client, firstWait: .milliseconds(500)).first
+            guard claim?.instance == instance else { return }
             try await client.publish([], to: self.topics.claim, qos: .atLeastOnce, retain: true)
         }
     }
