@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // The Observer-pattern core: store (subject), observers, watches, alerts. No I/O.
@@ -36,6 +37,7 @@ let package = Package(
             dependencies: [
                 "RestockCore", "Mosquitto", "Deadlines",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

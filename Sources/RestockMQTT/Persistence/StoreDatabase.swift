@@ -1,18 +1,25 @@
 import Foundation
 import GRDB
 import RestockCore
+import Synchronization
 
-/// The store's durable state in one SQLite database (DESIGN §5): watches with their positions,
-/// inventory, the position and alert counters, the inbox of requests received but not yet applied, and
-/// the outbox of messages committed but not yet acknowledged by the broker.
+/// The store's durable state (DESIGN §5) in its data directory: `store.sqlite` holds watches with their
+/// positions, inventory, the position and alert counters, how far the request log has been applied, and the
+/// outbox of messages committed but not yet acknowledged by the broker; `journal.sqlite` (``RequestLog``) holds
+/// the requests received but not yet applied.
 ///
 /// WAL mode with `synchronous=NORMAL`: a committed transaction survives the process being killed.
 /// A lock on the directory keeps a second store process out.
 package final class StoreDatabase: Sendable {
     /// The data directory.
     package let directory: URL
+    /// The write-ahead log of requests.
+    package let log: RequestLog
     private let pool: DatabasePool
     private let lock: DirectoryLock
+    /// The place the next outbox row takes: given out here, so that a commit knows the places of its messages
+    /// and can pass them on in memory.
+    private let nextOutboxSeq: Mutex<Int64>
     /// The thread the running store's SQLite work goes to (``run(_:)``), off Swift's cooperative pool.
     private let queue = DispatchQueue(label: "restock.sqlite")
 
@@ -36,7 +43,28 @@ package final class StoreDatabase: Sendable {
         }
         pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        log = try RequestLog(directory: directory)
+        nextOutboxSeq = Mutex(try pool.read { db in
+            // Past every place given out before, also to rows since acknowledged.
+            let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+            return max(used, try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0) + 1
+        })
         if let store { try claim(for: store) }
+        try adoptInbox()
+    }
+
+    /// Moves requests an earlier version journaled into `store.sqlite` to the request log, keeping their places,
+    /// and makes sure the log gives out places after every request already applied (a log deleted by hand must
+    /// not make new requests look applied).
+    private func adoptInbox() throws {
+        let old = try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT seq, topic, payload, size, retained FROM inbox ORDER BY seq").map {
+                JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4])
+            }
+        }
+        try log.adopt(old)
+        if !old.isEmpty { try pool.write { db in try db.execute(sql: "DELETE FROM inbox") } }
+        try log.continue(after: max(processedThrough(), old.last?.seq ?? 0))
     }
 
     /// Runs blocking database work — applying a batch, reading or acknowledging the outbox — on the store's
@@ -79,7 +107,7 @@ package final class StoreDatabase: Sendable {
 
     /// The queue lengths of the database in `directory`, read as ``snapshot(readingOnly:)`` reads.
     package static func queueLengths(readingOnly directory: URL) throws -> (inbox: Int, outbox: Int, watches: Int) {
-        try queueLengths(in: readOnlyPool(directory))
+        try queueLengths(in: readOnlyPool(directory), log: RequestLog.readingOnly(directory))
     }
 
     private static func readOnlyPool(_ directory: URL) throws -> DatabasePool {
@@ -227,61 +255,72 @@ package final class StoreDatabase: Sendable {
         }
     }
 
-    // MARK: Inbox
+    // MARK: Requests
 
-    /// Records a request as received, before it is acknowledged to the broker.
+    /// Records a request as received, in the request log, before it is acknowledged to the broker; returns its place.
     /// - Parameters:
     ///   - payload: The payload, or its first bytes when it is larger than any request may be.
     ///   - size: The size of the payload as received; `payload.count` when `nil`.
     ///   - retained: Whether it came with the retain flag.
     @discardableResult
-    package func journal(topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false) throws -> Int64 {
-        try pool.write { db in
-            try db.cachedStatement(sql: "INSERT INTO inbox (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [topic, Data(payload), size ?? payload.count, retained])
-            return db.lastInsertedRowID
-        }
+    package func journal(topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false) throws -> JournaledRequest {
+        let size = size ?? payload.count
+        let seq = try log.append(topic: topic, payload: payload, size: size, retained: retained)
+        return JournaledRequest(seq: seq, topic: topic, payload: payload, size: size, retained: retained)
     }
 
-    /// The oldest requests not yet applied, in the order received.
-    package func pendingRequests(limit: Int) throws -> [JournaledRequest] {
+    /// The place in the request log of the last request applied (or set aside); 0 before the first.
+    package func processedThrough() throws -> Int64 {
+        try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = 'processedThrough'") ?? 0 }
+    }
+
+    /// The requests of the log not yet applied, oldest first, after `seq` (recovery).
+    package func journaledRequests(after seq: Int64, limit: Int) throws -> [JournaledRequest] {
+        try log.requests(after: seq, limit: limit)
+    }
+
+    /// The requests being applied when the store last recorded it (``beginAttempt(_:)``).
+    package func lastAttempt() throws -> Attempt? {
         try pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT seq, topic, payload, size, retained, attempts FROM inbox ORDER BY seq LIMIT ?", arguments: [limit]
-            ).map {
-                JournaledRequest(
-                    seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4], attempts: $0[5])
-            }
+            guard let row = try Row.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'attempt'"), let text = String.fromDatabaseValue(row[0])
+            else { return nil }
+            return Attempt(text)
         }
     }
 
     /// Records that applying these requests begins, before the first of them is applied: if the process dies
-    /// while they are applied, the next start knows which they were (see ``JournaledRequest/attempts``).
-    package func beginAttempt(_ seqs: ClosedRange<Int64>) throws {
+    /// while they are applied, the next start knows which they were (see ``Attempt``).
+    package func beginAttempt(_ attempt: Attempt) throws {
         try pool.write { db in
-            try db.execute(sql: "UPDATE inbox SET attempts = attempts + 1 WHERE seq BETWEEN ? AND ?", arguments: [seqs.lowerBound, seqs.upperBound])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('attempt', ?)").execute(arguments: [attempt.text])
         }
     }
 
-    /// Moves a request that could not be applied from the inbox to the dead-letter table, and queues the
-    /// error that tells its sender, in one transaction.
-    package func deadLetter(_ request: JournaledRequest, error: Publication, at date: Date) throws {
+    /// Sets a request that could not be applied aside in the dead-letter table, records it as processed, and
+    /// queues the error that tells its sender, in one transaction; returns that error as committed.
+    package func deadLetter(_ request: JournaledRequest, error: Publication, at date: Date) throws -> CommittedPublication {
+        let seq = nextOutboxSeq.withLock { next in defer { next += 1 }; return next }
         try pool.write { db in
             try db.execute(
                 sql: "INSERT OR REPLACE INTO deadLetter (seq, topic, payload, size, retained, failedAt) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [request.seq, request.topic, Data(request.payload), request.size, request.retained, date.timeIntervalSince1970])
             try db.execute(
-                sql: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain, batch) VALUES (?, ?, ?, ?, 0)",
-                arguments: [error.key, error.topic, Data(error.payload), error.retain])
-            try db.execute(sql: "DELETE FROM inbox WHERE seq = ?", arguments: [request.seq])
+                sql: "INSERT OR REPLACE INTO outbox (seq, key, topic, payload, retain, batch) VALUES (?, ?, ?, ?, ?, 0)",
+                arguments: [seq, error.key, error.topic, Data(error.payload), error.retain])
+            try Self.recordProcessed(through: request.seq, in: db)
         }
+        return CommittedPublication(seq: seq, publication: error)
+    }
+
+    private static func recordProcessed(through seq: Int64, in db: Database) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO counter (name, value) VALUES ('processedThrough', ?)").execute(arguments: [seq])
     }
 
     /// The requests set aside because applying them killed the store, oldest first.
     package func deadLetters() throws -> [JournaledRequest] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT seq, topic, payload, size, retained FROM deadLetter ORDER BY seq").map {
-                JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4], attempts: 2)
+                JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4])
             }
         }
     }
@@ -289,8 +328,15 @@ package final class StoreDatabase: Sendable {
     // MARK: Commit
 
     /// Applies a batch of changes in one transaction: watches, inventory, counters, the messages to
-    /// publish, and the removal of the requests that caused them.
-    package func commit(_ changes: StoreChanges) throws {
+    /// publish, and how far the request log is applied. Returns the messages as committed, each with its place
+    /// in the outbox, to be passed to the publisher in memory.
+    @discardableResult
+    package func commit(_ changes: StoreChanges) throws -> [CommittedPublication] {
+        let first = nextOutboxSeq.withLock { next in
+            defer { next += Int64(changes.publications.count) }
+            return next
+        }
+        let committed = changes.publications.enumerated().map { CommittedPublication(seq: first + Int64($0.offset), publication: $0.element) }
         try pool.write { db in
             // Rows go in many to a statement: SQLite then parses nothing and GRDB binds in bulk, which is most of
             // the cost of a row when a restock writes thousands.
@@ -328,12 +374,11 @@ package final class StoreDatabase: Sendable {
             // statement are inserted in order, so a later version in the same batch still wins).
             try BulkStatement(head: "INSERT OR IGNORE INTO mirror (customer) VALUES ", columns: 1)
                 .execute(changes.mirrored.sorted().map { [$0.rawValue] }, in: db)
-            try BulkStatement(head: "INSERT OR REPLACE INTO outbox (key, topic, payload, retain, batch) VALUES ", columns: 5)
-                .execute(changes.publications.map { [$0.key, $0.topic, Data($0.payload), $0.retain, $0.alertCount] }, in: db)
-            if let seq = changes.processedThrough {
-                try db.execute(sql: "DELETE FROM inbox WHERE seq <= ?", arguments: [seq])
-            }
+            try BulkStatement(head: "INSERT OR REPLACE INTO outbox (seq, key, topic, payload, retain, batch) VALUES ", columns: 6)
+                .execute(committed.map { [$0.seq, $0.publication.key, $0.publication.topic, Data($0.publication.payload), $0.publication.retain, $0.publication.alertCount] }, in: db)
+            if let seq = changes.processedThrough { try Self.recordProcessed(through: seq, in: db) }
         }
+        return committed
     }
 
     /// Writes a run of saves (in key order; a key saved twice keeps its last version) or deletes, and empties it.
@@ -403,137 +448,20 @@ package final class StoreDatabase: Sendable {
 
     /// How many rows each queue holds (for tests and logs).
     package func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
-        try Self.queueLengths(in: pool)
+        try Self.queueLengths(in: pool, log: log)
     }
 
-    private static func queueLengths(in pool: DatabasePool) throws -> (inbox: Int, outbox: Int, watches: Int) {
-        try pool.read { db in
+    private static func queueLengths(in pool: DatabasePool, log: RequestLog?) throws -> (inbox: Int, outbox: Int, watches: Int) {
+        let processed = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = 'processedThrough'") ?? 0 }
+        let inbox = try log?.count(after: processed) ?? 0
+        return try pool.read { db in
             (
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM inbox") ?? 0,
+                // Requests journaled by an earlier version, and not yet carried over to the log, count too.
+                inbox + (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM inbox") ?? 0),
                 // Messages, not rows: a batch counts the alerts it still has to send.
                 try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(CASE WHEN batch > 0 THEN batch - sent ELSE 1 END), 0) FROM outbox") ?? 0,
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM watch") ?? 0
             )
         }
-    }
-}
-
-/// A request as journaled: its place in the inbox, topic and payload.
-package struct JournaledRequest: Sendable, Hashable {
-    package let seq: Int64
-    package let topic: String
-    /// The payload, or its first bytes when it was larger than any request may be.
-    package let payload: [UInt8]
-    /// The payload's size as received.
-    package let size: Int
-    /// Whether it came with the retain flag (a retained request is never applied).
-    package let retained: Bool
-    /// How many times applying it began: 1 or more when the store died while it was being applied.
-    package let attempts: Int
-
-    package init(seq: Int64, topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false, attempts: Int = 0) {
-        self.seq = seq
-        self.topic = topic
-        self.payload = payload
-        // Rows journaled before sizes were kept say 0.
-        self.size = max(size ?? 0, payload.count)
-        self.retained = retained
-        self.attempts = attempts
-    }
-}
-
-/// A message waiting in the outbox, or a batch of alerts (`alertCount` > 0: the payload is an ``AlertBatch``).
-package struct PendingPublication: Sendable, Hashable {
-    package let seq: Int64
-    package let topic: String
-    package let payload: [UInt8]
-    package let retain: Bool
-    /// How many alerts the batch holds; 0 for a single message.
-    package let alertCount: Int
-    /// How many of the batch's alerts, from the first, are acknowledged.
-    package let sent: Int
-}
-
-/// Identifies a watch: one customer, one SKU.
-package struct WatchKey: Sendable, Hashable {
-    package let customer: CustomerID
-    package let sku: SKU
-
-    package init(customer: CustomerID, sku: SKU) {
-        self.customer = customer
-        self.sku = sku
-    }
-}
-
-/// A message to publish after the commit. `key` makes it unique in the outbox: an alert's id, or
-/// a retained topic (whose newer version replaces an older one not yet sent).
-package struct Publication: Sendable, Hashable {
-    /// The key of an alert's publication is this prefix and the alert id.
-    package static let alertKeyPrefix = "alert:"
-
-    package var key: String
-    package var topic: String
-    package var payload: [UInt8]
-    package var retain: Bool
-    /// How many alerts it holds when it is an ``AlertBatch``; 0 for a single message.
-    package var alertCount = 0
-
-    package init(key: String, topic: String, payload: [UInt8], retain: Bool) {
-        self.key = key
-        self.topic = topic
-        self.payload = payload
-        self.retain = retain
-    }
-
-    /// The alerts of one stock change, as one outbox record.
-    package init(batch: AlertBatch) {
-        let first = batch.alert(0).id
-        self.init(key: Self.alertKeyPrefix + "\(first)+\(batch.count)", topic: "", payload: batch.encoded(), retain: false)
-        self.alertCount = batch.count
-    }
-
-    /// Whether it carries an alert.
-    package var isAlert: Bool { key.hasPrefix(Self.alertKeyPrefix) }
-}
-
-/// What one batch of requests changed, to commit in one transaction.
-package struct StoreChanges: Sendable {
-    /// What happened to watches, in order.
-    package enum WatchChange: Sendable {
-        /// A watch made or changed (by customer and SKU).
-        case save(Watch)
-        /// A watch removed (by customer and SKU).
-        case remove(WatchKey)
-        /// The waiting flag of these watches (by position) becomes this.
-        case setWaiting(Bool, positions: [UInt64])
-        /// These watches (by position) are removed.
-        case removePositions([UInt64])
-    }
-
-    /// The changes to watches, applied in this order.
-    package private(set) var watchChanges: [WatchChange] = []
-    package var inventory: [SKU: Int] = [:]
-    package var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
-    package var publications: [Publication] = []
-    /// The customers whose mirror this batch publishes: the store owns that retained topic from then on.
-    package var mirrored: Set<CustomerID> = []
-    /// The last inbox entry this batch consumed.
-    package var processedThrough: Int64?
-
-    package init() {}
-
-    /// A watch made or changed.
-    package mutating func save(_ watch: Watch) { watchChanges.append(.save(watch)) }
-
-    /// A watch removed.
-    package mutating func remove(_ key: WatchKey) { watchChanges.append(.remove(key)) }
-
-    /// What a stock change did to its line: `updated` watches changed their waiting flag, `removed` ones are gone.
-    package mutating func lineChanged(updated: [Watch], removed: [Watch]) {
-        let alerted = updated.filter { !$0.isWaiting }.map(\.position)
-        let rearmed = updated.filter(\.isWaiting).map(\.position)
-        if !alerted.isEmpty { watchChanges.append(.setWaiting(false, positions: alerted)) }
-        if !rearmed.isEmpty { watchChanges.append(.setWaiting(true, positions: rearmed)) }
-        if !removed.isEmpty { watchChanges.append(.removePositions(removed.map(\.position))) }
     }
 }

@@ -1,16 +1,20 @@
 import Deadlines
+import DequeModule
 import Logging
 import Mosquitto
 import RestockCore
 import Synchronization
 
-/// Publishes what the outbox holds, in commit order, and forgets each message once the broker has
-/// acknowledged it. A batch of alerts is expanded here, alert by alert, and its progress recorded as its
-/// rounds are acknowledged. After a crash, or a lost connection, whatever was not acknowledged goes out again
-/// with the same payload (and the same alert id).
+/// The publishing stage of the store's pipeline: publishes what the applying stage committed, in commit order —
+/// taken from memory as it is committed, or read from the outbox at start-up and after a lost connection — and
+/// forgets each message once the broker has acknowledged it. A batch of alerts is expanded here, alert by
+/// alert, and its progress recorded as its rounds are acknowledged. After a crash, or a lost connection,
+/// whatever was not acknowledged goes out again with the same payload (and the same alert id).
 struct OutboxPublisher: Sendable {
     let client: MQTTClient
     let database: StoreDatabase
+    /// What the applying stage committed, in memory.
+    let committed: HandOff<CommittedPublication>
     let topics: RestockTopics
     let logger: Logger
     /// Set when the store stops: no new round is sent once it has passed.
@@ -22,8 +26,10 @@ struct OutboxPublisher: Sendable {
 
     /// Publishes whenever `wakeups` says the outbox has grown, until the stream ends or the task is cancelled.
     func run(wakeups: AsyncStream<Void>) async throws {
+        // What the outbox held before this start is read from it first; so is everything after a lost connection.
+        let reader = OutboxReader(database: database, committed: committed, topics: topics, logger: logger)
         for await _ in wakeups {
-            try await drain()
+            try await drain(reader)
         }
     }
 
@@ -40,9 +46,8 @@ struct OutboxPublisher: Sendable {
     /// Publishes everything pending. Each round is queued before the previous round's acknowledgements are
     /// awaited and recorded, so the connection stays busy while the database is written. Once the shutdown
     /// deadline has passed it sends nothing more, and records the acknowledgements of what it sent.
-    func drain() async throws {
+    private func drain(_ reader: OutboxReader) async throws {
         while !Task.isCancelled, !stopping.hasPassed {
-            let reader = OutboxReader(database: database, topics: topics, logger: logger)
             var awaiting: [(Outgoing, MQTTPublication)] = []
             do {
                 while !Task.isCancelled {
@@ -51,7 +56,10 @@ struct OutboxPublisher: Sendable {
                         _ = try? await withDeadline(Self.acknowledgementGrace) { try await acknowledge(last) }
                         return
                     }
-                    let round = try await database.run { try reader.next(Self.round) }
+                    // From memory on this task; only a read of the database goes to the store's SQLite thread.
+                    var taken = try reader.next(Self.round, mayReadDatabase: false)
+                    if taken == nil { taken = try await database.run { try reader.next(Self.round, mayReadDatabase: true) } }
+                    let round = taken ?? []
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
                         (message, try client.send(message.payload, to: message.topic, qos: .atLeastOnce, retain: message.retain))
@@ -63,6 +71,7 @@ struct OutboxPublisher: Sendable {
             } catch MQTTError.notConnected {
                 // Reconnecting: start over from the oldest unacknowledged message once back.
                 logger.notice("broker connection lost while publishing; will resend after reconnecting")
+                reader.startOver()
                 try await waitUntilConnected()
             }
         }
@@ -107,55 +116,110 @@ struct OutboxPublisher: Sendable {
         }
     }
 
-    /// Reads the outbox in order, a round at a time, expanding batches of alerts into their messages. Used
-    /// on the store's SQLite thread (``StoreDatabase/run(_:)``), one round at a time.
+    /// Takes the outbox in order, a round at a time, expanding batches of alerts into their messages: from
+    /// memory as the applying stage commits, from the database while catching up (at start-up, after a lost
+    /// connection, or when memory spilled). Used on the store's SQLite thread (``StoreDatabase/run(_:)``).
     private final class OutboxReader: Sendable {
         let database: StoreDatabase
+        let committed: HandOff<CommittedPublication>
         let topics: RestockTopics
         let logger: Logger
-        /// The last row taken whole, and the batch being taken with the index of its next alert.
-        private let position = Mutex<(seq: Int64, batch: (seq: Int64, alerts: AlertBatch, next: Int)?)>((0, nil))
 
-        init(database: StoreDatabase, topics: RestockTopics, logger: Logger) {
+        /// One committed message or batch, and how many of its alerts are already acknowledged.
+        private struct Entry {
+            let seq: Int64
+            let publication: Publication
+            let sent: Int
+        }
+
+        private struct Position {
+            /// The last entry taken.
+            var seq: Int64 = 0
+            /// The batch being taken, with the index of its next alert.
+            var batch: (seq: Int64, alerts: AlertBatch, next: Int)?
+            /// Entries taken, not yet expanded.
+            var entries: Deque<Entry> = []
+            /// Whether entries are read from the database rather than taken from memory.
+            var readingDatabase = true
+        }
+
+        private let position = Mutex(Position())
+
+        init(database: StoreDatabase, committed: HandOff<CommittedPublication>, topics: RestockTopics, logger: Logger) {
             self.database = database
+            self.committed = committed
             self.topics = topics
             self.logger = logger
         }
 
-        /// Up to `limit` messages, following the last ones returned.
-        func next(_ limit: Int) throws -> [Outgoing] {
-            try position.withLock { position in try next(limit, from: &position.seq, &position.batch) }
+        /// Starts again from the oldest message not acknowledged, read from the database (after a lost connection).
+        func startOver() { position.withLock { $0 = Position() } }
+
+        /// Up to `limit` messages, following the last ones returned; `nil` when there are none yet and the next
+        /// are to be read from the database, which only a call that `mayReadDatabase` does.
+        func next(_ limit: Int, mayReadDatabase: Bool) throws -> [Outgoing]? {
+            try position.withLock { position in try next(limit, mayReadDatabase: mayReadDatabase, from: &position) }
         }
 
-        private func next(_ limit: Int, from seq: inout Int64, _ batch: inout (seq: Int64, alerts: AlertBatch, next: Int)?) throws -> [Outgoing] {
+        private func next(_ limit: Int, mayReadDatabase: Bool, from position: inout Position) throws -> [Outgoing]? {
             var round: [Outgoing] = []
             while round.count < limit {
-                if let current = batch, current.next < current.alerts.count {
+                if let current = position.batch, current.next < current.alerts.count {
                     let end = min(current.alerts.count, current.next + limit - round.count)
                     for index in current.next..<end {
                         let alert = current.alerts.alert(index)
                         round.append(
                             Outgoing(seq: current.seq, index: index, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false))
                     }
-                    batch?.next = end
+                    position.batch?.next = end
                     continue
                 }
-                let rows = try database.pendingPublications(after: seq, limit: limit - round.count)
-                guard !rows.isEmpty else { break }
-                for row in rows {
-                    seq = row.seq
-                    guard row.alertCount > 0 else {
-                        round.append(Outgoing(seq: row.seq, index: nil, topic: row.topic, payload: row.payload, retain: row.retain))
+                if let entry = position.entries.popFirst() {
+                    // Taken from memory after it was read from the database: sent already.
+                    guard entry.seq > position.seq else { continue }
+                    let previous = position.seq
+                    position.seq = entry.seq
+                    let publication = entry.publication
+                    guard publication.alertCount > 0 else {
+                        round.append(Outgoing(seq: entry.seq, index: nil, topic: publication.topic, payload: publication.payload, retain: publication.retain))
                         continue
                     }
-                    guard let alerts = AlertBatch(decoding: row.payload), alerts.count == row.alertCount else {
+                    guard let alerts = publication.alerts ?? AlertBatch(decoding: publication.payload), alerts.count == publication.alertCount
+                    else {
+                        guard mayReadDatabase else {
+                            // Recorded on the SQLite thread: taken again there.
+                            position.entries.prepend(entry)
+                            position.seq = previous
+                            return round.isEmpty ? nil : round
+                        }
                         // Not written by this store: nothing to send, and it must not block the rest.
-                        logger.error("dropping an unreadable batch of alerts from the outbox", metadata: ["seq": "\(row.seq)"])
-                        try database.acknowledge(messages: [row.seq], batches: [])
+                        logger.error("dropping an unreadable batch of alerts from the outbox", metadata: ["seq": "\(entry.seq)"])
+                        try database.acknowledge(messages: [entry.seq], batches: [])
                         continue
                     }
-                    batch = (row.seq, alerts, row.sent)
-                    break  // take its alerts, then read on after it
+                    position.batch = (entry.seq, alerts, entry.sent)
+                    continue
+                }
+                if position.readingDatabase {
+                    guard mayReadDatabase else { return round.isEmpty ? nil : round }
+                    let rows = try database.pendingPublications(after: position.seq, limit: limit - round.count)
+                    guard !rows.isEmpty else {
+                        position.readingDatabase = false
+                        continue
+                    }
+                    for row in rows {
+                        var publication = Publication(key: "", topic: row.topic, payload: row.payload, retain: row.retain)
+                        publication.alertCount = row.alertCount
+                        position.entries.append(Entry(seq: row.seq, publication: publication, sent: row.sent))
+                    }
+                    continue
+                }
+                switch committed.take(upTo: limit - round.count) {
+                case .spilled:
+                    position.readingDatabase = true
+                case .items(let items):
+                    guard !items.isEmpty else { return round }
+                    for item in items { position.entries.append(Entry(seq: item.seq, publication: item.publication, sent: 0)) }
                 }
             }
             return round

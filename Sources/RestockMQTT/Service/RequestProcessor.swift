@@ -1,69 +1,166 @@
 import Foundation
 import Logging
 import RestockCore
+import Synchronization
 
-/// Applies journaled requests to the in-process ``Store`` in order, and commits each batch — the state it
-/// changed, the alerts and mirrors to publish, and the removal of its requests — in one transaction.
+/// The applying stage of the store's pipeline: takes journaled requests in order — from memory, as the network
+/// thread passes them on, or from the request log at start-up — applies them to the in-process ``Store``, and
+/// commits each batch — the state it changed, the alerts and mirrors to publish, and how far the log is applied —
+/// in one transaction; then passes the committed messages on to the publishing stage, in memory.
 ///
-/// Only the store service's processing task calls it, so the store and its database never disagree
-/// about the order of changes.
-struct RequestProcessor: Sendable {
+/// Only the store service's applying stage calls it, on the store's SQLite thread, so the store and its
+/// database never disagree about the order of changes.
+final class RequestProcessor: Sendable {
     let store: Store
     let topics: RestockTopics
     let database: StoreDatabase
     let logger: Logger
     let clock: @Sendable () -> Date
+    /// Where journaled requests arrive in memory.
+    let requests: HandOff<JournaledRequest>
+    /// Where committed messages go on to the publisher.
+    let committed: HandOff<CommittedPublication>
 
     /// How many requests one transaction takes at most.
     static let batchSize = 512
+    /// How many applied requests the log keeps at most before they are trimmed from it.
+    static let trimEvery = 2_048
 
-    /// Applies every pending request; returns how many there were.
+    private struct Progress {
+        /// The last request applied (or set aside).
+        var lastApplied: Int64
+        /// Requests up to this one are applied one at a time (see ``Attempt``).
+        var suspectsThrough: Int64
+        /// A suspect that killed the store while applied alone: set aside when its turn comes.
+        var fatal: Int64?
+        /// Whether requests are read from the log (at start-up, or after memory spilled) rather than memory.
+        var readingLog = true
+        /// The last request trimmed from the log.
+        var trimmedThrough: Int64
+    }
+
+    private let progress: Mutex<Progress>
+
+    /// Picks up where the last process left the log: after the last request applied, with the requests of
+    /// a batch it died applying as suspects.
+    init(
+        store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
+        committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date
+    ) throws {
+        self.store = store
+        self.topics = topics
+        self.database = database
+        self.requests = requests
+        self.committed = committed
+        self.logger = logger
+        self.clock = clock
+        let processed = try database.processedThrough()
+        var progress = Progress(lastApplied: processed, suspectsThrough: 0, trimmedThrough: 0)
+        if let attempt = try database.lastAttempt(), attempt.last > processed {
+            if attempt.isSuspectAlone {
+                progress.fatal = attempt.first
+                progress.suspectsThrough = attempt.suspectsThrough
+            } else {
+                progress.suspectsThrough = attempt.last
+            }
+            logger.warning(
+                "the store stopped while applying requests; applying them one at a time",
+                metadata: ["from": "\(processed + 1)", "through": "\(progress.suspectsThrough)"])
+        }
+        self.progress = Mutex(progress)
+    }
+
+    /// Applies every request waiting, in order; returns how many there were.
     ///
-    /// Crash containment: before a batch is applied its requests are marked as attempted (committed), so a
-    /// request that was being applied when the process died is known at the next start. It is then retried
-    /// on its own; if the store dies again while applying it, it goes to the dead-letter table and its sender
+    /// Crash containment: before a batch is applied its range is recorded (``StoreDatabase/beginAttempt(_:)``),
+    /// so a batch that was being applied when the process died is known at the next start. Its requests are
+    /// then retried one at a time; one that kills the store again goes to the dead-letter table and its sender
     /// is told (`request-failed`), and the store carries on with the rest.
     @discardableResult
     func drainInbox() throws -> Int {
         var total = 0
         while !Task.isCancelled {
-            let pending = try database.pendingRequests(limit: Self.batchSize)
-            guard let first = pending.first else { return total }
-            let batch: ArraySlice<JournaledRequest>
-            if first.attempts >= 2 {
-                try deadLetter(first)
-                total += 1
-                continue
-            } else if first.attempts == 1 {
-                logger.warning(
-                    "the store stopped while applying a request; retrying it on its own",
-                    metadata: ["topic": "\(first.topic)", "seq": "\(first.seq)"])
-                batch = pending.prefix(1)
-            } else {
-                batch = pending.prefix { $0.attempts == 0 }
+            let waiting = try nextRequests()
+            if waiting.isEmpty { break }
+            var rest = waiting[...]
+            while let first = rest.first, !Task.isCancelled {
+                let (lastApplied, suspects, fatal) = progress.withLock { ($0.lastApplied, $0.suspectsThrough, $0.fatal) }
+                guard first.seq > lastApplied else {
+                    rest.removeFirst()
+                    continue
+                }
+                if first.seq == fatal {
+                    try deadLetter(first)
+                    rest.removeFirst()
+                    total += 1
+                    continue
+                }
+                let batch = first.seq <= suspects ? rest.prefix(1) : rest.prefix { $0.seq > suspects }
+                rest.removeFirst(batch.count)
+                try apply(batch, suspectsThrough: suspects)
+                total += batch.count
             }
-            guard let last = batch.last else { return total }
-            try database.beginAttempt(first.seq...last.seq)
-            var changes = StoreChanges()
-            var mirrorsToRefresh = Set<CustomerID>()
-            for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
-            let now = clock()
-            for customer in mirrorsToRefresh.sorted() {
-                let mirror = SubscriptionsMirror(
-                    store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
-                let topic = topics.subscriptions(customer)
-                changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
-            }
-            changes.mirrored = mirrorsToRefresh
-            changes.counters = store.counters
-            changes.processedThrough = last.seq
-            try database.commit(changes)
-            if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
-                FaultInjection.crash("crash-after-commit: alerts committed, none published")
-            }
-            total += batch.count
         }
+        try trimLog(force: true)
         return total
+    }
+
+    /// The next requests to apply: from the log while catching up, otherwise from memory.
+    private func nextRequests() throws -> [JournaledRequest] {
+        while true {
+            let (readingLog, lastApplied) = progress.withLock { ($0.readingLog, $0.lastApplied) }
+            if readingLog {
+                let logged = try database.journaledRequests(after: lastApplied, limit: Self.batchSize)
+                if !logged.isEmpty { return logged }
+                progress.withLock { $0.readingLog = false }
+            }
+            switch requests.take(upTo: Self.batchSize) {
+            case .spilled:
+                progress.withLock { $0.readingLog = true }
+            case .items(let items):
+                return items
+            }
+        }
+    }
+
+    /// Applies one batch and commits it; its messages go on to the publisher.
+    private func apply(_ batch: ArraySlice<JournaledRequest>, suspectsThrough: Int64) throws {
+        guard let first = batch.first, let last = batch.last else { return }
+        if first.seq <= suspectsThrough {
+            logger.warning(
+                "the store stopped while applying a request; retrying it on its own",
+                metadata: ["topic": "\(first.topic)", "seq": "\(first.seq)"])
+        }
+        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough))
+        var changes = StoreChanges()
+        var mirrorsToRefresh = Set<CustomerID>()
+        for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
+        let now = clock()
+        for customer in mirrorsToRefresh.sorted() {
+            let mirror = SubscriptionsMirror(
+                store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
+            let topic = topics.subscriptions(customer)
+            changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
+        }
+        changes.mirrored = mirrorsToRefresh
+        changes.counters = store.counters
+        changes.processedThrough = last.seq
+        let messages = try database.commit(changes)
+        progress.withLock { $0.lastApplied = last.seq }
+        if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
+            FaultInjection.crash("crash-after-commit: alerts committed, none published")
+        }
+        committed.append(messages)
+        try trimLog(force: false)
+    }
+
+    /// Forgets applied requests from the log, every ``trimEvery`` of them, or all of them when `force`d
+    /// (nothing more waits).
+    private func trimLog(force: Bool) throws {
+        let (applied, trimmed) = progress.withLock { ($0.lastApplied, $0.trimmedThrough) }
+        guard applied > trimmed, force || applied - trimmed >= Self.trimEvery else { return }
+        try database.log.trim(through: applied)
+        progress.withLock { $0.trimmedThrough = applied }
     }
 
     /// Queues every retained topic the store owns — each SKU's inventory and each customer's mirror, also one
@@ -85,7 +182,7 @@ struct RequestProcessor: Sendable {
             changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
         }
         guard !changes.publications.isEmpty else { return }
-        try database.commit(changes)
+        committed.append(try database.commit(changes))
         logger.notice(
             "the broker had no session for the store: publishing every retained topic again",
             metadata: ["inventory": "\(changes.publications.count - customers.count)", "mirrors": "\(customers.count)"])
@@ -103,9 +200,11 @@ struct RequestProcessor: Sendable {
         let report = ErrorReport(refusal: refusal, topic: request.topic, at: now)
         // With no valid customer to answer, the admin's errors topic hears of it.
         let topic = errorsTopic(for: request.topic) ?? topics.adminErrors
-        try database.deadLetter(
+        let error = try database.deadLetter(
             request, error: Publication(key: "error:\(request.seq):request-failed", topic: topic, payload: report.payloadBytes(), retain: false),
             at: now)
+        progress.withLock { $0.lastApplied = request.seq }
+        committed.append(error)
     }
 
     /// Where refusals of a request on `topic` are answered: the customer's errors topic, the admin's, or

@@ -76,8 +76,12 @@ public final class StoreService: Service, Sendable {
     /// the next start), publishes what the outbox still holds for up to ``Configuration/drainTimeout``,
     /// recording each acknowledgement, logs how many messages are left for the next start, and goes offline.
     public func run() async throws {
+        // The pipeline: journal (network thread) → apply and commit (SQLite thread) → publish, the stages
+        // passing requests and committed messages in memory, each told by a wakeup when there is more.
         let (requests, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (outbox, outboxGrew) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let journaled = HandOff<JournaledRequest>(capacity: Self.handOffCapacity, wakeup: requestArrived)
+        let committed = HandOff<CommittedPublication>(capacity: Self.handOffCapacity, wakeup: outboxGrew)
         let offline = StoreStatus.connectionLost(store: store.id, instance: instance)
         let onlineSince = clock()
         let takenOver = TakeOver()
@@ -90,7 +94,7 @@ public final class StoreService: Service, Sendable {
         mqtt.beforeReconnect = { [self] in await self.mayReconnect(onlineSince: onlineSince, takenOver: takenOver) }
         let client = try MQTTClient(
             configuration: mqtt,
-            journal: RequestJournal(database: database, topics: topics, wakeup: requestArrived, logger: logger),
+            journal: RequestJournal(database: database, topics: topics, requests: journaled, logger: logger),
             logger: logger)
 
         let connectionEvents = client.connectionEvents()
@@ -121,9 +125,11 @@ public final class StoreService: Service, Sendable {
         }
         logger.info("store \(store.id) online", metadata: ["broker": "\(configuration.connection.broker)", "topics": "\(topics.root)/#"])
 
-        let processor = RequestProcessor(store: store, topics: topics, database: database, logger: logger, clock: clock)
+        let processor = try RequestProcessor(
+            store: store, topics: topics, database: database, requests: journaled, committed: committed, logger: logger, clock: clock)
         let stopping = ShutdownDeadline()
-        let publisher = OutboxPublisher(client: client, database: database, topics: topics, logger: logger, stopping: stopping)
+        let publisher = OutboxPublisher(
+            client: client, database: database, committed: committed, topics: topics, logger: logger, stopping: stopping)
         let republish = RepublishRequest()
         // Requests and alerts left from before a restart go first.
         requestArrived.yield()
@@ -253,6 +259,10 @@ public final class StoreService: Service, Sendable {
         logger.info("store \(store.id) offline")
         if let error = failure.error { throw error }
     }
+
+    /// How many journaled requests, and how many committed messages, wait in memory at most for the next stage;
+    /// beyond that the next stage reads them from disk.
+    static let handOffCapacity = 100_000
 
     /// This instance's online status, with a fresh heartbeat.
     private func onlineStatus(since: Date) -> StoreStatus {

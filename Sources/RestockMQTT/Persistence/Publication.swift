@@ -1,0 +1,55 @@
+import Foundation
+
+/// A message to publish after the commit. `key` makes it unique in the outbox: an alert's id, or
+/// a retained topic (whose newer version replaces an older one not yet sent).
+package struct Publication: Sendable, Hashable {
+    /// The key of an alert's publication is this prefix and the alert id.
+    package static let alertKeyPrefix = "alert:"
+
+    package var key: String
+    package var topic: String
+    package var payload: [UInt8]
+    package var retain: Bool
+    /// How many alerts it holds when it is an ``AlertBatch``; 0 for a single message.
+    package var alertCount = 0
+    /// The alerts, when it is a batch made in this process (passed on in memory, not decoded again).
+    package var alerts: AlertBatch?
+
+    package init(key: String, topic: String, payload: [UInt8], retain: Bool) {
+        self.key = key
+        self.topic = topic
+        self.payload = payload
+        self.retain = retain
+    }
+
+    /// The alerts of one stock change, as one outbox record.
+    package init(batch: AlertBatch) {
+        let first = batch.alert(0).id
+        self.init(key: Self.alertKeyPrefix + "\(first)+\(batch.count)", topic: "", payload: batch.encoded(), retain: false)
+        self.alertCount = batch.count
+        self.alerts = batch
+    }
+
+    /// Whether it carries an alert.
+    package var isAlert: Bool { key.hasPrefix(Self.alertKeyPrefix) }
+}
+
+
+/// A message as committed to the outbox, with its place there.
+package struct CommittedPublication: Sendable, Hashable {
+    package let seq: Int64
+    package let publication: Publication
+}
+
+/// A message waiting in the outbox, or a batch of alerts (`alertCount` > 0: the payload is an ``AlertBatch``).
+package struct PendingPublication: Sendable, Hashable {
+    package let seq: Int64
+    package let topic: String
+    package let payload: [UInt8]
+    package let retain: Bool
+    /// How many alerts the batch holds; 0 for a single message.
+    package let alertCount: Int
+    /// How many of the batch's alerts, from the first, are acknowledged.
+    package let sent: Int
+}
+

@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+
+/// The write-ahead log of requests: `journal.sqlite` in the data directory, a file of its own beside the
+/// store's state (`store.sqlite`).
+///
+/// libmosquitto's network thread appends each request here before it acknowledges it, and never waits for a
+/// commit of the store's state: the two files have a writer each. The store's own transaction records how far
+/// the log has been applied (``StoreDatabase/processedThrough()``), so a request is applied exactly once
+/// whatever stopped the process; applied entries are trimmed from the log afterwards. The log is read back
+/// only at start-up, to recover what was journaled but not yet applied.
+package final class RequestLog: Sendable {
+    private let pool: DatabasePool
+
+    package static let fileName = "journal.sqlite"
+
+    /// Opens (creating if need be) the log in `directory`.
+    package init(directory: URL) throws {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        pool = try DatabasePool(path: directory.appendingPathComponent(Self.fileName).path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    private init(readingOnly directory: URL) throws {
+        var configuration = Configuration()
+        configuration.readonly = true
+        pool = try DatabasePool(path: directory.appendingPathComponent(Self.fileName).path, configuration: configuration)
+    }
+
+    /// The log of `directory` opened for reading while a store may write it; `nil` when there is none yet.
+    static func readingOnly(_ directory: URL) throws -> RequestLog? {
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent(fileName).path) else { return nil }
+        return try RequestLog(readingOnly: directory)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // `size` is the payload's size as received (only its first bytes are kept).
+            try db.execute(
+                sql: """
+                    CREATE TABLE request (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, payload BLOB NOT NULL,
+                        size INTEGER NOT NULL, retained INTEGER NOT NULL);
+                    """)
+        }
+        return migrator
+    }
+
+    /// Appends a request; returns its place in the log. Blocking, on purpose: the caller acknowledges the
+    /// request only after this returns.
+    package func append(topic: String, payload: [UInt8], size: Int, retained: Bool) throws -> Int64 {
+        try pool.write { db in
+            try db.cachedStatement(sql: "INSERT INTO request (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [topic, Data(payload), size, retained])
+            return db.lastInsertedRowID
+        }
+    }
+
+    /// Carries over requests journaled by an earlier version of the store (in `store.sqlite`), keeping their places.
+    func adopt(_ requests: [JournaledRequest]) throws {
+        guard !requests.isEmpty else { return }
+        try pool.write { db in
+            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO request (seq, topic, payload, size, retained) VALUES (?, ?, ?, ?, ?)")
+            for request in requests {
+                try insert.execute(arguments: [request.seq, request.topic, Data(request.payload), request.size, request.retained])
+            }
+        }
+    }
+
+    /// Makes the next place given out come after `seq`.
+    func `continue`(after seq: Int64) throws {
+        guard seq > 0 else { return }
+        try pool.write { db in
+            let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'")
+            if let used {
+                if used < seq { try db.execute(sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'request'", arguments: [seq]) }
+            } else {
+                try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('request', ?)", arguments: [seq])
+            }
+        }
+    }
+
+    /// The oldest requests after `seq`, in the order received (recovery at start-up).
+    package func requests(after seq: Int64, limit: Int) throws -> [JournaledRequest] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT seq, topic, payload, size, retained FROM request WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit]
+            ).map { JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4]) }
+        }
+    }
+
+    /// Forgets the entries up to `seq`: the store's state has recorded them as applied.
+    package func trim(through seq: Int64) throws {
+        try pool.write { db in try db.execute(sql: "DELETE FROM request WHERE seq <= ?", arguments: [seq]) }
+    }
+
+    /// How many entries follow `seq`.
+    package func count(after seq: Int64) throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM request WHERE seq > ?", arguments: [seq]) ?? 0 }
+    }
+}

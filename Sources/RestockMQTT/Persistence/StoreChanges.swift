@@ -1,0 +1,55 @@
+import Foundation
+import RestockCore
+
+/// What one batch of requests changed, to commit in one transaction.
+package struct StoreChanges: Sendable {
+    /// What happened to watches, in order.
+    package enum WatchChange: Sendable {
+        /// A watch made or changed (by customer and SKU).
+        case save(Watch)
+        /// A watch removed (by customer and SKU).
+        case remove(WatchKey)
+        /// The waiting flag of these watches (by position) becomes this.
+        case setWaiting(Bool, positions: [UInt64])
+        /// These watches (by position) are removed.
+        case removePositions([UInt64])
+    }
+
+    /// The changes to watches, applied in this order.
+    package private(set) var watchChanges: [WatchChange] = []
+    package var inventory: [SKU: Int] = [:]
+    package var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
+    package var publications: [Publication] = []
+    /// The customers whose mirror this batch publishes: the store owns that retained topic from then on.
+    package var mirrored: Set<CustomerID> = []
+    /// The last inbox entry this batch consumed.
+    package var processedThrough: Int64?
+
+    package init() {}
+
+    /// A watch made or changed.
+    package mutating func save(_ watch: Watch) { watchChanges.append(.save(watch)) }
+
+    /// A watch removed.
+    package mutating func remove(_ key: WatchKey) { watchChanges.append(.remove(key)) }
+
+    /// What a stock change did to its line: `updated` watches changed their waiting flag, `removed` ones are gone.
+    package mutating func lineChanged(updated: [Watch], removed: [Watch]) {
+        let alerted = updated.filter { !$0.isWaiting }.map(\.position)
+        let rearmed = updated.filter(\.isWaiting).map(\.position)
+        if !alerted.isEmpty { watchChanges.append(.setWaiting(false, positions: alerted)) }
+        if !rearmed.isEmpty { watchChanges.append(.setWaiting(true, positions: rearmed)) }
+        if !removed.isEmpty { watchChanges.append(.removePositions(removed.map(\.position))) }
+    }
+}
+
+/// Identifies a watch: one customer, one SKU.
+package struct WatchKey: Sendable, Hashable {
+    package let customer: CustomerID
+    package let sku: SKU
+
+    package init(customer: CustomerID, sku: SKU) {
+        self.customer = customer
+        self.sku = sku
+    }
+}
