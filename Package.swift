@@ -31,18 +31,28 @@ let package = Package(
         .target(name: "Deadlines"),
         // A private mosquitto on a free loopback port, and the process tools it needs (for the CLI and the tests).
         .target(name: "LocalBroker", dependencies: ["Deadlines"]),
-        // The bridge: the topic contract, durable state, the store service and the customer client.
+        // The store's pipeline without the network: the topic contract (topics, requests, payloads), the durable
+        // state (SQLite: the request log and the store's state) and the applying stage. No libmosquitto.
         .target(
-            name: "RestockMQTT",
+            name: "RestockPipeline",
             dependencies: [
-                "RestockCore", "Mosquitto", "Deadlines",
+                "RestockCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             // The fault hooks of the tests (RESTOCK_FAULT) exist in debug builds only.
             swiftSettings: [.define("RESTOCK_FAULT_INJECTION", .when(configuration: .debug))]),
+        // The bridge over MQTT: the store service (journal on the network thread, the pipeline, publishing)
+        // and the customer client. Re-exports RestockPipeline's public contract.
+        .target(
+            name: "RestockMQTT",
+            dependencies: [
+                "RestockCore", "RestockPipeline", "Mosquitto", "Deadlines",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // The command-line tool: parsing and printing over RestockMQTT.
         .executableTarget(
             name: "restock",
@@ -55,18 +65,25 @@ let package = Package(
 
         // Shared by the tests and the reliability run: a private mosquitto (generated or shipped configuration),
         // `restock serve` and mosquitto_sub as processes, an alert collector, deadlines for every wait.
+        // A seeded random number generator, so that a generated stream replays from its seed.
+        .target(name: "SeededRandom", path: "Tests/SeededRandom"),
         .target(
-            name: "RestockTestSupport", dependencies: ["LocalBroker", "RestockMQTT", "Mosquitto", "RestockCore"],
+            name: "RestockTestSupport", dependencies: ["SeededRandom", "LocalBroker", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore"],
             path: "Tests/RestockTestSupport"),
         // `make reliability`: faults and attacks on real processes, and the table of what came of them.
         .executableTarget(
-            name: "restock-reliability", dependencies: ["RestockTestSupport", "RestockMQTT", "Mosquitto", "RestockCore"],
+            name: "restock-reliability", dependencies: ["RestockTestSupport", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore"],
             path: "Tests/Reliability"),
         // `make bench` is a package of its own: Benchmarks/Package.swift.
         // Unit tests of the core: no broker, no libmosquitto.
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "Deadlines"]),
         .testTarget(
             name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport", .product(name: "Logging", package: "swift-log")]),
+        // Unit tests of the pipeline: no broker, no libmosquitto.
+        .testTarget(
+            name: "RestockPipelineTests",
+            dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+        // Integration tests against a real mosquitto.
         .testTarget(
             name: "RestockMQTTTests",
             dependencies: [

@@ -3,6 +3,7 @@ import Deadlines
 import Synchronization
 import Mosquitto
 import RestockCore
+import RestockPipeline
 
 /// Talks to a store over MQTT as a customer or an admin: sends requests and waits for the store's answer,
 /// reads the retained state, and listens for alerts. The `restock` command line is a thin shell over it.

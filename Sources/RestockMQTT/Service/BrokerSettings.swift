@@ -1,3 +1,4 @@
+import RestockPipeline
 import Mosquitto
 
 /// How every part of the service reaches the broker: address, credentials, TLS, protocol version.

@@ -3,6 +3,7 @@ import DequeModule
 import Logging
 import Mosquitto
 import RestockCore
+import RestockPipeline
 import Synchronization
 
 /// The publishing stage of the store's pipeline: publishes what the applying stage committed, in commit order —

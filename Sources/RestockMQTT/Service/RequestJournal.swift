@@ -1,3 +1,4 @@
+import RestockPipeline
 import Logging
 import Mosquitto
 

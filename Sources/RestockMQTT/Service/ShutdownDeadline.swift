@@ -1,3 +1,4 @@
+import RestockPipeline
 import Synchronization
 
 /// When a graceful shutdown must stop publishing: unset while the store runs, set once when it begins to stop.

@@ -1,3 +1,4 @@
+import RestockPipeline
 import Synchronization
 
 /// The first stage of a running store that failed — applying requests, or publishing the outbox — and its real

@@ -1,3 +1,4 @@
+import RestockPipeline
 import Deadlines
 import Foundation
 import Mosquitto

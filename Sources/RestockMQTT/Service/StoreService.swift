@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Mosquitto
 import RestockCore
+import RestockPipeline
 import ServiceLifecycle
 import Synchronization
 

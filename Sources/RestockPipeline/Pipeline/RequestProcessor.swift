@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Only the store service's applying stage calls it, on the store's SQLite thread, so the store and its
 /// database never disagree about the order of changes.
-final class RequestProcessor: Sendable {
+package final class RequestProcessor: Sendable {
     let store: Store
     let topics: RestockTopics
     let database: StoreDatabase
@@ -43,7 +43,7 @@ final class RequestProcessor: Sendable {
 
     /// Picks up where the last process left the log: after the last request applied, with the requests of
     /// a batch it died applying as suspects.
-    init(
+    package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date
     ) throws {
@@ -77,7 +77,7 @@ final class RequestProcessor: Sendable {
     /// then retried one at a time; one that kills the store again goes to the dead-letter table and its sender
     /// is told (`request-failed`), and the store carries on with the rest.
     @discardableResult
-    func drainInbox() throws -> Int {
+    package func drainInbox() throws -> Int {
         var total = 0
         while !Task.isCancelled {
             let waiting = try nextRequests()
@@ -166,7 +166,7 @@ final class RequestProcessor: Sendable {
     /// Queues every retained topic the store owns — each SKU's inventory and each customer's mirror, also one
     /// that says the customer watches nothing —
     /// for a broker that lost them (restarted without persistence). The status is the connection's to publish.
-    func republishRetained() throws {
+    package func republishRetained() throws {
         var changes = StoreChanges()
         let now = clock()
         for (sku, quantity) in try database.inventory() {

@@ -4,7 +4,7 @@ import Logging
 import RestockCore
 import Testing
 
-@testable import RestockMQTT
+@testable import RestockPipeline
 
 /// The store's pipeline stage by stage, in process and without a broker: the request log, the hand-off in
 /// memory, and the applying stage's recovery at start-up.

@@ -1,5 +1,5 @@
 import RestockCore
-import RestockMQTT
+import RestockPipeline
 import Testing
 
 @Suite("Request payloads and topics (no broker)")

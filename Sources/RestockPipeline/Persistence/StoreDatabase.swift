@@ -179,7 +179,7 @@ package final class StoreDatabase: Sendable {
     }
 
     /// ``loadSnapshot()``, with a description of each row it left out.
-    func loadSnapshotReportingSkipped() throws -> (snapshot: StoreSnapshot, skipped: [String]) {
+    package func loadSnapshotReportingSkipped() throws -> (snapshot: StoreSnapshot, skipped: [String]) {
         try Self.loadSnapshot(from: pool)
     }
 

@@ -1,4 +1,3 @@
-import Mosquitto
 import RestockCore
 
 /// The topics of one store (DESIGN §3): `P/{store}/…`, where `P` is the prefix (`restock` by default).
@@ -16,17 +15,26 @@ public struct RestockTopics: Sendable, Hashable {
     /// - Throws: ``RestockMQTTError/invalidPrefix(_:reason:)`` when the prefix is not a valid topic
     ///   without wildcards, or has an empty level.
     public init(prefix: String = RestockTopics.defaultPrefix, store: StoreID) throws(RestockMQTTError) {
-        do {
-            _ = try MQTTTopic(prefix)
-        } catch {
-            throw .invalidPrefix(prefix, reason: error.description)
-        }
+        if let reason = Self.problem(inPrefix: prefix) { throw .invalidPrefix(prefix, reason: reason) }
         guard !prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty),
             !prefix.hasPrefix("$")
         else { throw .invalidPrefix(prefix, reason: "levels must not be empty, and it must not start with $") }
         self.prefix = prefix
         self.store = store
         self.root = "\(prefix)/\(store)"
+    }
+
+    /// Why `prefix` cannot begin the store's topics, if it cannot: it must be a topic name MQTT allows to publish
+    /// on (1 to 65,535 bytes of UTF-8 without the wildcards `+` and `#`), of printable characters only.
+    static func problem(inPrefix prefix: String) -> String? {
+        let bytes = prefix.utf8.count
+        if bytes == 0 { return "it is empty" }
+        if bytes > 65_535 - 100 { return "it is \(bytes) bytes long; the store's topics must stay within MQTT's 65,535" }
+        if prefix.contains(where: { $0 == "+" || $0 == "#" }) { return "it contains a wildcard (+ or #)" }
+        if prefix.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.value == 0 }) {
+            return "it contains a control character"
+        }
+        return nil
     }
 
     /// `P/{store}/subscribe/{customer}`: a customer's subscribe requests.

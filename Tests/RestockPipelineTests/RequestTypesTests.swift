@@ -1,7 +1,7 @@
 import Foundation
 import RestockCore
-import RestockMQTT
-import RestockTestSupport
+import RestockPipeline
+import SeededRandom
 import Testing
 
 /// One definition per request: what the client encodes is exactly what the store decodes, for any valid

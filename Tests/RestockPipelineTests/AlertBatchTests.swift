@@ -1,6 +1,6 @@
 import Foundation
 import RestockCore
-import RestockMQTT
+import RestockPipeline
 import Testing
 
 @Suite("Alert batches in the outbox")

@@ -154,7 +154,7 @@ public struct StoreClaim: Codable, Sendable, Hashable {
 
 extension Encodable {
     /// Compact JSON with sorted keys, the encoding of every payload.
-    func payloadBytes() -> [UInt8] {
+    package func payloadBytes() -> [UInt8] {
         // These payloads hold only strings and integers, which always encode.
         Array(try! PayloadCoding.encoder.encode(self))
     }

@@ -1,7 +1,7 @@
 import Foundation
 import RestockCore
-import RestockMQTT
-import RestockTestSupport
+import RestockPipeline
+import SeededRandom
 import Testing
 
 /// Request objects are strict JSON (RFC 8259): what Foundation lets through beyond it — a trailing comma, a name

@@ -8,7 +8,7 @@ import Synchronization
 /// The memory is bounded: when the next stage falls too far behind, new items are dropped here (they are on
 /// disk) and the next stage is told, once, to catch up by reading the file (``Taken/spilled``). It then takes
 /// from memory again only items after the last it read, so nothing is missed and nothing is taken twice.
-final class HandOff<Item: Sendable>: Sendable {
+package final class HandOff<Item: Sendable>: Sendable {
     private struct State {
         var items: Deque<Item> = []
         var spilled = false
@@ -21,13 +21,13 @@ final class HandOff<Item: Sendable>: Sendable {
     /// - Parameters:
     ///   - capacity: How many items memory holds at most.
     ///   - wakeup: Told each time items arrive (or spill).
-    init(capacity: Int, wakeup: AsyncStream<Void>.Continuation) {
+    package init(capacity: Int, wakeup: AsyncStream<Void>.Continuation) {
         self.capacity = capacity
         self.wakeup = wakeup
     }
 
     /// Passes `items` on, or, with no room for them, drops them and marks the hand-off spilled.
-    func append(_ items: some Collection<Item>) {
+    package func append(_ items: some Collection<Item>) {
         guard !items.isEmpty else { return }
         state.withLock { state in
             if state.spilled || state.items.count + items.count > capacity {
@@ -41,10 +41,10 @@ final class HandOff<Item: Sendable>: Sendable {
     }
 
     /// Passes one item on (see ``append(_:)``).
-    func append(_ item: Item) { append(CollectionOfOne(item)) }
+    package func append(_ item: Item) { append(CollectionOfOne(item)) }
 
     /// What the next stage takes at once.
-    enum Taken {
+    package enum Taken {
         /// Up to the number asked for, oldest first; empty when nothing waits.
         case items([Item])
         /// Items were dropped: read the file from the last item taken, then take from memory again (items
@@ -53,7 +53,7 @@ final class HandOff<Item: Sendable>: Sendable {
     }
 
     /// Takes up to `limit` items, oldest first; or ``Taken/spilled`` once after items were dropped.
-    func take(upTo limit: Int) -> Taken {
+    package func take(upTo limit: Int) -> Taken {
         state.withLock { state in
             if state.spilled {
                 state.spilled = false
@@ -68,5 +68,5 @@ final class HandOff<Item: Sendable>: Sendable {
     }
 
     /// How many items wait.
-    var count: Int { state.withLock { $0.items.count } }
+    package var count: Int { state.withLock { $0.items.count } }
 }
