@@ -40,15 +40,6 @@ package struct Attempt: Sendable, Hashable {
         self.suspectsThrough = suspectsThrough
     }
 
-    /// As it is kept: `first last suspectsThrough`.
-    var text: String { "\(first) \(last) \(suspectsThrough)" }
-
-    init?(_ text: String) {
-        let numbers = text.split(separator: " ").compactMap { Int64($0) }
-        guard numbers.count == 3 else { return nil }
-        self.init(first: numbers[0], last: numbers[1], suspectsThrough: numbers[2])
-    }
-
     /// Whether this is one suspect applied alone.
     var isSuspectAlone: Bool { first == last && first <= suspectsThrough }
 }

@@ -15,6 +15,8 @@ package final class StoreDatabase: Sendable {
     package let directory: URL
     /// The write-ahead log of requests.
     package let log: RequestLog
+    /// The requests being applied.
+    private let attempts: AttemptRecord
     private let pool: DatabasePool
     private let lock: DirectoryLock
     /// The place the next outbox row takes: given out here, so that a commit knows the places of its messages
@@ -44,6 +46,7 @@ package final class StoreDatabase: Sendable {
         pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
         try Self.migrator.migrate(pool)
         log = try RequestLog(directory: directory)
+        attempts = try AttemptRecord(directory: directory)
         nextOutboxSeq = Mutex(try pool.read { db in
             // Past every place given out before, also to rows since acknowledged.
             let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
@@ -280,21 +283,11 @@ package final class StoreDatabase: Sendable {
     }
 
     /// The requests being applied when the store last recorded it (``beginAttempt(_:)``).
-    package func lastAttempt() throws -> Attempt? {
-        try pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'attempt'"), let text = String.fromDatabaseValue(row[0])
-            else { return nil }
-            return Attempt(text)
-        }
-    }
+    package func lastAttempt() throws -> Attempt? { try attempts.read() }
 
     /// Records that applying these requests begins, before the first of them is applied: if the process dies
     /// while they are applied, the next start knows which they were (see ``Attempt``).
-    package func beginAttempt(_ attempt: Attempt) throws {
-        try pool.write { db in
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('attempt', ?)").execute(arguments: [attempt.text])
-        }
-    }
+    package func beginAttempt(_ attempt: Attempt) throws { try attempts.write(attempt) }
 
     /// Sets a request that could not be applied aside in the dead-letter table, records it as processed, and
     /// queues the error that tells its sender, in one transaction; returns that error as committed.
