@@ -23,14 +23,14 @@ struct PipelineTests {
         let committed: HandOff<CommittedPublication>
         let store: Store
 
-        init(_ database: StoreDatabase) throws {
+        init(_ database: StoreDatabase, trimEvery: Int = 2_048) throws {
             let (_, wakeup) = AsyncStream.makeStream(of: Void.self)
             requests = HandOff(capacity: 100, wakeup: wakeup)
             committed = HandOff(capacity: 10_000, wakeup: wakeup)
             store = try Store(id: apple, restoring: try database.loadSnapshot())
             processor = try RequestProcessor(
                 store: store, topics: appleTopics, database: database, requests: requests, committed: committed,
-                logger: Logger(label: "test"), clock: { Date(timeIntervalSinceReferenceDate: 0) })
+                logger: Logger(label: "test"), clock: { Date(timeIntervalSinceReferenceDate: 0) }, trimEvery: trimEvery)
         }
 
         /// Everything committed and passed on so far.
@@ -75,8 +75,8 @@ struct PipelineTests {
         #expect(messages.map(\.publication.topic) == ["restock/apple/customers/alice/subscriptions", "restock/apple/customers/bob/subscriptions"])
         #expect(try database.pendingPublications(after: 0, limit: 10).map(\.seq) == messages.map(\.seq))
         #expect(try database.processedThrough() == 2)
-        // Applied requests are trimmed from the log once nothing more waits.
-        #expect(try database.log.count(after: 0) == 0)
+        // Nothing waits in the log after the last request applied.
+        #expect(try database.queueLengths().inbox == 0)
         // The same requests offered again (memory after a read of the log) are not applied twice.
         stage.requests.append(JournaledRequest(seq: 2, topic: Self.subscribe("carol", "ipad").topic, payload: Self.subscribe("carol", "ipad").payload))
         #expect(try stage.processor.drainInbox() == 0)
@@ -94,7 +94,7 @@ struct PipelineTests {
             }
         }
         let database = try StoreDatabase(directory: directory.url, store: apple)
-        let stage = try Stage(database)
+        let stage = try Stage(database, trimEvery: 100)
         #expect(try stage.processor.drainInbox() == 3)
         // More than memory holds (100): the rest is read from the log, each request once.
         for index in 0..<250 {
@@ -104,6 +104,9 @@ struct PipelineTests {
         #expect(try stage.processor.drainInbox() == 250)
         #expect(stage.store.watchers(of: sku("mac")).count == 250)
         #expect(try database.processedThrough() == 253)
+        // Trimmed every 100 requests applied: the log keeps fewer than 100, all of them applied.
+        #expect(try database.log.count(after: 0) < 100)
+        #expect(try database.queueLengths().inbox == 0)
     }
 
     /// A data directory with alice's, mallory's and bob's subscribe requests journaled (places 1…3), none applied.

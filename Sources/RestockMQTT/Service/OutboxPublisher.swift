@@ -25,12 +25,15 @@ struct OutboxPublisher: Sendable {
     /// How long a stopping store waits for the acknowledgements of what it has sent.
     static let acknowledgementGrace = 2.0
 
-    /// Publishes whenever `wakeups` says the outbox has grown, until the stream ends or the task is cancelled.
+    /// Publishes whenever `wakeups` says the outbox has grown, until the stream ends or the task is cancelled;
+    /// on the pipeline's thread (``PipelineExecutor``), where it reads and writes the database.
     func run(wakeups: AsyncStream<Void>) async throws {
-        // What the outbox held before this start is read from it first; so is everything after a lost connection.
-        let reader = OutboxReader(database: database, committed: committed, topics: topics, logger: logger)
-        for await _ in wakeups {
-            try await drain(reader)
+        try await withTaskExecutorPreference(database.executor) {
+            // What the outbox held before this start is read from it first; so is everything after a lost connection.
+            let reader = OutboxReader(database: database, committed: committed, topics: topics, logger: logger)
+            for await _ in wakeups {
+                try await drain(reader)
+            }
         }
     }
 
@@ -57,10 +60,8 @@ struct OutboxPublisher: Sendable {
                         _ = try? await withDeadline(Self.acknowledgementGrace) { try await acknowledge(last) }
                         return
                     }
-                    // From memory on this task; only a read of the database goes to the store's SQLite thread.
-                    var taken = try reader.next(Self.round, mayReadDatabase: false)
-                    if taken == nil { taken = try await database.run { try reader.next(Self.round, mayReadDatabase: true) } }
-                    let round = taken ?? []
+                    // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
+                    let round = try reader.next(Self.round)
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
                         (message, try client.send(message.payload, to: message.topic, qos: .atLeastOnce, retain: message.retain))
@@ -106,7 +107,7 @@ struct OutboxPublisher: Sendable {
                 messages.append(message.seq)
             }
         }
-        try await database.run { [messages, batches] in try self.database.acknowledge(messages: messages, batches: batches) }
+        try database.acknowledge(messages: messages, batches: batches)
         if let interrupted { throw interrupted }
     }
 
@@ -119,7 +120,7 @@ struct OutboxPublisher: Sendable {
 
     /// Takes the outbox in order, a round at a time, expanding batches of alerts into their messages: from
     /// memory as the applying stage commits, from the database while catching up (at start-up, after a lost
-    /// connection, or when memory spilled). Used on the store's SQLite thread (``StoreDatabase/run(_:)``).
+    /// connection, or when memory spilled). Used on the pipeline's thread (``PipelineExecutor``).
     private final class OutboxReader: Sendable {
         let database: StoreDatabase
         let committed: HandOff<CommittedPublication>
@@ -156,13 +157,12 @@ struct OutboxPublisher: Sendable {
         /// Starts again from the oldest message not acknowledged, read from the database (after a lost connection).
         func startOver() { position.withLock { $0 = Position() } }
 
-        /// Up to `limit` messages, following the last ones returned; `nil` when there are none yet and the next
-        /// are to be read from the database, which only a call that `mayReadDatabase` does.
-        func next(_ limit: Int, mayReadDatabase: Bool) throws -> [Outgoing]? {
-            try position.withLock { position in try next(limit, mayReadDatabase: mayReadDatabase, from: &position) }
+        /// Up to `limit` messages, following the last ones returned.
+        func next(_ limit: Int) throws -> [Outgoing] {
+            try position.withLock { position in try next(limit, from: &position) }
         }
 
-        private func next(_ limit: Int, mayReadDatabase: Bool, from position: inout Position) throws -> [Outgoing]? {
+        private func next(_ limit: Int, from position: inout Position) throws -> [Outgoing] {
             var round: [Outgoing] = []
             while round.count < limit {
                 if let current = position.batch, current.next < current.alerts.count {
@@ -178,7 +178,6 @@ struct OutboxPublisher: Sendable {
                 if let entry = position.entries.popFirst() {
                     // Taken from memory after it was read from the database: sent already.
                     guard entry.seq > position.seq else { continue }
-                    let previous = position.seq
                     position.seq = entry.seq
                     let publication = entry.publication
                     guard publication.alertCount > 0 else {
@@ -187,12 +186,6 @@ struct OutboxPublisher: Sendable {
                     }
                     guard let alerts = publication.alerts ?? AlertBatch(decoding: publication.payload), alerts.count == publication.alertCount
                     else {
-                        guard mayReadDatabase else {
-                            // Recorded on the SQLite thread: taken again there.
-                            position.entries.prepend(entry)
-                            position.seq = previous
-                            return round.isEmpty ? nil : round
-                        }
                         // Not written by this store: nothing to send, and it must not block the rest.
                         logger.error("dropping an unreadable batch of alerts from the outbox", metadata: ["seq": "\(entry.seq)"])
                         try database.acknowledge(messages: [entry.seq], batches: [])
@@ -202,7 +195,6 @@ struct OutboxPublisher: Sendable {
                     continue
                 }
                 if position.readingDatabase {
-                    guard mayReadDatabase else { return round.isEmpty ? nil : round }
                     let rows = try database.pendingPublications(after: position.seq, limit: limit - round.count)
                     guard !rows.isEmpty else {
                         position.readingDatabase = false

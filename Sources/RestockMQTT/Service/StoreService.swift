@@ -139,15 +139,16 @@ public final class StoreService: Service, Sendable {
         let drainTimeout = configuration.drainTimeout
         let failure = StageFailure()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
+            // The applying and publishing stages run on the pipeline's own thread (``PipelineExecutor``): their
+            // SQLite work never holds the cooperative pool, and a committed batch reaches the publisher on the
+            // same thread.
+            let executor = self.database.executor
+            group.addTask(executorPreference: executor) {
                 do {
                     try await cancelWhenGracefulShutdown {
                         for await _ in requests {
-                            if republish.take() {
-                                try await self.database.run { try processor.republishRetained() }
-                                outboxGrew.yield()
-                            }
-                            if try await self.database.run({ try processor.drainInbox() }) > 0 { outboxGrew.yield() }
+                            if republish.take() { try processor.republishRetained() }
+                            try processor.drainInbox()
                         }
                     }
                 } catch is CancellationError {
@@ -161,11 +162,11 @@ public final class StoreService: Service, Sendable {
                 outboxGrew.finish()
                 failure.stageEnded()
             }
-            group.addTask {
+            group.addTask(executorPreference: executor) {
                 // The drain is bounded: once stopping has begun, the publisher gets the drain timeout and a grace
                 // for the last acknowledgements, then it is cancelled (it records what was acknowledged), even with
                 // the broker gone and acknowledgements that will never come.
-                let publishing = Task { try await publisher.run(wakeups: outbox) }
+                let publishing = Task(executorPreference: executor) { try await publisher.run(wakeups: outbox) }
                 await withTaskGroup(of: Void.self) { watch in
                     watch.addTask { _ = try? await publishing.value }
                     watch.addTask {

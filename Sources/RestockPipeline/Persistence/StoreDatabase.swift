@@ -22,8 +22,9 @@ package final class StoreDatabase: Sendable {
     /// The place the next outbox row takes: given out here, so that a commit knows the places of its messages
     /// and can pass them on in memory.
     private let nextOutboxSeq: Mutex<Int64>
-    /// The thread the running store's SQLite work goes to (``run(_:)``), off Swift's cooperative pool.
-    private let queue = DispatchQueue(label: "restock.sqlite")
+    /// The thread the running store's SQLite work goes to — the pipeline's stages run there — off Swift's
+    /// cooperative pool.
+    package let executor = PipelineExecutor(label: "restock.pipeline")
 
     /// Opens (creating if need be) the database in `directory`, which belongs to one store: the first to
     /// open it with its id claims it.
@@ -73,9 +74,7 @@ package final class StoreDatabase: Sendable {
     /// Runs blocking database work — applying a batch, reading or acknowledging the outbox — on the store's
     /// SQLite thread, one piece at a time, so that a large commit never holds a thread of the cooperative pool.
     package func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
-        }
+        try await executor.run(work)
     }
 
     /// Whether a store process holds the directory's lock now (a standby waits while it does).

@@ -24,7 +24,7 @@ package final class RequestProcessor: Sendable {
     /// How many requests one transaction takes at most.
     static let batchSize = 512
     /// How many applied requests the log keeps at most before they are trimmed from it.
-    static let trimEvery = 2_048
+    let trimEvery: Int
 
     private struct Progress {
         /// The last request applied (or set aside).
@@ -45,8 +45,9 @@ package final class RequestProcessor: Sendable {
     /// a batch it died applying as suspects.
     package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
-        committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date
+        committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048
     ) throws {
+        self.trimEvery = trimEvery
         self.store = store
         self.topics = topics
         self.database = database
@@ -101,7 +102,6 @@ package final class RequestProcessor: Sendable {
                 total += batch.count
             }
         }
-        try trimLog(force: true)
         return total
     }
 
@@ -151,14 +151,15 @@ package final class RequestProcessor: Sendable {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
         }
         committed.append(messages)
-        try trimLog(force: false)
+        try trimLog()
     }
 
-    /// Forgets applied requests from the log, every ``trimEvery`` of them, or all of them when `force`d
-    /// (nothing more waits).
-    private func trimLog(force: Bool) throws {
+    /// Forgets applied requests from the log every ``trimEvery`` of them: one transaction on the log for many
+    /// requests, and none on the path of a single one. (What the log keeps beyond that is known to be applied:
+    /// the store's state records how far it is.)
+    private func trimLog() throws {
         let (applied, trimmed) = progress.withLock { ($0.lastApplied, $0.trimmedThrough) }
-        guard applied > trimmed, force || applied - trimmed >= Self.trimEvery else { return }
+        guard applied - trimmed >= trimEvery else { return }
         try database.log.trim(through: applied)
         progress.withLock { $0.trimmedThrough = applied }
     }
