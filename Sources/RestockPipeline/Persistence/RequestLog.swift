@@ -51,7 +51,8 @@ package final class RequestLog: Sendable {
     /// Appends a request; returns its place in the log. Blocking, on purpose: the caller acknowledges the
     /// request only after this returns.
     package func append(topic: String, payload: [UInt8], size: Int, retained: Bool) throws -> Int64 {
-        try pool.write { db in
+        // One statement in SQLite's autocommit mode: a transaction of its own, without BEGIN and COMMIT to run.
+        try pool.writeWithoutTransaction { db in
             try db.cachedStatement(sql: "INSERT INTO request (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [topic, Data(payload), size, retained])
             return db.lastInsertedRowID
