@@ -26,14 +26,19 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
         return slots[slot]?.value
     }
 
-    /// Appends `value` at the end when `key` is new, or replaces the value in place, keeping its order.
-    mutating func updateValue(_ value: Value, forKey key: Key) {
-        if let slot = slotOfKey[key] {
-            slots[slot]!.value = value
-        } else {
-            slotOfKey[key] = slots.count
+    /// Appends `value` at the end when `key` is new, or replaces the value in place, keeping its order; returns
+    /// the value replaced.
+    @discardableResult
+    mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+        let next = slots.count
+        // One lookup: the key's slot, or a new one at the end.
+        let slot = { (slot: inout Int) -> Int in slot }(&slotOfKey[key, default: next])
+        if slot == next {
             slots.append(Entry(key: key, value: value))
+            return nil
         }
+        defer { slots[slot]!.value = value }
+        return slots[slot]?.value
     }
 
     /// Removes and returns the value for `key`.

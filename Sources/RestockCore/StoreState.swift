@@ -8,7 +8,7 @@ struct StoreState: Sendable {
     /// Watches of each SKU in signup order, keyed by customer.
     private var watchers: [SKU: InsertionOrderedDictionary<CustomerID, Watch>] = [:]
     /// The SKUs each customer watches.
-    private var watchlists: [CustomerID: Set<SKU>] = [:]
+    private var watchlists: [CustomerID: Watchlist] = [:]
     private var inventory: [SKU: Int] = [:]
     /// Per SKU, how many satisfied watches fair release holds back: while any wait, newcomers wait behind them.
     private var heldBack: [SKU: Int] = [:]
@@ -24,13 +24,18 @@ struct StoreState: Sendable {
     init(store: StoreID, alertsPerUnit: Int, restoring snapshot: StoreSnapshot) {
         self.init(store: store, alertsPerUnit: alertsPerUnit)
         inventory = snapshot.inventory.filter { $0.value > 0 }
-        for watch in snapshot.watches.sorted(by: { $0.position < $1.position }) {
+        // A database gives the watches in position order already: sorted again only when they are not.
+        let inOrder = zip(snapshot.watches, snapshot.watches.dropFirst()).allSatisfy { $0.position < $1.position }
+        let watches = inOrder ? snapshot.watches : snapshot.watches.sorted { $0.position < $1.position }
+        // Watches of one SKU tend to come in runs: its quantity is looked up once per run.
+        var run: (sku: SKU, quantity: Int)?
+        for watch in watches {
             insert(watch)
-            if watch.isWaiting, watch.isSatisfied(by: quantity(of: watch.sku)) {
-                heldBack[watch.sku, default: 0] += 1
-            }
+            guard watch.isWaiting else { continue }
+            if run?.sku != watch.sku { run = (watch.sku, quantity(of: watch.sku)) }
+            if let run, watch.isSatisfied(by: run.quantity) { heldBack[watch.sku, default: 0] += 1 }
         }
-        let lastPosition = snapshot.watches.map(\.position).max() ?? 0
+        let lastPosition = watches.last?.position ?? 0
         nextPosition = max(snapshot.nextPosition, lastPosition + 1)
         nextAlertSequence = snapshot.nextAlertSequence
     }
@@ -46,7 +51,7 @@ struct StoreState: Sendable {
     func watchers(of sku: SKU) -> [Watch] { watchers[sku]?.values ?? [] }
 
     func watchlist(of customer: CustomerID) -> [Watch] {
-        guard let skus = watchlists[customer] else { return [] }
+        guard let skus = watchlists[customer]?.skus else { return [] }
         return skus.compactMap { watchers[$0]?[customer] }.sorted { $0.position < $1.position }
     }
 
@@ -110,7 +115,7 @@ struct StoreState: Sendable {
     }
 
     mutating func unsubscribeAll(customer: CustomerID) -> [Watch] {
-        let skus = watchlists[customer] ?? []
+        let skus = watchlists[customer]?.skus ?? []
         return skus.compactMap { unsubscribe(customer: customer, sku: $0) }.sorted { $0.position < $1.position }
     }
 
@@ -203,11 +208,9 @@ struct StoreState: Sendable {
     }
 
     private mutating func insert(_ watch: Watch) {
-        if watchers[watch.sku]?[watch.customer] == nil {
-            watchCount += 1
-            watchlists[watch.customer, default: []].insert(watch.sku)
-        }
-        watchers[watch.sku, default: InsertionOrderedDictionary()].updateValue(watch, forKey: watch.customer)
+        guard watchers[watch.sku, default: InsertionOrderedDictionary()].updateValue(watch, forKey: watch.customer) == nil else { return }
+        watchCount += 1
+        if watchlists[watch.customer]?.insert(watch.sku) == nil { watchlists[watch.customer] = Watchlist(watch.sku) }
     }
 
     @discardableResult
@@ -221,7 +224,6 @@ struct StoreState: Sendable {
     /// Drops a watch, already out of its SKU's line, from its customer's watch list.
     private mutating func forget(_ watch: Watch) {
         watchCount -= 1
-        watchlists[watch.customer]?.remove(watch.sku)
-        if watchlists[watch.customer]?.isEmpty == true { watchlists[watch.customer] = nil }
+        if watchlists[watch.customer]?.remove(watch.sku) == false { watchlists[watch.customer] = nil }
     }
 }

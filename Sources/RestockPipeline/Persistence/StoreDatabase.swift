@@ -193,24 +193,35 @@ package final class StoreDatabase: Sendable {
             // Each value is converted without trapping: the file is outside input.
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM watch") ?? 0
             snapshot.watches.reserveCapacity(count)
+            // SQLite checks each value's type (a file changed by hand may hold anything), so that a valid row's
+            // values are read straight from the statement, without a DatabaseValue each.
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT customer, sku, mode, minQuantity, position, since, waiting FROM watch ORDER BY position")
+                db,
+                sql: """
+                    SELECT customer, sku, mode, minQuantity, position, since, waiting,
+                        typeof(customer) = 'text' AND typeof(sku) = 'text' AND typeof(mode) = 'text'
+                        AND typeof(minQuantity) = 'integer' AND typeof(position) = 'integer'
+                        AND typeof(since) IN ('real', 'integer') AND typeof(waiting) = 'integer'
+                    FROM watch ORDER BY position
+                    """)
+            // Watches of one SKU come in runs: its identifier is checked once per run, and shared.
+            var lastSKU: SKU?
             while let row = try rows.next() {
-                guard let customer = String.fromDatabaseValue(row[0]).flatMap({ try? CustomerID($0) }),
-                    let sku = String.fromDatabaseValue(row[1]).flatMap({ try? SKU($0) }),
-                    let mode = String.fromDatabaseValue(row[2]).flatMap(WatchMode.init(rawValue:)),
-                    let minQuantity = Int.fromDatabaseValue(row[3]), RequestLimits.minQuantity.contains(minQuantity),
-                    let position = Int64.fromDatabaseValue(row[4]), position > 0,
-                    let since = Double.fromDatabaseValue(row[5]), since.isFinite,
-                    let waiting = Bool.fromDatabaseValue(row[6])
+                guard try row.decode(Bool.self, atIndex: 7),
+                    let customer = try? CustomerID(try row.decode(String.self, atIndex: 0)),
+                    let sku = Self.sku(try row.decode(String.self, atIndex: 1), reusing: &lastSKU),
+                    let mode = WatchMode(rawValue: try row.decode(String.self, atIndex: 2)),
+                    case let minQuantity = try row.decode(Int64.self, atIndex: 3), RequestLimits.minQuantity.contains(Int(truncatingIfNeeded: minQuantity)),
+                    case let position = try row.decode(Int64.self, atIndex: 4), position > 0,
+                    case let since = try row.decode(Double.self, atIndex: 5), since.isFinite
                 else {
-                    skipped.append("watch \(row.databaseValues.map(\.description).joined(separator: ", "))")
+                    skipped.append("watch \(row.databaseValues.prefix(7).map(\.description).joined(separator: ", "))")
                     continue
                 }
                 snapshot.watches.append(
                     Watch(
-                        customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, position: UInt64(position),
-                        since: Date(timeIntervalSinceReferenceDate: since), isWaiting: waiting))
+                        customer: customer, sku: sku, mode: mode, minQuantity: Int(minQuantity), position: UInt64(position),
+                        since: Date(timeIntervalSinceReferenceDate: since), isWaiting: try row.decode(Int64.self, atIndex: 6) != 0))
             }
             for row in try Row.fetchAll(db, sql: "SELECT sku, quantity FROM inventory") {
                 guard let sku = String.fromDatabaseValue(row[0]).flatMap({ try? SKU($0) }),
@@ -236,6 +247,13 @@ package final class StoreDatabase: Sendable {
             snapshot.nextAlertSequence = counters["nextAlertSequence"] ?? 1
             return (snapshot, skipped)
         }
+    }
+
+    /// `text` as a SKU: the last one read when it is the same text (checked once for a run of watches of one SKU).
+    private static func sku(_ text: String, reusing last: inout SKU?) -> SKU? {
+        if let last, last.rawValue == text { return last }
+        last = try? SKU(text)
+        return last
     }
 
     /// Every customer the store has published a mirror for, watching something or not.
