@@ -49,6 +49,13 @@ public final class Store: Sendable {
         }
     }
 
+    /// Replaces the store's state with `snapshot` (a store restored after it was made: the MQTT store service
+    /// restores while it connects). Observers stay registered; no alert is raised.
+    package func restore(_ snapshot: StoreSnapshot) {
+        let restored = StoreState(store: id, alertsPerUnit: alertsPerUnit, restoring: snapshot)
+        state.withLock { $0 = restored }
+    }
+
     // MARK: Requests
 
     /// Adds a watch, or changes the terms of an existing one, which keeps its position.

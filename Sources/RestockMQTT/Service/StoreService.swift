@@ -38,7 +38,8 @@ public final class StoreService: Service, Sendable {
     public static func clientID(for store: StoreID) -> String { SessionClientIDs.store(store) }
 
     public let configuration: Configuration
-    /// The in-process store, the mirror of the broker's requests. Read it; change it only through MQTT.
+    /// The in-process store, the mirror of the broker's requests: restored from the data directory by ``run()``
+    /// before the store says it is online. Read it; change it only through MQTT.
     public let store: Store
     public let topics: RestockTopics
     private let database: StoreDatabase
@@ -61,13 +62,20 @@ public final class StoreService: Service, Sendable {
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
         self.instance = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         self.previousInstance = try database.replaceInstance(with: instance)
-        let (snapshot, skipped) = try database.loadSnapshotReportingSkipped()
-        for row in skipped.prefix(20) { logger.error("skipped a row of the database that holds no valid record: \(row)") }
-        if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the database in all") }
-        self.store = try Store(id: configuration.store, alertsPerUnit: configuration.alertsPerUnit, restoring: snapshot, clock: clock)
-        logger.info(
-            "restored store \(configuration.store)",
-            metadata: ["watches": "\(snapshot.watches.count)", "skus": "\(snapshot.inventory.count)"])
+        self.store = try Store(id: configuration.store, alertsPerUnit: configuration.alertsPerUnit, clock: clock)
+    }
+
+    /// Reads the state saved in the data directory into ``store``, on the pipeline's thread.
+    private func restore() async throws {
+        try await withTaskExecutorPreference(database.executor) {
+            let (snapshot, skipped) = try database.loadSnapshotReportingSkipped()
+            for row in skipped.prefix(20) { logger.error("skipped a row of the database that holds no valid record: \(row)") }
+            if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the database in all") }
+            store.restore(snapshot)
+            logger.info(
+                "restored store \(configuration.store)",
+                metadata: ["watches": "\(snapshot.watches.count)", "skus": "\(snapshot.inventory.count)"])
+        }
     }
 
     /// Runs until graceful shutdown (SIGINT/SIGTERM through a `ServiceGroup`) or cancellation, then
@@ -102,13 +110,21 @@ public final class StoreService: Service, Sendable {
         // SIGTERM and SIGINT end the service in every state, also while the broker is out of reach.
         do {
             try await cancelWhenGracefulShutdown {
-                try await self.connect(client)
-                // Requests are live messages: a retained one is never sent again at subscribe (v5), and any that
-                // still arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at
-                // subscribe have it).
-                let requestOptions = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
-                for filter in self.topics.requestFilters {
-                    try await client.subscribe(to: filter, qos: .atLeastOnce, options: requestOptions)
+                // The state is read while the store id is claimed and the session taken (the claim waits for the
+                // broker anyway): requests that arrive meanwhile are journaled, and applied once it is online.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await self.restore() }
+                    group.addTask {
+                        try await self.connect(client)
+                        // Requests are live messages: a retained one is never sent again at subscribe (v5), and any
+                        // that still arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones
+                        // sent at subscribe have it).
+                        let requestOptions = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
+                        for filter in self.topics.requestFilters {
+                            try await client.subscribe(to: filter, qos: .atLeastOnce, options: requestOptions)
+                        }
+                    }
+                    while try await group.next() != nil {}
                 }
                 try await client.publish(
                     self.onlineStatus(since: onlineSince).payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
@@ -123,6 +139,10 @@ public final class StoreService: Service, Sendable {
             }
             logger.info("store \(store.id) stopped before it was online")
             return
+        } catch {
+            // The state could not be read, or the broker refused the store: nothing was applied.
+            await client.disconnect()
+            throw error
         }
         logger.info("store \(store.id) online", metadata: ["broker": "\(configuration.connection.broker)", "topics": "\(topics.root)/#"])
 
