@@ -127,22 +127,33 @@ struct PipelineTests {
         let database = try StoreDatabase(directory: directory.url, store: apple)
         let stage = try Stage(database)
         #expect(try stage.processor.drainInbox() == 3)
-        #expect(try database.lastAttempt() == Attempt(first: 3, last: 3, suspectsThrough: 3))
+        #expect(try database.lastAttempt()?.attempt == Attempt(first: 3, last: 3, suspectsThrough: 3))
         #expect(stage.store.watchers(of: sku("ipad")).count == 3)
         #expect(try database.deadLetters().isEmpty)
     }
 
-    @Test("a suspect that killed the store again, applied alone, is set aside and its sender answered request-failed; the rest is applied")
-    func suspectSetAside() throws {
+    /// A data directory where, after a death in the batch 1…3, alice (1) was applied alone, then the store died
+    /// applying mallory (2) alone: of a fault (`faulted`), or killed (`kills` times before).
+    static func diedOnMallory(faulted: Bool, kills: Int = 0) throws -> Directory {
         let directory = try Self.threeJournaled()
-        do {
-            // After a death in the batch 1…3, alice (1) was applied alone, then the store died applying mallory (2) alone.
-            let database = try StoreDatabase(directory: directory.url, store: apple)
-            var aliceApplied = StoreChanges()
-            aliceApplied.processedThrough = 1
-            try database.commit(aliceApplied)
-            try database.beginAttempt(Attempt(first: 2, last: 2, suspectsThrough: 3))
+        let database = try StoreDatabase(directory: directory.url, store: apple)
+        var aliceApplied = StoreChanges()
+        aliceApplied.processedThrough = 1
+        try database.commit(aliceApplied)
+        try database.beginAttempt(Attempt(first: 2, last: 2, suspectsThrough: 3), kills: kills)
+        if faulted {
+            // What the fault handler writes when a trap hits while the request is applied.
+            let file = try FileHandle(forWritingTo: directory.url.appendingPathComponent("attempt"))
+            try file.seek(toOffset: 24)
+            try file.write(contentsOf: [1])
+            try file.close()
         }
+        return directory
+    }
+
+    @Test("a suspect that crashed the store with a fault, applied alone, is set aside and its sender answered request-failed; the rest is applied")
+    func suspectSetAside() throws {
+        let directory = try Self.diedOnMallory(faulted: true)
         let database = try StoreDatabase(directory: directory.url, store: apple)
         let stage = try Stage(database)
         #expect(try stage.processor.drainInbox() == 2)
@@ -152,6 +163,25 @@ struct PipelineTests {
         #expect(answered.first?.topic == "restock/apple/customers/mallory/errors")
         #expect(answered.first.map { String(decoding: $0.payload, as: UTF8.self).contains("request-failed") } == true)
         #expect(try database.processedThrough() == 3)
+    }
+
+    @Test("a store killed (no fault) while it applied a suspect alone tries it alone again: a kill is not the request's doing")
+    func killedSuspectRetried() throws {
+        let directory = try Self.diedOnMallory(faulted: false)
+        let database = try StoreDatabase(directory: directory.url, store: apple)
+        let stage = try Stage(database)
+        #expect(try stage.processor.drainInbox() == 2)
+        #expect(try database.deadLetters().isEmpty)
+        #expect(Set(stage.store.watchers(of: sku("ipad")).map(\.customer)) == [customer("mallory"), customer("bob")])
+    }
+
+    @Test("a suspect during which the store died alone four times without a fault is set aside anyway (a fault whose mark was lost must not loop)")
+    func killedFourTimesSetAside() throws {
+        let directory = try Self.diedOnMallory(faulted: false, kills: RequestProcessor.killsBeforeSetAside - 1)
+        let database = try StoreDatabase(directory: directory.url, store: apple)
+        let stage = try Stage(database)
+        #expect(try stage.processor.drainInbox() == 2)
+        #expect(try database.deadLetters().map(\.seq) == [2])
     }
 
     @Test("requests journaled by an earlier version, in store.sqlite, are carried over to the log and applied once")

@@ -299,12 +299,21 @@ package final class StoreDatabase: Sendable {
         try log.requests(after: seq, limit: limit)
     }
 
-    /// The requests being applied when the store last recorded it (``beginAttempt(_:)``).
-    package func lastAttempt() throws -> Attempt? { try attempts.read() }
+    /// The requests being applied when the store last recorded it (``beginAttempt(_:)``), and whether the
+    /// process died of a fault (a trap, a bad access, an abort) while applying them.
+    package func lastAttempt() throws -> (attempt: Attempt, faulted: Bool, kills: Int)? { try attempts.read() }
 
     /// Records that applying these requests begins, before the first of them is applied: if the process dies
     /// while they are applied, the next start knows which they were (see ``Attempt``).
-    package func beginAttempt(_ attempt: Attempt) throws { try attempts.write(attempt) }
+    /// - Parameter kills: How many times the store died without a fault while applying this attempt's one request
+    ///   alone before.
+    package func beginAttempt(_ attempt: Attempt, kills: Int = 0) throws { try attempts.write(attempt, kills: kills) }
+
+    /// The attempt begun last is over: its requests are committed (or it failed with an error, not a fault).
+    package func endAttempt() { attempts.finished() }
+
+    /// The attempt begun last failed with an error: its requests are the cause, as with a fault.
+    package func failAttempt() { attempts.failed() }
 
     /// Sets a request that could not be applied aside in the dead-letter table, records it as processed, and
     /// queues the error that tells its sender, in one transaction; returns that error as committed.

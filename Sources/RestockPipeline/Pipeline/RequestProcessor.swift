@@ -21,6 +21,10 @@ package final class RequestProcessor: Sendable {
     /// Where committed messages go on to the publisher.
     let committed: HandOff<CommittedPublication>
 
+    /// How many times the store may be killed without a fault while applying one suspect alone before the
+    /// suspect is set aside anyway.
+    static let killsBeforeSetAside = 4
+
     /// How many requests one transaction takes at most.
     static let batchSize = 512
     /// How many applied requests the log keeps at most before they are trimmed from it.
@@ -33,6 +37,8 @@ package final class RequestProcessor: Sendable {
         var suspectsThrough: Int64
         /// A suspect that killed the store while applied alone: set aside when its turn comes.
         var fatal: Int64?
+        /// A suspect during which the store was killed (not by a fault) while applied alone, and how many times.
+        var killedAlone: (seq: Int64, times: Int)?
         /// Whether requests are read from the log (at start-up, or after memory spilled) rather than memory.
         var readingLog = true
         /// The last request trimmed from the log.
@@ -57,9 +63,16 @@ package final class RequestProcessor: Sendable {
         self.clock = clock
         let processed = try database.processedThrough()
         var progress = Progress(lastApplied: processed, suspectsThrough: 0, trimmedThrough: 0)
-        if let attempt = try database.lastAttempt(), attempt.last > processed {
+        if let (attempt, faulted, kills) = try database.lastAttempt(), attempt.last > processed {
             if attempt.isSuspectAlone {
-                progress.fatal = attempt.first
+                // Applied alone, it died again: of a fault, the request is the cause; killed (SIGKILL, the OOM
+                // killer), it was not, and it is tried alone once more — up to a bound, in case a fault ever
+                // kills the process before its mark is written.
+                if faulted || kills + 1 >= Self.killsBeforeSetAside {
+                    progress.fatal = attempt.first
+                } else {
+                    progress.killedAlone = (attempt.first, kills + 1)
+                }
                 progress.suspectsThrough = attempt.suspectsThrough
             } else {
                 progress.suspectsThrough = attempt.last
@@ -131,24 +144,32 @@ package final class RequestProcessor: Sendable {
                 "the store stopped while applying a request; retrying it on its own",
                 metadata: ["topic": "\(first.topic)", "seq": "\(first.seq)"])
         }
-        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough))
-        var changes = StoreChanges()
-        var mirrorsToRefresh = Set<CustomerID>()
-        for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
-        let now = clock()
-        for customer in mirrorsToRefresh.sorted() {
-            let mirror = SubscriptionsMirror(
-                store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
-            let topic = topics.subscriptions(customer)
-            changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
-        }
-        changes.mirrored = mirrorsToRefresh
-        changes.counters = store.counters
-        changes.processedThrough = last.seq
-        let messages = try database.commit(changes)
-        progress.withLock { $0.lastApplied = last.seq }
-        if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
-            FaultInjection.crash("crash-after-commit: alerts committed, none published")
+        let kills = progress.withLock { $0.killedAlone?.seq == first.seq ? $0.killedAlone?.times ?? 0 : 0 }
+        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
+        let messages: [CommittedPublication]
+        do {
+            var changes = StoreChanges()
+            var mirrorsToRefresh = Set<CustomerID>()
+            for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
+            let now = clock()
+            for customer in mirrorsToRefresh.sorted() {
+                let mirror = SubscriptionsMirror(
+                    store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
+                let topic = topics.subscriptions(customer)
+                changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
+            }
+            changes.mirrored = mirrorsToRefresh
+            changes.counters = store.counters
+            changes.processedThrough = last.seq
+            messages = try database.commit(changes)
+            database.endAttempt()
+            progress.withLock { $0.lastApplied = last.seq }
+            if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
+                FaultInjection.crash("crash-after-commit: alerts committed, none published")
+            }
+        } catch {
+            database.failAttempt()
+            throw error
         }
         committed.append(messages)
         try trimLog()
