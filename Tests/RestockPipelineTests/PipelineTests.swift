@@ -205,29 +205,59 @@ struct PipelineTests {
         #expect(try database.journal(topic: request.topic, payload: request.payload).seq == 8)
     }
 
-    @Test("a request log deleted by hand never gives out a place already applied")
-    func deletedLogDoesNotReusePlaces() throws {
+    /// A data directory where alice's and bob's requests were journaled and applied (places 1 and 2).
+    static func twoApplied() throws -> Directory {
         let directory = Directory()
-        do {
-            let database = try StoreDatabase(directory: directory.url, store: apple)
-            let stage = try Stage(database)
-            for who in ["alice", "bob"] {
-                let request = Self.subscribe(who, "ipad")
-                stage.requests.append(try database.journal(topic: request.topic, payload: request.payload))
-            }
-            #expect(try stage.processor.drainInbox() == 2)
-        }
-        for suffix in ["", "-wal", "-shm"] {
-            try? FileManager.default.removeItem(at: directory.url.appendingPathComponent(RequestLog.fileName + suffix))
-        }
         let database = try StoreDatabase(directory: directory.url, store: apple)
-        let request = Self.subscribe("carol", "ipad")
-        let journaled = try database.journal(topic: request.topic, payload: request.payload)
-        #expect(journaled.seq == 3)
         let stage = try Stage(database)
-        stage.requests.append(journaled)
-        #expect(try stage.processor.drainInbox() == 1)
-        #expect(stage.store.watchers(of: sku("ipad")).count == 3)
+        for who in ["alice", "bob"] {
+            let request = Self.subscribe(who, "ipad")
+            stage.requests.append(try database.journal(topic: request.topic, payload: request.payload))
+        }
+        #expect(try stage.processor.drainInbox() == 2)
+        return directory
+    }
+
+    static func remove(_ file: String, from directory: Directory) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(at: directory.url.appendingPathComponent(file + suffix)) }
+    }
+
+    @Test(
+        "a request log deleted, emptied or older than the store's state is refused with one line naming it, not started on",
+        arguments: ["deleted", "emptied", "wal-lost"])
+    func requestLogMissing(_ damage: String) throws {
+        let directory = try Self.twoApplied()
+        let log = directory.url.appendingPathComponent(RequestLog.fileName)
+        switch damage {
+        case "deleted": Self.remove(RequestLog.fileName, from: directory)
+        case "emptied": try Data().write(to: log)
+        default:
+            // The log as an older copy: every entry, and the record of the places given out, gone.
+            let queue = try DatabaseQueue(path: log.path)
+            try queue.write { db in
+                try db.execute(sql: "DELETE FROM request")
+                try db.execute(sql: "UPDATE sqlite_sequence SET seq = 1 WHERE name = 'request'")
+            }
+            try queue.close()
+        }
+        do {
+            _ = try StoreDatabase(directory: directory.url, store: apple)
+            Issue.record("started on a \(damage) request log")
+        } catch let error as RestockMQTTError {
+            #expect(error.description.contains(log.path), "\(error)")
+            #expect(!error.description.contains("\n"))
+        }
+    }
+
+    @Test("a store's state deleted beside a request log that holds requests is refused, not started empty")
+    func stateMissing() throws {
+        let directory = try Self.twoApplied()
+        Self.remove("store.sqlite", from: directory)
+        #expect {
+            _ = try StoreDatabase(directory: directory.url, store: apple)
+        } throws: { error in
+            "\(error)".contains("store.sqlite is missing")
+        }
     }
 
     @Test("the hand-off keeps order, and past its capacity drops new items and says so once")

@@ -70,6 +70,15 @@ package final class RequestLog: Sendable {
         }
     }
 
+    /// The last place given out (entries trimmed since included); 0 before the first.
+    func lastPlace() throws -> Int64 {
+        try pool.read { db in
+            max(
+                try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'") ?? 0,
+                try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM request") ?? 0)
+        }
+    }
+
     /// Makes the next place given out come after `seq`.
     func `continue`(after seq: Int64) throws {
         guard seq > 0 else { return }

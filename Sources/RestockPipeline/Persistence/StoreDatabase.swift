@@ -44,9 +44,20 @@ package final class StoreDatabase: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        pool = try DatabasePool(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration)
-        try Self.migrator.migrate(pool)
-        log = try RequestLog(directory: directory)
+        let statePath = directory.appendingPathComponent("store.sqlite").path
+        let logPath = directory.appendingPathComponent(RequestLog.fileName).path
+        let (stateExisted, logExisted) = (FileManager.default.fileExists(atPath: statePath), FileManager.default.fileExists(atPath: logPath))
+        do {
+            pool = try DatabasePool(path: statePath, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw RestockMQTTError.storage("cannot open the store's state \(statePath): \(error)")
+        }
+        do {
+            log = try RequestLog(directory: directory)
+        } catch {
+            throw RestockMQTTError.storage("cannot open the request log \(logPath): \(error)")
+        }
         attempts = try AttemptRecord(directory: directory)
         nextOutboxSeq = Mutex(try pool.read { db in
             // Past every place given out before, also to rows since acknowledged.
@@ -54,7 +65,27 @@ package final class StoreDatabase: Sendable {
             return max(used, try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0) + 1
         })
         if let store { try claim(for: store) }
+        try checkTogether(stateExisted: stateExisted, logExisted: logExisted)
         try adoptInbox()
+    }
+
+    /// Refuses a data directory whose two files do not belong together — one deleted, emptied or replaced by
+    /// an older copy — rather than start on it and lose, or apply again, what the missing part held.
+    private func checkTogether(stateExisted: Bool, logExisted: Bool) throws {
+        let logged = try log.lastPlace()
+        let applied = try processedThrough()
+        let state = directory.appendingPathComponent("store.sqlite").path, journal = directory.appendingPathComponent(RequestLog.fileName).path
+        if !stateExisted, logExisted, logged > 0 {
+            throw RestockMQTTError.storage(
+                "the request log \(journal) holds requests up to \(logged), but the store's state \(state) is missing: "
+                    + "restore it, or remove the request log too to start an empty store")
+        }
+        if applied > logged {
+            throw RestockMQTTError.storage(
+                "the request log \(journal) is \(logExisted ? "older than" : "missing beside") the store's state \(state) "
+                    + "(requests up to \(applied) applied, the log ends at \(logged)): requests acknowledged since may be lost; "
+                    + "restore it, or remove both files to start an empty store")
+        }
     }
 
     /// Moves requests an earlier version journaled into `store.sqlite` to the request log, keeping their places,
