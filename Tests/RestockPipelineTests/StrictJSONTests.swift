@@ -26,6 +26,9 @@ struct StrictJSONTests {
             (#"{"sku":"ipad","x":[1,2,]}"#, "a trailing comma"),
             (#"{"sku":"ipad","sku":"mac"}"#, #"the name "sku" appears twice"#),
             (#"{"sku":"ipad","x":{"a":1,"a":2}}"#, #"the name "a" appears twice"#),
+            // One name in two spellings (found by the outside trial: an escape hid the second "sku").
+            (#"{"sku":"dupe","set":5,"s\u006bu":"other"}"#, #"the name "sku" appears twice"#),
+            (#"{"sku":"dupe","set":5,"\u0073et":7}"#, #"the name "set" appears twice"#),
             (#"{"sku":"ipad"} {"sku":"mac"}"#, "more after the JSON value"),
             (#"{"sku":'ipad'}"#, "a value belongs here"),
             (#"{sku:"ipad"}"#, "a name in double quotes"),

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The JSON rules a request object must keep beyond what Foundation's parser checks (docs/contract.md,
 /// "Requests"): the grammar of RFC 8259 exactly — no trailing comma, no comment, no bare word — no name twice
 /// in one object, and at most ``maximumDepth`` objects and arrays inside each other.
@@ -104,26 +106,33 @@ enum StrictJSON {
             return nil
         }
 
-        /// A string starting at the opening quote. A name is kept as written between the quotes (escapes
-        /// included: two spellings of one name are rare enough to be let through to Foundation's first-wins).
+        /// A string starting at the opening quote. A name is kept as it reads once its escapes are resolved, so
+        /// that `"sku"` and `"s\u006bu"` are one name, given twice.
         mutating func string(keepingName: Bool) -> (name: [UInt8], problem: String?) {
             index += 1
             let start = index
+            var escaped = false
             while let byte = current {
                 switch byte {
                 case UInt8(ascii: "\""):
-                    let name = keepingName ? Array(bytes[start..<index]) : []
+                    var name = keepingName ? Array(bytes[start..<index]) : []
+                    if keepingName, escaped {
+                        // The string is well formed (checked above): the decoder resolves its escapes.
+                        let quoted = Data([UInt8(ascii: "\"")] + name + [UInt8(ascii: "\"")])
+                        name = (try? JSONDecoder().decode(String.self, from: quoted)).map { Array($0.utf8) } ?? name
+                    }
                     index += 1
                     return (name, nil)
                 case UInt8(ascii: "\\"):
                     index += 1
-                    guard let escaped = current else { return ([], "the payload ends inside a string") }
-                    if escaped == UInt8(ascii: "u") {
+                    escaped = true
+                    guard let escapedByte = current else { return ([], "the payload ends inside a string") }
+                    if escapedByte == UInt8(ascii: "u") {
                         for _ in 0..<4 {
                             index += 1
                             guard let hex = current, hex.isHexDigit else { return ([], "a \\u escape needs four hex digits") }
                         }
-                    } else if !Array("\"\\/bfnrt".utf8).contains(escaped) {
+                    } else if !Array("\"\\/bfnrt".utf8).contains(escapedByte) {
                         return ([], "an unknown escape in a string")
                     }
                     index += 1
