@@ -33,6 +33,14 @@ struct PipelineTests {
                 logger: Logger(label: "test"), clock: { Date(timeIntervalSinceReferenceDate: 0) }, trimEvery: trimEvery)
         }
 
+        /// Journals a subscribe request to `item` for each of `customers` and passes it on, as the network thread does.
+        func journal(_ customers: [String], to item: String, in database: StoreDatabase) throws {
+            for who in customers {
+                let request = PipelineTests.subscribe(who, item)
+                requests.append(try database.journal(topic: request.topic, payload: request.payload))
+            }
+        }
+
         /// Everything committed and passed on so far.
         func taken() -> [CommittedPublication] {
             guard case .items(let items) = committed.take(upTo: .max) else { return [] }
@@ -65,10 +73,7 @@ struct PipelineTests {
         let directory = Directory()
         let database = try StoreDatabase(directory: directory.url, store: apple)
         let stage = try Stage(database)
-        for who in ["alice", "bob"] {
-            let request = Self.subscribe(who, "ipad")
-            stage.requests.append(try database.journal(topic: request.topic, payload: request.payload))
-        }
+        try stage.journal(["alice", "bob"], to: "ipad", in: database)
         #expect(try stage.processor.drainInbox() == 2)
         #expect(stage.store.watchers(of: sku("ipad")).count == 2)
         let messages = stage.taken()
@@ -210,10 +215,7 @@ struct PipelineTests {
         let directory = Directory()
         let database = try StoreDatabase(directory: directory.url, store: apple)
         let stage = try Stage(database)
-        for who in ["alice", "bob"] {
-            let request = Self.subscribe(who, "ipad")
-            stage.requests.append(try database.journal(topic: request.topic, payload: request.payload))
-        }
+        try stage.journal(["alice", "bob"], to: "ipad", in: database)
         #expect(try stage.processor.drainInbox() == 2)
         return directory
     }
