@@ -251,6 +251,21 @@ struct PipelineTests {
         }
     }
 
+    @Test("a request log deleted before any of its requests was applied is refused too (found by the second outside trial: 5,000 lost)")
+    func requestLogMissingBeforeAnyApplied() throws {
+        let directory = try Self.threeJournaled()
+        Self.remove(RequestLog.fileName, from: directory)
+        #expect {
+            _ = try StoreDatabase(directory: directory.url, store: apple)
+        } throws: { error in
+            "\(error)".contains("is not the one the store's state")
+        }
+        // Both files made anew together: an empty store starts.
+        let fresh = Directory()
+        _ = try StoreDatabase(directory: fresh.url, store: apple)
+        _ = try StoreDatabase(directory: fresh.url, store: apple)
+    }
+
     @Test("a store's state deleted beside a request log that holds requests is refused, not started empty")
     func stateMissing() throws {
         let directory = try Self.twoApplied()

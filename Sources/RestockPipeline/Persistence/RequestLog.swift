@@ -45,7 +45,18 @@ package final class RequestLog: Sendable {
                         size INTEGER NOT NULL, retained INTEGER NOT NULL);
                     """)
         }
+        migrator.registerMigration("v2: identity") { db in
+            // A log made anew (deleted, emptied, replaced) has another identity than the one the store's state
+            // was written with: the store refuses it rather than lose what the old one held.
+            try db.execute(sql: "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
+            try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('id', ?)", arguments: [UUID().uuidString])
+        }
         return migrator
+    }
+
+    /// The log's identity, given when it was made.
+    func identity() throws -> String {
+        try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'id'") ?? "" }
     }
 
     /// Appends a request; returns its place in the log. Blocking, on purpose: the caller acknowledges the

@@ -80,6 +80,17 @@ package final class StoreDatabase: Sendable {
                 "the request log \(journal) holds requests up to \(logged), but the store's state \(state) is missing: "
                     + "restore it, or remove the request log too to start an empty store")
         }
+        // The log the state was written with: recorded at the first open of the pair, checked at every other.
+        let identity = try log.identity()
+        let recorded = try pool.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO meta (key, value) VALUES ('log', ?)", arguments: [identity])
+            return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'log'")
+        }
+        if recorded != identity {
+            throw RestockMQTTError.storage(
+                "the request log \(journal) is not the one the store's state \(state) was written with (deleted, emptied or "
+                    + "replaced): acknowledged requests it held may be lost; restore it, or remove both files to start an empty store")
+        }
         if applied > logged {
             throw RestockMQTTError.storage(
                 "the request log \(journal) is \(logExisted ? "older than" : "missing beside") the store's state \(state) "

@@ -22,8 +22,10 @@ package final class RequestProcessor: Sendable {
     let committed: HandOff<CommittedPublication>
 
     /// How many times the store may be killed without a fault while applying one suspect alone before the
-    /// suspect is set aside anyway.
-    static let killsBeforeSetAside = 4
+    /// suspect is set aside anyway: a bound against a crash loop if a fault ever killed the process before its
+    /// mark was written (a stack overflow), high enough that a store killed again and again while busy (a
+    /// watchdog, the OOM killer) does not set a request aside.
+    static let killsBeforeSetAside = 16
 
     /// How many requests one transaction takes at most.
     static let batchSize = 512
@@ -35,8 +37,8 @@ package final class RequestProcessor: Sendable {
         var lastApplied: Int64
         /// Requests up to this one are applied one at a time (see ``Attempt``).
         var suspectsThrough: Int64
-        /// A suspect that killed the store while applied alone: set aside when its turn comes.
-        var fatal: Int64?
+        /// A suspect that killed the store while applied alone: set aside when its turn comes, and why.
+        var fatal: (seq: Int64, faulted: Bool)?
         /// A suspect during which the store was killed (not by a fault) while applied alone, and how many times.
         var killedAlone: (seq: Int64, times: Int)?
         /// Whether requests are read from the log (at start-up, or after memory spilled) rather than memory.
@@ -69,7 +71,7 @@ package final class RequestProcessor: Sendable {
                 // killer), it was not, and it is tried alone once more — up to a bound, in case a fault ever
                 // kills the process before its mark is written.
                 if faulted || kills + 1 >= Self.killsBeforeSetAside {
-                    progress.fatal = attempt.first
+                    progress.fatal = (attempt.first, faulted)
                 } else {
                     progress.killedAlone = (attempt.first, kills + 1)
                 }
@@ -103,8 +105,8 @@ package final class RequestProcessor: Sendable {
                     rest.removeFirst()
                     continue
                 }
-                if first.seq == fatal {
-                    try deadLetter(first)
+                if let fatal, first.seq == fatal.seq {
+                    try deadLetter(first, faulted: fatal.faulted)
                     rest.removeFirst()
                     total += 1
                     continue
@@ -210,14 +212,16 @@ package final class RequestProcessor: Sendable {
             metadata: ["inventory": "\(changes.publications.count - customers.count)", "mirrors": "\(customers.count)"])
     }
 
-    /// Sets aside a request that killed the store twice, and tells its sender.
-    private func deadLetter(_ request: JournaledRequest) throws {
+    /// Sets aside a request that made the store fail twice (`faulted`), or during which the store was killed
+    /// ``killsBeforeSetAside`` times, and tells its sender.
+    private func deadLetter(_ request: JournaledRequest, faulted: Bool) throws {
+        let what =
+            faulted
+            ? "the store failed while applying this request, twice"
+            : "the store stopped \(Self.killsBeforeSetAside) times while applying this request alone, with no fault recorded"
         logger.error(
-            "a request stopped the store twice while it was applied; it is set aside in the dead-letter table, not applied",
-            metadata: ["topic": "\(request.topic)", "seq": "\(request.seq)"])
-        let refusal = RequestRefusal(
-            code: "request-failed",
-            detail: "the store failed while applying this request, twice; it was set aside and not applied (request \(request.seq))")
+            "\(what); it is set aside in the dead-letter table, not applied", metadata: ["topic": "\(request.topic)", "seq": "\(request.seq)"])
+        let refusal = RequestRefusal(code: "request-failed", detail: "\(what); it was set aside and not applied (request \(request.seq))")
         let now = clock()
         let report = ErrorReport(refusal: refusal, topic: request.topic, at: now)
         // With no valid customer to answer, the admin's errors topic hears of it.
