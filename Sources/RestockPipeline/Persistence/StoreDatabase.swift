@@ -113,12 +113,6 @@ package final class StoreDatabase: Sendable {
         try log.continue(after: max(processedThrough(), old.last?.seq ?? 0))
     }
 
-    /// Runs blocking database work — applying a batch, reading or acknowledging the outbox — on the store's
-    /// SQLite thread, one piece at a time, so that a large commit never holds a thread of the cooperative pool.
-    package func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await executor.run(work)
-    }
-
     /// Whether a store process holds the directory's lock now (a standby waits while it does).
     package static func isInUse(_ directory: URL) -> Bool { DirectoryLock.isHeld(on: directory) }
 

@@ -66,7 +66,4 @@ package final class HandOff<Item: Sendable>: Sendable {
             return .items(taken)
         }
     }
-
-    /// How many items wait.
-    package var count: Int { state.withLock { $0.items.count } }
 }

@@ -22,11 +22,4 @@ package final class PipelineExecutor: TaskExecutor, SerialExecutor, @unchecked S
     }
 
     package func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
-
-    /// Runs `work` on the pipeline's thread and returns its result (for callers that do not run there).
-    package func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
-        }
-    }
 }
