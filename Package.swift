@@ -26,7 +26,7 @@ let package = Package(
         // libmosquitto, as Debian's libmosquitto-dev installs it.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // A Swift 6 MQTT client over libmosquitto; the only module that imports CMosquitto.
-        .target(name: "Mosquitto", dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Mosquitto", dependencies: ["CMosquitto", "Deadlines", .product(name: "Logging", package: "swift-log")]),
         // Waiting with a deadline: bounded waits for the bridge, the tools and the tests.
         .target(name: "Deadlines"),
         // A private mosquitto on a free loopback port, and the process tools it needs (for the CLI and the tests).

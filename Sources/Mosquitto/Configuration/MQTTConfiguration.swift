@@ -24,11 +24,9 @@ public struct MQTTConfiguration: Sendable {
     public var reconnect: MQTTReconnectPolicy
     /// How long ``MQTTClient/connect()`` waits for the broker's answer.
     public var connectTimeout: Duration
-    /// Asked before each attempt to reconnect after the connection was lost (not before the first connect),
-    /// on the client's network thread; while it runs, the client stays disconnected. Returning `false` stops the
-    /// client for good: it does not reconnect, waiting operations fail with ``MQTTError/notConnected``, and its
-    /// message and event streams end. For a client that must not take its session back unless it still owns it.
-    public var beforeReconnect: (@Sendable () async -> Bool)?
+    /// Whether the client reconnects by itself after a loss, or only once its owner allows it
+    /// (``MQTTClient/allowReconnect()``): for a client that must not take its session back unless it still owns it.
+    public var reconnection: MQTTReconnection = .automatic
 
     /// Creates a configuration.
     public init(
@@ -102,7 +100,7 @@ public struct MQTTReconnectPolicy: Sendable, Hashable {
     }
 
     /// The wait before attempt `attempt` (0 for the first after a loss), with `random` in `0..<1`.
-    func delay(beforeAttempt attempt: Int, random: Double) -> Duration {
+    public func delay(beforeAttempt attempt: Int, random: Double) -> Duration {
         var base = initialDelay
         for _ in 0..<min(attempt, 62) where base < maximumDelay { base *= 2 }
         base = min(base, maximumDelay)
@@ -115,6 +113,15 @@ public struct MQTTReconnectPolicy: Sendable, Hashable {
         }
         guard (0...1).contains(jitter) else { throw .invalidConfiguration("reconnect jitter must be 0 to 1, not \(jitter)") }
     }
+}
+
+/// Whether a client that lost its connection reconnects by itself.
+public enum MQTTReconnection: Sendable, Hashable {
+    /// By ``MQTTReconnectPolicy``, as soon as it may.
+    case automatic
+    /// Only after its owner calls ``MQTTClient/allowReconnect()`` (or the connection was never made); until then it
+    /// stays disconnected, and ``MQTTClient/disconnect()`` ends it.
+    case whenAllowed
 }
 
 /// The session a client asks the broker for.

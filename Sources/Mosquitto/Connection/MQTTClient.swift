@@ -1,4 +1,5 @@
 import CMosquitto
+import Deadlines
 import Dispatch
 import Glibc
 import Logging
@@ -51,7 +52,8 @@ public final class MQTTClient: Sendable {
         self.configuration = configuration
         var logger = logger
         logger[metadataKey: "mqtt.client"] = "\(configuration.clientID)"
-        let context = LibMosquittoContext(journal: journal, protocolVersion: configuration.protocolVersion, logger: logger)
+        let context = LibMosquittoContext(
+            journal: journal, protocolVersion: configuration.protocolVersion, reconnection: configuration.reconnection, logger: logger)
         self.handle = try LibMosquittoHandle(configuration: configuration, context: context)
     }
 
@@ -98,8 +100,7 @@ public final class MQTTClient: Sendable {
                     network.withLock { $0 = thread }
                     thread.start()
                     if Task.isCancelled { context.failConnecting(CancellationError()) }
-                    let seconds = Double(configuration.connectTimeout.components.seconds)
-                        + Double(configuration.connectTimeout.components.attoseconds) / 1e18
+                    let seconds = configuration.connectTimeout.seconds
                     DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
                         context.failConnecting(MQTTError.timedOut("no answer from \(configuration.broker) within \(seconds) s"))
                     }
@@ -144,6 +145,15 @@ public final class MQTTClient: Sendable {
         context.failConnecting(MQTTError.notConnected)
         await stopNetworkThread(within: Self.stopTimeout)
         context.shutDown()
+    }
+
+    /// Lets a client that lost its connection make it again: one configured with
+    /// ``MQTTConfiguration/reconnection`` ``MQTTReconnection/whenAllowed``, or one whose journal refused a message
+    /// (``MQTTInboundDisposition/refused``). It then reconnects by ``MQTTConfiguration/reconnect`` as usual. A call
+    /// while connected allows nothing more: the next loss waits for the next call.
+    public func allowReconnect() {
+        context.allowReconnect()
+        network.withLock { $0 }?.wake()
     }
 
     /// Whether the client is connected right now.

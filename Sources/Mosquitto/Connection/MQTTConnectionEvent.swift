@@ -17,5 +17,17 @@ public enum MQTTConnectionEvent: Sendable, Hashable {
 /// Keep it short: a local write, no network I/O, no waiting on Swift concurrency.
 public protocol MQTTInboundJournal: Sendable {
     /// Records `message`; called once per delivery, in arrival order.
-    func record(_ message: MQTTMessage)
+    /// - Returns: ``MQTTInboundDisposition/refused`` when it could not be recorded: the client then drops the
+    ///   connection before acknowledging it.
+    func record(_ message: MQTTMessage) -> MQTTInboundDisposition
+}
+
+/// What an ``MQTTInboundJournal`` did with a message.
+public enum MQTTInboundDisposition: Sendable, Hashable {
+    /// Recorded: the client acknowledges it to the broker and hands it to its message streams.
+    case recorded
+    /// Not recorded (the journal cannot write): the client closes the connection at once, so the acknowledgement
+    /// is never written and a persistent session keeps the message (and every later one) on the broker, which
+    /// delivers it again on the next connection. The client then waits for ``MQTTClient/allowReconnect()``.
+    case refused
 }

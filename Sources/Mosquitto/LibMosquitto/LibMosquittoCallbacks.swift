@@ -1,6 +1,12 @@
 import CMosquitto
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The C callbacks handed to libmosquitto. Each is a plain function matching the C typedef exactly; it
 /// runs on libmosquitto's network thread, recovers its ``LibMosquittoContext`` from the `userdata`
 /// pointer (passed unretained: the client keeps the context alive until after `mosquitto_loop_stop`),
@@ -97,7 +103,12 @@ private func onMessage(
         topic: String(cString: topic), payload: payload,
         qos: MQTTQoS(rawValue: message.pointee.qos) ?? .atMostOnce, retain: message.pointee.retain,
         properties: LibMosquittoProperties.read(properties))
-    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().received(copied)
+    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
+    if !context.received(copied), let mosq {
+        // The journal could not record it: close the socket now, while libmosquitto has only queued the PUBACK, so
+        // that it is never written and the broker keeps the message for the session.
+        shutdown(mosquitto_socket(mosq), Int32(SHUT_RDWR))
+    }
 }
 
 /// libmosquitto's log goes to the client's logger at the matching level; nothing is copied out of a line the

@@ -53,6 +53,12 @@ final class LibMosquittoContext: Sendable {
         /// The session was prepared with packets written around libmosquitto: the network thread waits for the
         /// broker to close the connection, touching nothing through libmosquitto.
         var preparedAroundLibrary = false
+        /// Connections lost (or dropped by a journal's refusal) that need the owner's permission to be made again.
+        var lossesAwaitingPermission: UInt64 = 0
+        /// The losses the owner has allowed a reconnect after (``MQTTClient/allowReconnect()``).
+        var lossesPermitted: UInt64 = 0
+        /// Whether the current connection's loss is counted already (a journal refused one of its messages).
+        var lossCounted = false
         var nextSinkID: UInt64 = 0
         var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: AsyncStream<MQTTMessage>.Continuation)] = [:]
         var eventSinks: [UInt64: AsyncStream<MQTTConnectionEvent>.Continuation] = [:]
@@ -61,14 +67,22 @@ final class LibMosquittoContext: Sendable {
     let state = Mutex(State())
     let journal: (any MQTTInboundJournal)?
     let protocolVersion: MQTTProtocolVersion
+    let reconnection: MQTTReconnection
     /// Where libmosquitto's own log goes (``LibMosquittoCallbacks``), at matching levels.
     let logger: Logger
 
-    init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion, logger: Logger) {
+    init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion, reconnection: MQTTReconnection, logger: Logger) {
         self.journal = journal
         self.protocolVersion = protocolVersion
+        self.reconnection = reconnection
         self.logger = logger
     }
+
+    /// Whether the network thread may reconnect now: no loss waits for the owner's permission.
+    var mayReconnect: Bool { state.withLock { $0.lossesPermitted >= $0.lossesAwaitingPermission } }
+
+    /// The owner allows a reconnect after every loss so far.
+    func allowReconnect() { state.withLock { $0.lossesPermitted = $0.lossesAwaitingPermission } }
 
     // MARK: Called on the network thread
 
@@ -91,6 +105,7 @@ final class LibMosquittoContext: Sendable {
             if case .connecting(let pending) = state.phase { waiter = pending }
             state.phase = .online(connected: true)
             state.connections += 1
+            state.lossCounted = false
             return (waiter, sessionPresent ? [:] : state.activeSubscriptions)
         }
         // Emitted first, so that an event stream made once connect() has returned never sees this connection.
@@ -112,6 +127,8 @@ final class LibMosquittoContext: Sendable {
             case .online:
                 state.phase = .online(connected: false)
                 lost = true
+                if reconnection == .whenAllowed, !state.lossCounted, reasonCode != 0 { state.lossesAwaitingPermission += 1 }
+                state.lossCounted = true
             case .idle:
                 break
             }
@@ -160,12 +177,21 @@ final class LibMosquittoContext: Sendable {
         waiter?.resume(throwing: error)
     }
 
-    func received(_ message: MQTTMessage) {
-        journal?.record(message)
+    /// A message arrived. Returns `false` when the journal refused it: the caller drops the connection before the
+    /// acknowledgement is written, and the client waits for the owner's permission to reconnect.
+    func received(_ message: MQTTMessage) -> Bool {
+        if let journal, journal.record(message) == .refused {
+            state.withLock { state in
+                if !state.lossCounted { state.lossesAwaitingPermission += 1 }
+                state.lossCounted = true
+            }
+            return false
+        }
         let sinks = state.withLock { state in
             state.messageSinks.values.filter { $0.filter.matches(message.topic) }.map(\.sink)
         }
         for sink in sinks { sink.yield(message) }
+        return true
     }
 
     // MARK: Message ids

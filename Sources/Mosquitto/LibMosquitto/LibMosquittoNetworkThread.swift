@@ -1,4 +1,5 @@
 import CMosquitto
+import Deadlines
 import Dispatch
 import Glibc
 import Synchronization
@@ -64,7 +65,7 @@ final class LibMosquittoNetworkThread: Sendable {
                 return exit.next
             }
             guard let id else { return done.resume() }
-            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            let seconds = timeout.seconds
             // Weakly: a strong reference would keep the thread, and so the handle and its sockets, alive for the
             // whole timeout after the thread ended; a client that connects and disconnects often would pile up
             // file descriptors (and libmosquitto's select cannot watch one past 1,024).
@@ -125,38 +126,14 @@ final class LibMosquittoNetworkThread: Sendable {
             if context.state.withLock({ $0.stop }) != .no { return }
             let delay = configuration.reconnect.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
             attempt += 1
-            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-            _ = wakeup.wait(timeout: .now() + seconds)
-            if context.state.withLock({ $0.stop }) != .no { return }
-            if let gate = configuration.beforeReconnect, !ask(gate) {
-                // The owner says the session is no longer ours: stop for good, without reconnecting.
-                context.state.withLock { $0.stop = .abruptly }
-                context.shutDown()
-                return
+            _ = wakeup.wait(timeout: .now() + delay.seconds)
+            // A loss the owner must allow a reconnect after: wait, touching nothing, until it does or the client stops.
+            while !context.mayReconnect, context.state.withLock({ $0.stop }) == .no {
+                _ = wakeup.wait(timeout: .now() + 0.1)
             }
             if context.state.withLock({ $0.stop }) != .no { return }
             _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next mosquitto_loop
         }
-    }
-
-    /// Runs the owner's async check and waits for its answer on this thread (which is never one of the
-    /// cooperative pool's). The check may take as long as it needs; a stop of the client ends the wait (and
-    /// cancels the check) with no reconnect.
-    private func ask(_ gate: @escaping @Sendable () async -> Bool) -> Bool {
-        let answer = Mutex<Bool>(true)
-        let done = DispatchSemaphore(value: 0)
-        let check = Task {
-            let allowed = await gate()
-            answer.withLock { $0 = allowed }
-            done.signal()
-        }
-        while done.wait(timeout: .now() + 0.1) == .timedOut {
-            if handle.context.state.withLock({ $0.stop }) != .no {
-                check.cancel()
-                return false
-            }
-        }
-        return answer.withLock { $0 }
     }
 
     /// Writes the queued packets, waiting for the socket to take them, for at most two seconds; writing

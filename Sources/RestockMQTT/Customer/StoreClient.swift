@@ -241,14 +241,33 @@ public final class StoreClient: Sendable {
         }
     }
 
-    /// Returns once the store's status, retained or live, says online.
+    /// Returns once the store is online and taking requests, judged by docs/contract.md, "One store per store id":
+    /// its status says online, and its heartbeat reads fresh on this machine's clock or changes while this client
+    /// watches (so a clock that is off by minutes does not make a live store look offline). A store that is offline
+    /// is waited for, within the caller's deadline.
+    /// - Throws: ``RestockMQTTError/unknownStore(store:)`` at once when the broker holds no status of the store;
+    ///   ``RestockMQTTError/storePaused(store:reason:)`` when its status says it takes no requests for now.
     private func waitUntilOnline(_ client: MQTTClient) async throws {
+        let liveness = StoreLiveness(topics: topics)
         let statuses = try client.messages(matching: topics.status)
-        try await client.subscribe(to: topics.status)
-        for await message in statuses {
-            if let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)), status.isOnline(at: Date()) { return }
+        let reader = Task {
+            for await message in statuses { liveness.received(message) }
         }
-        throw MQTTError.notConnected
+        defer { reader.cancel() }
+        liveness.connected()
+        try await client.subscribe(to: topics.status)
+        try await liveness.waitUntilCurrent()
+        guard liveness.status != nil else { throw RestockMQTTError.unknownStore(store: topics.store.rawValue) }
+        while true {
+            // A status with no heartbeat comes from a store before heartbeats: its word is taken.
+            if let status = liveness.status, status.isOnline,
+                status.heartbeatAt == nil || status.isLive(at: Date()) || liveness.isLive(status.instance ?? "")
+            {
+                if let reason = status.paused { throw RestockMQTTError.storePaused(store: topics.store.rawValue, reason: reason) }
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A

@@ -44,19 +44,3 @@ final class ShutdownDeadline: Sendable {
     /// Whether the drain's time is up.
     var hasPassed: Bool { deadline.withLock { $0.map { .now >= $0 } ?? false } }
 }
-
-/// A request to publish every retained topic again, from the connection's task to the processing task (which
-/// alone reads the store, so that nothing newer is overwritten by an older version).
-final class RepublishRequest: Sendable {
-    private let requested = Atomic<Bool>(false)
-    func request() { requested.store(true, ordering: .releasing) }
-    /// Whether it was requested since the last call; clears it.
-    func take() -> Bool { requested.exchange(false, ordering: .acquiringAndReleasing) }
-}
-
-/// Which instance took the store over, once one did.
-final class TakeOver: Sendable {
-    private let winner = Mutex<String?>(nil)
-    func record(_ instance: String) { winner.withLock { $0 = $0 ?? instance } }
-    var by: String? { winner.withLock { $0 } }
-}

@@ -64,54 +64,55 @@ public struct StoreStatus: Codable, Sendable, Hashable {
     public var reason: OfflineReason?
     /// The store process that wrote it: one live instance per store id.
     public var instance: String?
-    /// While online, refreshed every ``StoreStatus/heartbeatInterval``: an online status whose heartbeat is
-    /// older than ``StoreStatus/staleAfter`` was left by a store that is gone.
+    /// While online, refreshed every ``StoreStatus/heartbeatInterval``. Another process judges the store live by
+    /// seeing this value change, timed by its own clock (docs/contract.md, "One store per store id"), never by
+    /// comparing it with its own time.
     public var heartbeatAt: String?
+    /// Online only, while the store takes no requests for now (its disk is full): why, in one sentence. Requests
+    /// sent meanwhile wait in the store's session on the broker and are applied when it resumes.
+    public var paused: String?
 
     /// How often a live store refreshes its status.
     public static let heartbeatInterval = Duration.seconds(2)
-    /// How old a heartbeat may be before its store counts as gone.
+    /// How long a heartbeat may go unchanged, by the reader's own clock, before its store counts as gone.
     public static let staleAfter = 6.0
 
-    /// An online status.
-    public static func online(store: StoreID, since: Date, instance: String, heartbeatAt: Date) -> StoreStatus {
-        StoreStatus(store: store, state: "online", since: since, reason: nil, instance: instance, heartbeatAt: heartbeatAt)
+    /// An online status; `paused` says why the store takes no requests for now, if it does not.
+    public static func online(store: StoreID, since: Date, instance: String, heartbeatAt: Date, paused: String? = nil) -> StoreStatus {
+        StoreStatus(store: store, state: "online", since: since, reason: nil, instance: instance, heartbeatAt: heartbeatAt, paused: paused)
     }
 
     /// The offline status of a clean stop at `time`.
     public static func stopped(store: StoreID, at time: Date, instance: String) -> StoreStatus {
-        StoreStatus(store: store, state: "offline", since: time, reason: .stopped, instance: instance, heartbeatAt: nil)
+        StoreStatus(store: store, state: "offline", since: time, reason: .stopped, instance: instance, heartbeatAt: nil, paused: nil)
     }
 
     /// The offline status the broker publishes as the store's will: no `since`, as nobody knows it in advance.
     public static func connectionLost(store: StoreID, instance: String) -> StoreStatus {
-        StoreStatus(store: store, state: "offline", since: nil, reason: .connectionLost, instance: instance, heartbeatAt: nil)
+        StoreStatus(store: store, state: "offline", since: nil, reason: .connectionLost, instance: instance, heartbeatAt: nil, paused: nil)
     }
 
-    private init(store: StoreID, state: String, since: Date?, reason: OfflineReason?, instance: String, heartbeatAt: Date?) {
+    private init(
+        store: StoreID, state: String, since: Date?, reason: OfflineReason?, instance: String, heartbeatAt: Date?, paused: String?
+    ) {
         self.store = store.rawValue
         self.state = state
         self.since = since.map(Timestamp.string(from:))
         self.reason = reason
         self.instance = instance
         self.heartbeatAt = heartbeatAt.map(Timestamp.string(from:))
+        self.paused = paused
     }
 
     /// Whether the store says it is online.
     public var isOnline: Bool { state == "online" }
 
-    /// Whether it says a store is online and alive at `now`: online, with a heartbeat at most
-    /// ``staleAfter`` seconds old. A status without a heartbeat (from a store before heartbeats) proves nothing.
-    /// A heartbeat more than ``staleAfter`` seconds in the future proves nothing either (no live store writes one).
+    /// Whether, read against the reader's clock `now`, the heartbeat is at most ``staleAfter`` seconds away: a hint
+    /// only, right when both clocks agree. A reader that must be sure watches the heartbeat change instead
+    /// (``StoreLiveness``).
     public func isLive(at now: Date) -> Bool {
         guard isOnline, let text = heartbeatAt, let beat = Timestamp.date(from: text) else { return false }
         return abs(now.timeIntervalSince(beat)) <= Self.staleAfter
-    }
-
-    /// Whether a client should take the store for online at `now`: online, and either live or from a store
-    /// before heartbeats (no `heartbeatAt`). An online status with a stale heartbeat was left by a store that is gone.
-    public func isOnline(at now: Date) -> Bool {
-        isOnline && (heartbeatAt == nil || isLive(at: now))
     }
 }
 
@@ -139,13 +140,18 @@ public struct StoreClaim: Codable, Sendable, Hashable {
     /// When it claimed it.
     public var at: String
 
+    /// How often a starting store publishes its claim again, until it is online: a reader judges a claim fresh by
+    /// seeing it change.
+    public static let renewInterval = Duration.seconds(1)
+
     public init(store: StoreID, instance: String, at: Date) {
         self.store = store.rawValue
         self.instance = instance
         self.at = Timestamp.string(from: at)
     }
 
-    /// Whether it was made at most ``StoreStatus/staleAfter`` seconds from `now` (a claim is a start in progress).
+    /// Whether, read against the reader's clock `now`, it was made at most ``StoreStatus/staleAfter`` seconds away:
+    /// a hint only (a starting store publishes its claim again every second, which a reader can watch change).
     public func isFresh(at now: Date) -> Bool {
         guard let made = Timestamp.date(from: at) else { return false }
         return abs(now.timeIntervalSince(made)) <= StoreStatus.staleAfter

@@ -4,6 +4,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     case invalidPrefix(String, reason: String)
     /// The store's retained status says it is offline, or it has never been online.
     case storeOffline(store: String)
+    /// The store is online but takes no requests for now (its disk is full); `reason` is its status's sentence.
+    case storePaused(store: String, reason: String)
     /// No store of this id has ever been online on the broker (it has no retained status).
     case unknownStore(store: String)
     /// The store refused the request; `code` and `detail` are those of its error report.
@@ -18,10 +20,9 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     case storeTakenOver(store: String, instance: String)
     /// The data directory holds the state of another store.
     case dataDirectoryOfAnotherStore(String, owner: String)
-    /// The data directory or database could not be used.
-    case storage(String)
-    /// A stage of the running store failed (`stage`: what it was doing); the store stopped.
-    case stageFailed(stage: String, reason: String)
+    /// The data directory's files do not belong together, or hold what no store wrote: `file` is the one at fault,
+    /// `problem` says what is wrong with it and what would be lost, `remedy` what to do.
+    case dataDirectoryDamaged(file: String, problem: String, remedy: String)
     /// The broker refused a customer's listening session: with the shipped configuration only the user
     /// named like the customer may use it.
     case listeningSessionRefused(customer: String, clientID: String, reason: String)
@@ -30,6 +31,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         switch self {
         case .invalidPrefix(let prefix, let reason): "invalid topic prefix \(String(reflecting: prefix)): \(reason)"
         case .storeOffline(let store): "store \(store) is offline: start it with `restock serve --store \(store)`"
+        case .storePaused(let store, let reason):
+            "store \(store) takes no requests for now (\(reason)); requests sent meanwhile wait on the broker and are applied when it resumes"
         case .unknownStore(let store):
             "no store \(store) has ever been online on this broker: start it with `restock serve --store \(store)`"
         case .refused(let code, let detail): "refused (\(code)): \(detail)"
@@ -41,8 +44,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
             "another instance of store \(store) (\(instance)) took over on the broker; this one stopped without applying anything more"
         case .dataDirectoryOfAnotherStore(let path, let owner):
             "\(path) holds the state of store \(owner): run `restock serve --store \(owner)` on it, or give this store its own --data directory"
-        case .storage(let detail): "storage error: \(detail)"
-        case .stageFailed(let stage, let reason): "the store stopped: \(stage) failed: \(reason)"
+        case .dataDirectoryDamaged(_, let problem, let remedy): "\(problem); \(remedy)"
         case .listeningSessionRefused(let customer, let clientID, let reason):
             "the broker refused \(customer)'s listening session \(clientID): \(reason); check the user name and password (with the shipped broker configuration only the user \(customer) may use this session)"
         }

@@ -11,6 +11,10 @@ public enum SessionClientIDs {
     /// The store's persistent session: `restock:{store}`.
     public static func store(_ store: StoreID) -> String { "restock:\(store)" }
 
+    /// A store instance's publishing connection, with a clean session: `restock:{store}:@{instance}`. No identifier
+    /// starts with `@`, so it is never a customer's; the shipped plugin keeps it for the user `store-{store}`.
+    public static func publisher(of store: StoreID, instance: String) -> String { "restock:\(store):@\(instance)" }
+
     /// A customer's persistent listening session: `restock:{store}:{customer}`.
     public static func listening(_ customer: CustomerID, at store: StoreID) -> String { "restock:\(store):\(customer)" }
 

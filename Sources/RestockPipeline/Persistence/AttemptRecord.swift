@@ -22,7 +22,7 @@ final class AttemptRecord: Sendable {
     init(directory: URL) throws {
         path = directory.appendingPathComponent("attempt").path
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw RestockMQTTError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw StorageError.system(.open, path, errno: errno) }
         FaultMarker.install()
     }
 
@@ -36,7 +36,7 @@ final class AttemptRecord: Sendable {
     func read() throws -> (attempt: Attempt, faulted: Bool, kills: Int)? {
         var bytes = [UInt8](repeating: 0, count: Self.size + 2)
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, Self.size + 2, 0) }
-        guard count >= 0 else { throw RestockMQTTError.storage("cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard count >= 0 else { throw StorageError.system(.read, path, errno: errno) }
         guard count >= Self.size else { return nil }
         let values = (0..<3).map { index in
             bytes.withUnsafeBytes { Int64(littleEndian: $0.loadUnaligned(fromByteOffset: index * 8, as: Int64.self)) }
@@ -57,7 +57,7 @@ final class AttemptRecord: Sendable {
             bytes.withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: index * 8, as: Int64.self) }
         }
         let count = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, Self.size + 2, 0) }
-        guard count == Self.size + 2 else { throw RestockMQTTError.storage("cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard count == Self.size + 2 else { throw StorageError.system(.write, path, errno: count < 0 ? errno : ENOSPC) }
         FaultMarker.arm(descriptor, at: off_t(Self.size))
     }
 

@@ -9,7 +9,7 @@ final class DirectoryLock: Sendable {
     init(directory: URL) throws {
         let path = directory.appendingPathComponent("store.lock").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw RestockMQTTError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw StorageError.system(.open, path, errno: errno) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(descriptor)
             throw RestockMQTTError.dataDirectoryInUse(directory.path)

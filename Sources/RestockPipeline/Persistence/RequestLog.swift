@@ -11,21 +11,39 @@ import GRDB
 /// only at start-up, to recover what was journaled but not yet applied.
 package final class RequestLog: Sendable {
     private let pool: DatabasePool
+    /// The log's file.
+    package let path: String
 
     package static let fileName = "journal.sqlite"
 
     /// Opens (creating if need be) the log in `directory`.
-    package init(directory: URL) throws {
+    package init(directory: URL) throws(StorageError) {
         var configuration = Configuration()
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-        pool = try DatabasePool(path: directory.appendingPathComponent(Self.fileName).path, configuration: configuration)
-        try Self.migrator.migrate(pool)
+        let path = directory.appendingPathComponent(Self.fileName).path
+        self.path = path
+        pool = try storageAccess(.open, path) {
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+            return pool
+        }
     }
 
     private init(readingOnly directory: URL) throws {
         var configuration = Configuration()
         configuration.readonly = true
-        pool = try DatabasePool(path: directory.appendingPathComponent(Self.fileName).path, configuration: configuration)
+        path = directory.appendingPathComponent(Self.fileName).path
+        pool = try DatabasePool(path: path, configuration: configuration)
+    }
+
+    /// Reads the log; a failure names the file.
+    private func read<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        try storageAccess(.read, path) { try pool.read(body) }
+    }
+
+    /// Writes the log in one transaction; a failure names the file and keeps SQLite's result code.
+    private func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        try storageAccess(.write, path) { try pool.write(body) }
     }
 
     /// The log of `directory` opened for reading while a store may write it; `nil` when there is none yet.
@@ -56,24 +74,26 @@ package final class RequestLog: Sendable {
 
     /// The log's identity, given when it was made.
     func identity() throws -> String {
-        try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'id'") ?? "" }
+        try read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'id'") ?? "" }
     }
 
     /// Appends a request; returns its place in the log. Blocking, on purpose: the caller acknowledges the
     /// request only after this returns.
     package func append(topic: String, payload: [UInt8], size: Int, retained: Bool) throws -> Int64 {
         // One statement in SQLite's autocommit mode: a transaction of its own, without BEGIN and COMMIT to run.
-        try pool.writeWithoutTransaction { db in
-            try db.cachedStatement(sql: "INSERT INTO request (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [topic, Data(payload), size, retained])
-            return db.lastInsertedRowID
+        try storageAccess(.write, path) {
+            try pool.writeWithoutTransaction { db in
+                try db.cachedStatement(sql: "INSERT INTO request (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
+                    .execute(arguments: [topic, Data(payload), size, retained])
+                return db.lastInsertedRowID
+            }
         }
     }
 
     /// Carries over requests journaled by an earlier version of the store (in `store.sqlite`), keeping their places.
     func adopt(_ requests: [JournaledRequest]) throws {
         guard !requests.isEmpty else { return }
-        try pool.write { db in
+        try write { db in
             let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO request (seq, topic, payload, size, retained) VALUES (?, ?, ?, ?, ?)")
             for request in requests {
                 try insert.execute(arguments: [request.seq, request.topic, Data(request.payload), request.size, request.retained])
@@ -83,7 +103,7 @@ package final class RequestLog: Sendable {
 
     /// The last place given out (entries trimmed since included); 0 before the first.
     func lastPlace() throws -> Int64 {
-        try pool.read { db in
+        try read { db in
             max(
                 try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'") ?? 0,
                 try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM request") ?? 0)
@@ -93,7 +113,7 @@ package final class RequestLog: Sendable {
     /// Makes the next place given out come after `seq`.
     func `continue`(after seq: Int64) throws {
         guard seq > 0 else { return }
-        try pool.write { db in
+        try write { db in
             let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'")
             if let used {
                 if used < seq { try db.execute(sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'request'", arguments: [seq]) }
@@ -105,20 +125,37 @@ package final class RequestLog: Sendable {
 
     /// The oldest requests after `seq`, in the order received (recovery at start-up).
     package func requests(after seq: Int64, limit: Int) throws -> [JournaledRequest] {
-        try pool.read { db in
+        try read { db in
             try Row.fetchAll(
                 db, sql: "SELECT seq, topic, payload, size, retained FROM request WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit]
             ).map { JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4]) }
         }
     }
 
+    /// The last place the log has forgotten (trimmed): every place up to it was applied by the store's state that
+    /// the log was trimmed for. 0 when it has forgotten nothing.
+    func forgottenThrough() throws(StorageError) -> Int64 {
+        try read { db in
+            if let first = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM request") { return first - 1 }
+            return try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'") ?? 0
+        }
+    }
+
+    /// Whether the log can be written again: writes and removes a row about the size of the largest request, each
+    /// in a transaction of its own, so that SQLite needs room for both. Throws what the write throws.
+    package func probe() throws(StorageError) {
+        let filler = String(repeating: "x", count: 8 * 1024)
+        try write { db in try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)", arguments: [filler]) }
+        try write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'probe'") }
+    }
+
     /// Forgets the entries up to `seq`: the store's state has recorded them as applied.
     package func trim(through seq: Int64) throws {
-        try pool.write { db in try db.execute(sql: "DELETE FROM request WHERE seq <= ?", arguments: [seq]) }
+        try write { db in try db.execute(sql: "DELETE FROM request WHERE seq <= ?", arguments: [seq]) }
     }
 
     /// How many entries follow `seq`.
     package func count(after seq: Int64) throws -> Int {
-        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM request WHERE seq > ?", arguments: [seq]) ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM request WHERE seq > ?", arguments: [seq]) ?? 0 }
     }
 }

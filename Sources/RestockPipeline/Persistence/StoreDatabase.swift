@@ -35,8 +35,7 @@ package final class StoreDatabase: Sendable {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
-            throw RestockMQTTError.storage("cannot use \(directory.path) as the data directory: \(reason)")
+            throw StorageError(.open, directory.path, cause: error)
         }
         self.directory = directory
         self.lock = try DirectoryLock(directory: directory)
@@ -44,58 +43,92 @@ package final class StoreDatabase: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        let statePath = directory.appendingPathComponent("store.sqlite").path
-        let logPath = directory.appendingPathComponent(RequestLog.fileName).path
-        let (stateExisted, logExisted) = (FileManager.default.fileExists(atPath: statePath), FileManager.default.fileExists(atPath: logPath))
-        do {
-            pool = try DatabasePool(path: statePath, configuration: configuration)
+        let statePath = directory.appendingPathComponent(Self.fileName).path
+        let stateIsNew: Bool
+        (pool, stateIsNew) = try storageAccess(.open, statePath) {
+            let pool = try DatabasePool(path: statePath, configuration: configuration)
+            // A file with no tables is new, whether it was just made or emptied (truncated to 0 bytes).
+            let isNew = try pool.read { db in try !db.tableExists("meta") && !db.tableExists("watch") }
             try Self.migrator.migrate(pool)
-        } catch {
-            throw RestockMQTTError.storage("cannot open the store's state \(statePath): \(error)")
+            return (pool, isNew)
         }
-        do {
-            log = try RequestLog(directory: directory)
-        } catch {
-            throw RestockMQTTError.storage("cannot open the request log \(logPath): \(error)")
-        }
+        log = try RequestLog(directory: directory)
         attempts = try AttemptRecord(directory: directory)
-        nextOutboxSeq = Mutex(try pool.read { db in
-            // Past every place given out before, also to rows since acknowledged.
-            let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
-            return max(used, try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0) + 1
+        let pool = self.pool
+        nextOutboxSeq = Mutex(try storageAccess(.read, statePath) {
+            try pool.read { db in
+                // Past every place given out before, also to rows since acknowledged.
+                let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+                return max(used, try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0) + 1
+            }
         })
         if let store { try claim(for: store) }
-        try checkTogether(stateExisted: stateExisted, logExisted: logExisted)
+        try checkTogether(stateIsNew: stateIsNew)
         try adoptInbox()
     }
 
-    /// Refuses a data directory whose two files do not belong together — one deleted, emptied or replaced by
-    /// an older copy — rather than start on it and lose, or apply again, what the missing part held.
-    private func checkTogether(stateExisted: Bool, logExisted: Bool) throws {
+    /// The store's state in the data directory.
+    package static let fileName = "store.sqlite"
+
+    /// The path of the store's state.
+    private var statePath: String { directory.appendingPathComponent(Self.fileName).path }
+
+    /// Reads the store's state; a failure names the file.
+    private func read<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        try storageAccess(.read, statePath) { try pool.read(body) }
+    }
+
+    /// Writes the store's state in one transaction; a failure names the file and keeps SQLite's result code.
+    private func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        try storageAccess(.write, statePath) { try pool.write(body) }
+    }
+
+    /// Refuses a data directory whose two files cannot be the two halves of one store — one deleted, emptied or
+    /// replaced by an older copy — rather than start on it and lose, or apply again, what the missing part held
+    /// (docs/contract.md, "Durability and redelivery"). Never starts with less than the log and the state together hold.
+    private func checkTogether(stateIsNew: Bool) throws {
         let logged = try log.lastPlace()
         let applied = try processedThrough()
-        let state = directory.appendingPathComponent("store.sqlite").path, journal = directory.appendingPathComponent(RequestLog.fileName).path
-        if !stateExisted, logExisted, logged > 0 {
-            throw RestockMQTTError.storage(
-                "the request log \(journal) holds requests up to \(logged), but the store's state \(state) is missing: "
-                    + "restore it, or remove the request log too to start an empty store")
+        let state = statePath, journal = log.path
+        let remedy = "restore both files from one backup, or remove both to start an empty store"
+        if stateIsNew, logged > 0 {
+            throw RestockMQTTError.dataDirectoryDamaged(
+                file: state,
+                problem: "the store's state \(state) is missing, empty or new, but the request log \(journal) beside it has given out "
+                    + "places up to \(logged): the watches and stock those requests made would be lost",
+                remedy: remedy)
         }
         // The log the state was written with: recorded at the first open of the pair, checked at every other.
         let identity = try log.identity()
-        let recorded = try pool.write { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO meta (key, value) VALUES ('log', ?)", arguments: [identity])
-            return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'log'")
+        let recorded = try storageAccess(.write, state) {
+            try write { db in
+                try db.execute(sql: "INSERT OR IGNORE INTO meta (key, value) VALUES ('log', ?)", arguments: [identity])
+                return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'log'")
+            }
         }
         if recorded != identity {
-            throw RestockMQTTError.storage(
-                "the request log \(journal) is not the one the store's state \(state) was written with (deleted, emptied or "
-                    + "replaced): acknowledged requests it held may be lost; restore it, or remove both files to start an empty store")
+            throw RestockMQTTError.dataDirectoryDamaged(
+                file: journal,
+                problem: "the request log \(journal) is not the one the store's state \(state) was written with (deleted, emptied or "
+                    + "replaced): acknowledged requests it held may be lost",
+                remedy: remedy)
         }
         if applied > logged {
-            throw RestockMQTTError.storage(
-                "the request log \(journal) is \(logExisted ? "older than" : "missing beside") the store's state \(state) "
-                    + "(requests up to \(applied) applied, the log ends at \(logged)): requests acknowledged since may be lost; "
-                    + "restore it, or remove both files to start an empty store")
+            throw RestockMQTTError.dataDirectoryDamaged(
+                file: journal,
+                problem: "the request log \(journal) is older than the store's state \(state) (requests up to \(applied) applied, "
+                    + "the log ends at \(logged)): requests acknowledged since may be lost",
+                remedy: remedy)
+        }
+        // The log forgets requests once the state has them: a state that has not applied all it forgot is older than
+        // the log (a copy from before, or store.sqlite copied without its -wal), and the requests in between are gone.
+        let forgotten = try log.forgottenThrough()
+        if applied < forgotten {
+            throw RestockMQTTError.dataDirectoryDamaged(
+                file: state,
+                problem: "the store's state \(state) is older than its request log \(journal): it has applied requests up to \(applied), "
+                    + "but the log has already forgotten those up to \(forgotten), so the ones in between would be lost",
+                remedy: remedy)
         }
     }
 
@@ -103,13 +136,13 @@ package final class StoreDatabase: Sendable {
     /// and makes sure the log gives out places after every request already applied (a log deleted by hand must
     /// not make new requests look applied).
     private func adoptInbox() throws {
-        let old = try pool.read { db in
+        let old = try read { db in
             try Row.fetchAll(db, sql: "SELECT seq, topic, payload, size, retained FROM inbox ORDER BY seq").map {
                 JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4])
             }
         }
         try log.adopt(old)
-        if !old.isEmpty { try pool.write { db in try db.execute(sql: "DELETE FROM inbox") } }
+        if !old.isEmpty { try write { db in try db.execute(sql: "DELETE FROM inbox") } }
         try log.continue(after: max(processedThrough(), old.last?.seq ?? 0))
     }
 
@@ -119,7 +152,7 @@ package final class StoreDatabase: Sendable {
     /// Records `instance` as the store process now using the database; returns the one before it (a process
     /// that has stopped or died, since this one holds the lock).
     package func replaceInstance(with instance: String) throws -> String? {
-        try pool.write { db in
+        try write { db in
             let previous = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'instance'")
             try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('instance', ?)", arguments: [instance])
             return previous
@@ -128,7 +161,7 @@ package final class StoreDatabase: Sendable {
 
     /// Records `store` as the owner of a database that has none, or checks that it is the owner.
     private func claim(for store: StoreID) throws {
-        let owner = try pool.write { db in
+        let owner = try write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO meta (key, value) VALUES ('store', ?)", arguments: [store.rawValue])
             return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store'")
         }
@@ -213,12 +246,12 @@ package final class StoreDatabase: Sendable {
     /// Everything the store needs to carry on. Rows that do not hold a valid watch or inventory record (a file
     /// changed by hand, or damaged) are left out; ``loadSnapshotReportingSkipped()`` says which.
     package func loadSnapshot() throws -> StoreSnapshot {
-        try Self.loadSnapshot(from: pool).snapshot
+        try storageAccess(.read, statePath) { try Self.loadSnapshot(from: pool).snapshot }
     }
 
     /// ``loadSnapshot()``, with a description of each row it left out.
     package func loadSnapshotReportingSkipped() throws -> (snapshot: StoreSnapshot, skipped: [String]) {
-        try Self.loadSnapshot(from: pool)
+        try storageAccess(.read, statePath) { try Self.loadSnapshot(from: pool) }
     }
 
     private static func loadSnapshot(from pool: DatabasePool) throws -> (snapshot: StoreSnapshot, skipped: [String]) {
@@ -294,17 +327,19 @@ package final class StoreDatabase: Sendable {
 
     /// Every customer the store has published a mirror for, watching something or not.
     package func mirroredCustomers() throws -> [CustomerID] {
-        try pool.read { db in
+        try read { db in
             try String.fetchAll(db, sql: "SELECT customer FROM mirror ORDER BY customer").compactMap { try? CustomerID($0) }
         }
     }
 
     /// The on-hand quantity of every SKU the store has recorded, zeros included.
     package func inventory() throws -> [(SKU, Int)] {
-        try pool.read { db in
+        try read { db in
             try Row.fetchAll(db, sql: "SELECT sku, quantity FROM inventory ORDER BY sku").compactMap { row in
                 guard let sku = try? SKU(row[0] as String) else {
-                    throw RestockMQTTError.storage("the inventory holds an invalid SKU \(String(reflecting: row[0] as String))")
+                    throw RestockMQTTError.dataDirectoryDamaged(
+                        file: self.statePath, problem: "the inventory holds an invalid SKU \(String(reflecting: row[0] as String))",
+                        remedy: "restore the data directory from a backup")
                 }
                 return (sku, row[1])
             }
@@ -327,7 +362,7 @@ package final class StoreDatabase: Sendable {
 
     /// The place in the request log of the last request applied (or set aside); 0 before the first.
     package func processedThrough() throws -> Int64 {
-        try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = 'processedThrough'") ?? 0 }
+        try read { db in try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = 'processedThrough'") ?? 0 }
     }
 
     /// The requests of the log not yet applied, oldest first, after `seq` (recovery).
@@ -355,7 +390,7 @@ package final class StoreDatabase: Sendable {
     /// queues the error that tells its sender, in one transaction; returns that error as committed.
     package func deadLetter(_ request: JournaledRequest, error: Publication, at date: Date) throws -> CommittedPublication {
         let seq = nextOutboxSeq.withLock { next in defer { next += 1 }; return next }
-        try pool.write { db in
+        try write { db in
             try db.execute(
                 sql: "INSERT OR REPLACE INTO deadLetter (seq, topic, payload, size, retained, failedAt) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [request.seq, request.topic, Data(request.payload), request.size, request.retained, date.timeIntervalSince1970])
@@ -373,7 +408,7 @@ package final class StoreDatabase: Sendable {
 
     /// The requests set aside because applying them killed the store, oldest first.
     package func deadLetters() throws -> [JournaledRequest] {
-        try pool.read { db in
+        try read { db in
             try Row.fetchAll(db, sql: "SELECT seq, topic, payload, size, retained FROM deadLetter ORDER BY seq").map {
                 JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4])
             }
@@ -392,7 +427,7 @@ package final class StoreDatabase: Sendable {
             return next
         }
         let committed = changes.publications.enumerated().map { CommittedPublication(seq: first + Int64($0.offset), publication: $0.element) }
-        try pool.write { db in
+        try write { db in
             // Rows go in many to a statement: SQLite then parses nothing and GRDB binds in bulk, which is most of
             // the cost of a row when a restock writes thousands.
             // Watch changes apply in the order they were made; runs of saves or deletes go many to a statement.
@@ -473,7 +508,7 @@ package final class StoreDatabase: Sendable {
 
     /// Messages committed but not yet acknowledged, oldest first, after `seq`.
     package func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
-        try pool.read { db in
+        try read { db in
             try Row.fetchAll(
                 db, sql: "SELECT seq, topic, payload, retain, batch, sent FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
                 arguments: [seq, limit]
@@ -489,7 +524,7 @@ package final class StoreDatabase: Sendable {
     /// of its alerts, from the first, are acknowledged, and is forgotten when that is all of them.
     package func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
         guard !seqs.isEmpty || !batches.isEmpty else { return }
-        try pool.write { db in
+        try write { db in
             let forget = try db.cachedStatement(sql: "DELETE FROM outbox WHERE seq = ?")
             for seq in seqs { try forget.execute(arguments: [seq]) }
             let progress = try db.cachedStatement(sql: "UPDATE outbox SET sent = ? WHERE seq = ? AND batch > ?")
@@ -503,7 +538,7 @@ package final class StoreDatabase: Sendable {
 
     /// How many rows each queue holds (for tests and logs).
     package func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
-        try Self.queueLengths(in: pool, log: log)
+        try storageAccess(.read, statePath) { try Self.queueLengths(in: pool, log: log) }
     }
 
     private static func queueLengths(in pool: DatabasePool, log: RequestLog?) throws -> (inbox: Int, outbox: Int, watches: Int) {

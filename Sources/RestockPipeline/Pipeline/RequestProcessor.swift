@@ -48,6 +48,8 @@ package final class RequestProcessor: Sendable {
     }
 
     private let progress: Mutex<Progress>
+    /// A batch applied to the store whose commit failed with an error that may pass, and the last request in it.
+    private let pendingCommit = Mutex<(changes: StoreChanges, last: Int64)?>(nil)
 
     /// Picks up where the last process left the log: after the last request applied, with the requests of
     /// a batch it died applying as suspects.
@@ -94,7 +96,18 @@ package final class RequestProcessor: Sendable {
     /// is told (`request-failed`), and the store carries on with the rest.
     @discardableResult
     package func drainInbox() throws -> Int {
+        do {
+            return try applyWaiting()
+        } catch let error as StorageError where error.isPassable {
+            // Requests taken from memory and not applied are read again from the log, after the last one applied.
+            progress.withLock { $0.readingLog = true }
+            throw error
+        }
+    }
+
+    private func applyWaiting() throws -> Int {
         var total = 0
+        if let pending = pendingCommit.withLock({ $0 }) { try commit(pending.changes, through: pending.last) }
         while !Task.isCancelled {
             let waiting = try nextRequests()
             if waiting.isEmpty { break }
@@ -142,49 +155,66 @@ package final class RequestProcessor: Sendable {
     private func apply(_ batch: ArraySlice<JournaledRequest>, suspectsThrough: Int64) throws {
         guard let first = batch.first, let last = batch.last else { return }
         if first.seq <= suspectsThrough {
-            logger.warning(
-                "the store stopped while applying a request; retrying it on its own",
-                metadata: ["topic": "\(first.topic)", "seq": "\(first.seq)"])
+            // One line per request at debug level: a recovery after a kill retries up to a batch of them, and each is
+            // routine (the warning at start-up says it happens).
+            logger.debug("retrying a request on its own", metadata: ["topic": "\(first.topic)", "seq": "\(first.seq)"])
         }
         let kills = progress.withLock { $0.killedAlone?.seq == first.seq ? $0.killedAlone?.times ?? 0 : 0 }
         try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
+        var changes = StoreChanges()
+        var mirrorsToRefresh = Set<CustomerID>()
+        for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
+        let now = clock()
+        for customer in mirrorsToRefresh.sorted() {
+            let mirror = SubscriptionsMirror(
+                store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
+            let topic = topics.subscriptions(customer)
+            changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
+        }
+        changes.mirrored = mirrorsToRefresh
+        changes.counters = store.counters
+        changes.processedThrough = last.seq
+        try commit(changes, through: last.seq)
+    }
+
+    /// Commits what a batch changed and passes its messages on to the publisher. A commit that fails with an error
+    /// that may pass (a full disk) is kept and tried again first by the next ``drainInbox()``: the store holds these
+    /// changes already. Any other error marks the attempt failed (its requests become suspects at the next start).
+    private func commit(_ changes: StoreChanges, through last: Int64) throws {
         let messages: [CommittedPublication]
         do {
-            var changes = StoreChanges()
-            var mirrorsToRefresh = Set<CustomerID>()
-            for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
-            let now = clock()
-            for customer in mirrorsToRefresh.sorted() {
-                let mirror = SubscriptionsMirror(
-                    store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
-                let topic = topics.subscriptions(customer)
-                changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
-            }
-            changes.mirrored = mirrorsToRefresh
-            changes.counters = store.counters
-            changes.processedThrough = last.seq
             messages = try database.commit(changes)
-            database.endAttempt()
-            progress.withLock { $0.lastApplied = last.seq }
-            if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
-                FaultInjection.crash("crash-after-commit: alerts committed, none published")
-            }
+        } catch let error as StorageError where error.isPassable {
+            database.endAttempt()  // not the requests' fault
+            pendingCommit.withLock { $0 = (changes, last) }
+            throw error
         } catch {
             database.failAttempt()
             throw error
         }
+        pendingCommit.withLock { $0 = nil }
+        database.endAttempt()
+        progress.withLock { $0.lastApplied = last }
+        if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
+            FaultInjection.crash("crash-after-commit: alerts committed, none published")
+        }
         committed.append(messages)
-        try trimLog()
+        trimLog()
     }
 
     /// Forgets applied requests from the log every ``trimEvery`` of them: one transaction on the log for many
     /// requests, and none on the path of a single one. (What the log keeps beyond that is known to be applied:
     /// the store's state records how far it is.)
-    private func trimLog() throws {
+    private func trimLog() {
         let (applied, trimmed) = progress.withLock { ($0.lastApplied, $0.trimmedThrough) }
         guard applied - trimmed >= trimEvery else { return }
-        try database.log.trim(through: applied)
-        progress.withLock { $0.trimmedThrough = applied }
+        do {
+            try database.log.trim(through: applied)
+            progress.withLock { $0.trimmedThrough = applied }
+        } catch {
+            // Trimming only frees room: a log that cannot be written now is trimmed at a later request.
+            logger.debug("cannot trim the request log now", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Queues every retained topic the store owns — each SKU's inventory and each customer's mirror, also one

@@ -8,10 +8,12 @@
  *
  * The rule, checked when a client connects, before the broker touches any session:
  *   restock:{store}             only the user store-{store}            (the store's own session)
+ *   restock:{store}:@{instance} only the user store-{store}            (a store process's publishing connection)
  *   restock:{store}:{customer}  only the user {customer}               (a customer's listening session)
  *   any other id starting with "restock:"                              refused
  *   any id not starting with "restock:"                                 left to the password file
- * Store and customer ids never contain ':', so each client id in the namespace names exactly one user.
+ * Store and customer ids never contain ':' and never start with '@', so each client id in the namespace names
+ * exactly one user.
  * An allowed client id is not yet a login: the plugin defers, and the password file decides as before.
  *
  * Build: deploy/mosquitto/clientid-plugin/build.sh OUTPUT.so (needs Debian's mosquitto-dev and a C compiler).
@@ -46,8 +48,18 @@ static int client_id_allowed(const char *client_id, const char *user)
             && strncmp(user, STORE_USER_PREFIX, strlen(STORE_USER_PREFIX)) == 0
             && strcmp(user + strlen(STORE_USER_PREFIX), store) == 0;
     }
-    /* restock:{store}:{customer}: the customer's user name is the customer id. */
     const char *customer = separator + 1;
+    if (customer[0] == '@') {
+        /* restock:{store}:@{instance}: a publishing connection of the store, whose user is store-{store}. */
+        size_t store_length = (size_t)(separator - store);
+        return store_length > 0
+            && customer[1] != '\0'
+            && strchr(customer, ':') == NULL
+            && strncmp(user, STORE_USER_PREFIX, strlen(STORE_USER_PREFIX)) == 0
+            && strlen(user + strlen(STORE_USER_PREFIX)) == store_length
+            && strncmp(user + strlen(STORE_USER_PREFIX), store, store_length) == 0;
+    }
+    /* restock:{store}:{customer}: the customer's user name is the customer id. */
     return separator != store
         && customer[0] != '\0'
         && strchr(customer, ':') == NULL

@@ -4,6 +4,7 @@ import Logging
 import Mosquitto
 import RestockCore
 import RestockPipeline
+import ServiceLifecycle
 import Synchronization
 
 /// The publishing stage of the store's pipeline: publishes what the applying stage committed, in commit order —
@@ -11,34 +12,88 @@ import Synchronization
 /// forgets each message once the broker has acknowledged it. A batch of alerts is expanded here, alert by
 /// alert, and its progress recorded as its rounds are acknowledged. After a crash, or a lost connection,
 /// whatever was not acknowledged goes out again with the same payload (and the same alert id).
-struct OutboxPublisher: Sendable {
+struct OutboxPublisher: Service {
+    /// The store's publishing connection.
     let client: MQTTClient
     let database: StoreDatabase
     /// What the applying stage committed, in memory.
     let committed: HandOff<CommittedPublication>
+    /// Woken when the outbox has grown (and by this stage itself when it begins to stop).
+    let wakeups: AsyncStream<Void>
+    let wake: AsyncStream<Void>.Continuation
     let topics: RestockTopics
     let logger: Logger
-    /// Set when the store stops: no new round is sent once it has passed.
-    let stopping: ShutdownDeadline
+    /// How long a graceful shutdown keeps publishing what the outbox holds.
+    let drainTimeout: Duration
+    /// Whether the store was taken over: then it stops at once, without draining.
+    let lifecycle: StoreLifecycle
+    /// Acknowledgements the database could not record yet (a full disk), recorded with the next ones.
+    private let unrecorded = UnrecordedAcknowledgements()
+    private let stopping = ShutdownDeadline()
+
     /// How many messages are read and kept in flight at once.
     static let round = 1_000
     /// How long a stopping store waits for the acknowledgements of what it has sent.
-    static let acknowledgementGrace = 2.0
+    static let acknowledgementGrace = Duration.seconds(2)
 
-    /// Publishes whenever `wakeups` says the outbox has grown, until the stream ends or the task is cancelled;
-    /// on the pipeline's thread (``PipelineExecutor``), where it reads and writes the database.
-    func run(wakeups: AsyncStream<Void>) async throws {
-        try await withTaskExecutorPreference(database.executor) {
-            // What the outbox held before this start is read from it first; so is everything after a lost connection.
-            let reader = OutboxReader(database: database, committed: committed, topics: topics, logger: logger)
-            for await _ in wakeups {
-                try await drain(reader)
+    init(
+        client: MQTTClient, database: StoreDatabase, committed: HandOff<CommittedPublication>,
+        wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
+        logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle
+    ) {
+        self.lifecycle = lifecycle
+        self.client = client
+        self.database = database
+        self.committed = committed
+        (self.wakeups, self.wake) = wakeups
+        self.topics = topics
+        self.logger = logger
+        self.drainTimeout = drainTimeout
+    }
+
+    /// Publishes whenever the outbox grows, on the pipeline's thread (``PipelineExecutor``), where it reads and
+    /// writes the database. On graceful shutdown — which comes after the applying stage has stopped, so the outbox
+    /// holds all there is — it publishes what is left for up to ``drainTimeout``, records what the broker
+    /// acknowledged, says how much is left for the next start, and ends. Cancelled, it ends at once, recording the
+    /// acknowledgements it has.
+    func run() async throws {
+        let executor = database.executor
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask(executorPreference: executor) {
+                    // What the outbox held before this start is read from it first; so is everything after a lost connection.
+                    let reader = OutboxReader(database: database, committed: committed, topics: topics, logger: logger)
+                    for await _ in wakeups {
+                        try await drain(reader)
+                        if stopping.isStopping { return }  // everything committed is published, or the drain's time is up
+                    }
+                }
+                group.addTask {
+                    // The drain is bounded, also when acknowledgements never come (the broker is gone).
+                    guard await stopping.begun() else { return }
+                    try await Task.sleep(for: drainTimeout + Self.acknowledgementGrace)
+                    throw CancellationError()
+                }
+                defer { group.cancelAll() }
+                do {
+                    try await group.next()
+                } catch is CancellationError {}
             }
+        } onGracefulShutdown: {
+            stopping.begin(drainingFor: lifecycle.takenOverBy == nil ? drainTimeout : .zero)
+            wake.yield()
+        }
+        guard stopping.isStopping else { return }
+        let left = (try? database.queueLengths().outbox) ?? -1
+        if left > 0 {
+            logger.notice("stopping with \(left) messages (alerts, mirrors, inventory) left in the outbox; the next start sends them")
+        } else {
+            logger.info("the outbox is empty: every message was acknowledged by the broker")
         }
     }
 
     /// One message on its way, and where in the outbox it comes from.
-    private struct Outgoing {
+    fileprivate struct Outgoing {
         let seq: Int64
         /// Its place in a batch of alerts, or `nil` for a message of its own.
         let index: Int?
@@ -57,7 +112,7 @@ struct OutboxPublisher: Sendable {
                 while !Task.isCancelled {
                     if stopping.hasPassed {
                         let last = awaiting
-                        _ = try? await withDeadline(Self.acknowledgementGrace) { try await acknowledge(last) }
+                        _ = try? await withDeadline(Self.acknowledgementGrace.seconds) { try await acknowledge(last) }
                         return
                     }
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
@@ -80,11 +135,12 @@ struct OutboxPublisher: Sendable {
     }
 
     /// Waits for each acknowledgement, then records them in one transaction: messages are forgotten, and each
-    /// batch remembers how far it has been acknowledged (every earlier round was acknowledged before).
+    /// batch remembers how far it has been acknowledged (every earlier round was acknowledged before). What the
+    /// database cannot record now (a full disk) is kept and recorded with the next ones; until then a restart
+    /// would send those messages again, with the same ids.
     private func acknowledge(_ publications: [(Outgoing, MQTTPublication)]) async throws {
         guard !publications.isEmpty else { return }
-        var messages: [Int64] = []
-        var batches: [(seq: Int64, sent: Int)] = []
+        var (messages, batches) = unrecorded.take()
         var interrupted: (any Error)?
         for (message, publication) in publications {
             do {
@@ -99,7 +155,7 @@ struct OutboxPublisher: Sendable {
             }
             if let index = message.index {
                 if batches.last?.seq == message.seq {
-                    batches[batches.count - 1].sent = index + 1
+                    batches[batches.count - 1].sent = max(batches[batches.count - 1].sent, index + 1)
                 } else {
                     batches.append((message.seq, index + 1))
                 }
@@ -107,15 +163,23 @@ struct OutboxPublisher: Sendable {
                 messages.append(message.seq)
             }
         }
-        try database.acknowledge(messages: messages, batches: batches)
+        do {
+            try database.acknowledge(messages: messages, batches: batches)
+        } catch let error as StorageError where error.isPassable {
+            logger.debug("cannot record acknowledgements now; keeping them", metadata: ["error": "\(error)"])
+            unrecorded.keep(messages: messages, batches: batches)
+        }
         if let interrupted { throw interrupted }
     }
 
     private func waitUntilConnected() async throws {
-        while !client.isConnected, !stopping.hasPassed {
-            try Task.checkCancellation()
-            try await ContinuousClock().sleep(for: .milliseconds(100))
+        let events = client.connectionEvents()
+        guard !client.isConnected else { return }
+        for await event in events {
+            if case .connected = event { return }
+            if case .disconnected = event { break }
         }
+        throw CancellationError()  // the client was closed: the store is stopping
     }
 
     /// Takes the outbox in order, a round at a time, expanding batches of alerts into their messages: from
@@ -216,6 +280,21 @@ struct OutboxPublisher: Sendable {
                 }
             }
             return round
+        }
+    }
+}
+
+/// Acknowledgements the database could not record yet, kept for the next try.
+private final class UnrecordedAcknowledgements: Sendable {
+    private let kept = Mutex<(messages: [Int64], batches: [(seq: Int64, sent: Int)])>(([], []))
+
+    func keep(messages: [Int64], batches: [(seq: Int64, sent: Int)]) { kept.withLock { $0 = (messages, batches) } }
+
+    /// What is kept, emptied.
+    func take() -> (messages: [Int64], batches: [(seq: Int64, sent: Int)]) {
+        kept.withLock { kept in
+            defer { kept = ([], []) }
+            return kept
         }
     }
 }

@@ -1,0 +1,146 @@
+import Foundation
+import Mosquitto
+import RestockPipeline
+import Synchronization
+
+/// What one connection has seen of a store's retained status and claim, timed by this process's own monotonic
+/// clock: the rule of docs/contract.md, "One store per store id".
+///
+/// An instance is *live* when its status showed a sign of life here within ``StoreStatus/staleAfter`` seconds: a
+/// status published while this connection was subscribed (delivered live, not from the broker's retained store), or
+/// a heartbeat that changed. Nothing compares a time written by another machine with this one's, so stores and
+/// clients whose clocks disagree by minutes still agree on which instance is live. The same holds for claims: a
+/// starting store publishes its claim again every ``StoreClaim/renewInterval``.
+///
+/// Fed by the connection's message stream (``received(_:)``) and its connection events (``connected()``); read
+/// from any task.
+package final class StoreLiveness: Sendable {
+    private struct Seen {
+        /// The last status and claim received, and the last heartbeat or claim time of each instance.
+        var status: StoreStatus?
+        var claim: StoreClaim?
+        var heartbeats: [String: String] = [:]
+        var claimTimes: [String: String] = [:]
+        /// When each instance last showed a sign of life in its status, and in its claim.
+        var statusLife: [String: ContinuousClock.Instant] = [:]
+        var claimLife: [String: ContinuousClock.Instant] = [:]
+        /// When the connection last (re)connected, and whether the retained status and claim have come since.
+        var connectedAt: ContinuousClock.Instant?
+        var statusArrived = false
+        var claimArrived = false
+    }
+
+    private let seen = Mutex(Seen())
+    private let topics: RestockTopics
+    private let clock = ContinuousClock()
+
+    /// How long a reader waits after connecting for the retained status and claim before it takes their absence
+    /// as "none": the broker sends them right after the SUBACK.
+    package static let retainedWait = Duration.milliseconds(500)
+    /// How long a reader watches for a sign of life before it concludes there is none: two heartbeats and a half.
+    package static let window = StoreStatus.heartbeatInterval * 2 + .milliseconds(500)
+
+    package init(topics: RestockTopics) { self.topics = topics }
+
+    // MARK: Feeding
+
+    /// The connection (re)connected: what arrives next, retained first, is the broker's current view.
+    package func connected() {
+        let now = clock.now
+        seen.withLock {
+            $0.connectedAt = now
+            $0.statusArrived = false
+            $0.claimArrived = false
+        }
+    }
+
+    /// A message on the status or claim topic (others are ignored).
+    package func received(_ message: MQTTMessage) {
+        let now = clock.now
+        if message.topic == topics.status {
+            let status = message.payload.isEmpty ? nil : try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload))
+            seen.withLock { seen in
+                seen.status = status
+                seen.statusArrived = true
+                guard let status, let instance = status.instance, status.isOnline else { return }
+                let beat = status.heartbeatAt ?? ""
+                // Published just now (not replayed from the retained store), or a heartbeat that moved on.
+                if !message.retain || seen.heartbeats[instance].map({ $0 != beat }) == true { seen.statusLife[instance] = now }
+                seen.heartbeats[instance] = beat
+            }
+        } else if message.topic == topics.claim {
+            let claim = message.payload.isEmpty ? nil : try? JSONDecoder().decode(StoreClaim.self, from: Data(message.payload))
+            seen.withLock { seen in
+                seen.claim = claim
+                seen.claimArrived = true
+                guard let claim else { return }
+                if !message.retain || seen.claimTimes[claim.instance].map({ $0 != claim.at }) == true { seen.claimLife[claim.instance] = now }
+                seen.claimTimes[claim.instance] = claim.at
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The last status received.
+    package var status: StoreStatus? { seen.withLock { $0.status } }
+    /// The last claim received.
+    package var claim: StoreClaim? { seen.withLock { $0.claim } }
+
+    /// Whether `instance`'s status showed a sign of life within ``StoreStatus/staleAfter`` seconds.
+    package func isLive(_ instance: String) -> Bool {
+        let now = clock.now
+        return seen.withLock { $0.statusLife[instance].map { now - $0 <= .seconds(StoreStatus.staleAfter) } ?? false }
+    }
+
+    /// Whether `instance`'s claim was published again within ``StoreStatus/staleAfter`` seconds: it is starting.
+    package func isClaiming(_ instance: String) -> Bool {
+        let now = clock.now
+        return seen.withLock { $0.claimLife[instance].map { now - $0 <= .seconds(StoreStatus.staleAfter) } ?? false }
+    }
+
+    /// Waits until the view is the broker's current one: connected, and the retained status and claim received
+    /// (or ``retainedWait`` passed without them: there are none). Returns at once when it is.
+    package func waitUntilCurrent() async throws {
+        while true {
+            let now = clock.now
+            let current = seen.withLock { seen in
+                guard let connectedAt = seen.connectedAt else { return false }
+                return (seen.statusArrived && seen.claimArrived) || now - connectedAt >= Self.retainedWait
+            }
+            if current { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// The instance, not in `excluded`, whose online status the broker holds and which is live: it shows a sign of
+    /// life within ``window`` (or already has). `nil` when the status is offline, one of `excluded`'s, absent, or
+    /// shows no sign of life within the window.
+    /// - Parameter trustingClocks: Take a heartbeat that reads fresh on this machine's clock as live at once (a
+    ///   shortcut that can only err towards "live": for a check whose safe answer is "live").
+    package func liveInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false) async throws -> String? {
+        try await waitUntilCurrent()
+        let deadline = clock.now + Self.window
+        while true {
+            guard let status, status.isOnline, let other = status.instance, !excluded.contains(other) else { return nil }
+            if isLive(other) || (trustingClocks && status.isLive(at: Date())) { return other }
+            if clock.now >= deadline { return nil }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// The instance, not in `excluded`, whose claim the broker holds and which is still starting: its claim shows a
+    /// sign of life within ``window``, and its status does not say it has gone offline since. `nil` otherwise.
+    package func startingInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false) async throws -> String? {
+        try await waitUntilCurrent()
+        let deadline = clock.now + Self.window
+        while true {
+            guard let claim, !excluded.contains(claim.instance) else { return nil }
+            // A claim whose instance has since stopped (or was lost) is over.
+            if let status, status.instance == claim.instance, !status.isOnline { return nil }
+            if isClaiming(claim.instance) || (trustingClocks && claim.isFresh(at: Date())) { return claim.instance }
+            if clock.now >= deadline { return nil }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}

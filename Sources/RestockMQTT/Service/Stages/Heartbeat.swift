@@ -1,0 +1,64 @@
+import Deadlines
+import Foundation
+import Logging
+import Mosquitto
+import RestockCore
+import RestockPipeline
+import ServiceLifecycle
+
+/// The store's status on the broker (docs/contract.md, "Status"): `online` with a heartbeat every
+/// ``StoreStatus/heartbeatInterval`` while the store holds its session (or has paused it itself: it still owns the
+/// store id), at once when something changes (a pause begins or ends, a connection comes back, another instance's
+/// status replaced this one's); nothing while the session is lost and the session watch decides whether it is still
+/// the store's; `offline` (stopped) on graceful shutdown, after the other stages have drained; nothing when the
+/// store was taken over or is cancelled.
+struct Heartbeat: Service {
+    let client: MQTTClient
+    let topics: RestockTopics
+    let store: StoreID
+    let instance: String
+    /// When this instance went online (its status's `since`).
+    let onlineSince: Date
+    let lifecycle: StoreLifecycle
+    /// Woken when the status should be published now (besides the heartbeat's own interval).
+    let triggers: AsyncStream<Void>
+    let trigger: AsyncStream<Void>.Continuation
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        while true {
+                            try await Task.sleep(for: StoreStatus.heartbeatInterval)
+                            trigger.yield()
+                        }
+                    }
+                    group.addTask {
+                        for await _ in lifecycle.changes { trigger.yield() }
+                    }
+                    defer { group.cancelAll() }
+                    for await _ in triggers where lifecycle.isLive {
+                        try Task.checkCancellation()
+                        // A publish waits for its acknowledgement while the broker is away: the next beat follows it.
+                        try? await client.publish(onlineStatus().payloadBytes(), to: topics.status, qos: .atLeastOnce, retain: true)
+                    }
+                }
+            }
+        } catch is CancellationError {}
+        // Cancelled (taken over, or the store's task cancelled): say nothing over another instance's status.
+        guard !Task.isCancelled, lifecycle.takenOverBy == nil else { return }
+        guard client.isConnected else { return }  // the will says offline
+        let goodbye = StoreStatus.stopped(store: store, at: clock(), instance: instance)
+        _ = try? await withDeadline(2) { [client, topics] in
+            try await client.publish(goodbye.payloadBytes(), to: topics.status, qos: .atLeastOnce, retain: true)
+        }
+    }
+
+    /// This instance's online status, with a fresh heartbeat, and why it takes no requests if it is paused.
+    func onlineStatus() -> StoreStatus {
+        StoreStatus.online(store: store, since: onlineSince, instance: instance, heartbeatAt: clock(), paused: lifecycle.pauseReason)
+    }
+}

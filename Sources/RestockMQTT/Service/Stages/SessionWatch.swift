@@ -1,0 +1,97 @@
+import Logging
+import Mosquitto
+import RestockCore
+import RestockPipeline
+import ServiceLifecycle
+
+/// Watches the store's session — the connection that takes requests — and decides when it may be made again
+/// (docs/contract.md, "One store per store id"; docs/operations.md, "A full disk").
+///
+/// The session client reconnects only when allowed (``MQTTReconnection/whenAllowed``). After a loss the watch
+/// allows it once:
+/// - the request log can be written again, if the journal paused (it probes the log every second);
+/// - no other instance is live: the store's publishing connection watches the status (``StoreLiveness``), and an
+///   instance whose heartbeat changes took the session over. Then this store stops, without saying offline.
+///
+/// Back online, a broker that had lost the session (restarted without persistence) has lost the retained topics
+/// too: the watch asks the applying stage to publish them all again. On graceful shutdown it closes the session
+/// first, so that no request is taken while the store drains.
+struct SessionWatch: Service {
+    let client: MQTTClient
+    /// The session's connection events, made before it first connected.
+    let events: AsyncStream<MQTTConnectionEvent>
+    let database: StoreDatabase
+    let lifecycle: StoreLifecycle
+    let liveness: StoreLiveness
+    let store: StoreID
+    let instance: String
+    /// Asks the applying stage to publish every retained topic again.
+    let republish: @Sendable () -> Void
+    /// Has the publishing connection read the retained status and claim again, so that ``liveness`` holds the
+    /// broker's current view, not one a stalled process kept.
+    let refreshView: @Sendable () async throws -> Void
+    let logger: Logger
+
+    /// How often a paused journal tries the log again.
+    static let probeInterval = Duration.seconds(1)
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                var connections = 0
+                for await event in events {
+                    switch event {
+                    case .connected(let sessionPresent):
+                        connections += 1
+                        lifecycle.sessionConnected()
+                        logger.info(connections == 1 ? "connected to the broker" : "reconnected to the broker", metadata: ["session": "\(sessionPresent)"])
+                        if connections > 1, !sessionPresent { republish() }
+                    case .connectionLost(let reason):
+                        lifecycle.sessionLost()
+                        if !lifecycle.isPaused(.journal) {
+                            logger.warning("the store's session with the broker was lost", metadata: ["reason": "\(reason)"])
+                        }
+                        try await waitForPermission()
+                        client.allowReconnect()
+                    case .disconnected:
+                        return
+                    }
+                }
+            }
+        } catch is CancellationError {}
+        lifecycle.sessionLost()
+        await client.disconnect()
+    }
+
+    /// Returns once the session may be made again; throws when the store must stop instead.
+    private func waitForPermission() async throws {
+        while lifecycle.isPaused(.journal) {
+            if let failure = lifecycle.failure { throw failure }
+            try await Task.sleep(for: Self.probeInterval)
+            do {
+                try await withTaskExecutorPreference(database.executor) { try database.log.probe() }
+                lifecycle.resume(.journal)
+            } catch let error as StorageError where error.isPassable {
+                lifecycle.pause(.journal, because: error)  // logged again once a minute
+            }
+        }
+        if let failure = lifecycle.failure { throw failure }
+        // While the broker cannot be reached (it restarts, the network is cut) the view cannot be read: the session
+        // stays down until it can, so that it is never taken back from a newer instance on an unread status.
+        while true {
+            do {
+                try await refreshView()
+                break
+            } catch let error as MQTTError {
+                logger.debug("cannot read the store's status yet", metadata: ["error": "\(error)"])
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        // A newer instance took the session (libmosquitto does not pass on MQTT 5's "session taken over"): its heartbeat
+        // changes while this one waits. Its status stands: this one stops, applying nothing more.
+        if let winner = try await liveness.liveInstance(otherThan: [instance]) {
+            lifecycle.takenOver(by: winner)
+            throw RestockMQTTError.storeTakenOver(store: store.rawValue, instance: winner)
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import Logging
+import RestockPipeline
+import Synchronization
+
+/// The running store's state, in one place (docs/architecture.md, "Who owns which state"): whether its session
+/// with the broker is up, which stages are paused because the data directory cannot be written, whether a stage
+/// failed, and whether another instance took the store over. The stages change it; the heartbeat, the session watch
+/// and the journal read it. Every change wakes ``changes``.
+///
+/// A pause (docs/operations.md, "A full disk") is logged once when it begins, then once a minute while it lasts,
+/// and once when it ends.
+final class StoreLifecycle: Sendable {
+    /// A stage that pauses while its file cannot be written.
+    enum Stage: String, Sendable, CaseIterable {
+        /// The journal on the session's network thread: it refuses requests, which then wait on the broker.
+        case journal = "journaling requests"
+        /// The applying stage: it keeps its changes and commits them again.
+        case applying = "applying requests"
+    }
+
+    private struct Pause {
+        var error: StorageError
+        let since: ContinuousClock.Instant
+        var loggedAt: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var sessionConnected = false
+        var pauses: [Stage: Pause] = [:]
+        var failure: StoreStageError?
+        var takenOverBy: String?
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+    private let clock = ContinuousClock()
+    private let changed: AsyncStream<Void>.Continuation
+    /// Woken (at most one wakeup waiting) whenever something here changes.
+    let changes: AsyncStream<Void>
+
+    /// How often a pause that lasts is logged again.
+    static let pauseReportInterval = Duration.seconds(60)
+
+    init(logger: Logger) {
+        self.logger = logger
+        (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: The session
+
+    /// The store's session with the broker is up (it takes requests).
+    func sessionConnected() { setSession(true) }
+
+    /// The store's session with the broker is down: lost, dropped by the journal, or closed.
+    func sessionLost() { setSession(false) }
+
+    private func setSession(_ connected: Bool) {
+        let changed = state.withLock { state in
+            defer { state.sessionConnected = connected }
+            return state.sessionConnected != connected
+        }
+        if changed { self.changed.yield() }
+    }
+
+    var isSessionConnected: Bool { state.withLock { $0.sessionConnected } }
+
+    /// Whether the store should say it is online now: its session is up, or it dropped the session itself because
+    /// it cannot journal (a pause: it still owns the store id); and no other instance took the store over.
+    var isLive: Bool {
+        state.withLock { ($0.sessionConnected || $0.pauses[.journal] != nil) && $0.takenOverBy == nil && $0.failure == nil }
+    }
+
+    // MARK: Pauses
+
+    /// `stage` cannot write its file for now: it pauses. Logged when the pause begins, and again every
+    /// ``pauseReportInterval`` while it lasts.
+    func pause(_ stage: Stage, because error: StorageError) {
+        let now = clock.now
+        let report: (began: Bool, lasted: Duration)? = state.withLock { state in
+            guard var pause = state.pauses[stage] else {
+                state.pauses[stage] = Pause(error: error, since: now, loggedAt: now)
+                return (true, .zero)
+            }
+            pause.error = error
+            defer { state.pauses[stage] = pause }
+            guard now - pause.loggedAt >= Self.pauseReportInterval else { return nil }
+            pause.loggedAt = now
+            return (false, now - pause.since)
+        }
+        guard let report else { return }
+        if report.began { changed.yield() }
+        let metadata: Logger.Metadata = [
+            "stage": "\(stage.rawValue)", "file": "\(error.path)",
+            "free": "\(FreeSpace.bytes(near: error.path).map(FreeSpace.describe) ?? "unknown")",
+        ]
+        if report.began {
+            logger.error(
+                "paused \(stage.rawValue): \(error); the store takes no requests until it can write again (they wait in its session on the broker), and alerts already committed keep going out",
+                metadata: metadata)
+        } else {
+            logger.error("still paused \(stage.rawValue) after \(Int(report.lasted.seconds)) s: \(error)", metadata: metadata)
+        }
+    }
+
+    /// `stage` could write again: its pause, if any, ends.
+    func resume(_ stage: Stage) {
+        let now = clock.now
+        guard let ended = state.withLock({ $0.pauses.removeValue(forKey: stage) }) else { return }
+        changed.yield()
+        logger.notice(
+            "resumed \(stage.rawValue) after \(Int((now - ended.since).seconds)) s: \(ended.error.path) can be written again",
+            metadata: ["stage": "\(stage.rawValue)"])
+    }
+
+    /// Whether `stage` is paused.
+    func isPaused(_ stage: Stage) -> Bool { state.withLock { $0.pauses[stage] != nil } }
+
+    /// Why the store takes no requests for now, for its status: `nil` when no stage is paused.
+    var pauseReason: String? {
+        state.withLock { state in
+            Stage.allCases.compactMap { stage in state.pauses[stage].map { "\(stage.rawValue) is paused: \($0.error)" } }.first
+        }
+    }
+
+    // MARK: The end
+
+    /// A stage failed for good: the store stops (after publishing what is committed) and exits with `error`.
+    func fail(_ error: StoreStageError) {
+        state.withLock { $0.failure = $0.failure ?? error }
+        changed.yield()
+    }
+
+    /// The first stage failure, if any.
+    var failure: StoreStageError? { state.withLock { $0.failure } }
+
+    /// Another instance took the store over: the store applies nothing more and stops without saying offline.
+    func takenOver(by instance: String) {
+        state.withLock { $0.takenOverBy = $0.takenOverBy ?? instance }
+        changed.yield()
+    }
+
+    /// The instance that took the store over, if one did.
+    var takenOverBy: String? { state.withLock { $0.takenOverBy } }
+}
+
+/// A stage of the running store failed for good; the store stopped.
+struct StoreStageError: Error, CustomStringConvertible {
+    /// What the stage was doing: "applying requests", "publishing the outbox".
+    let stage: String
+    /// The error it failed with.
+    let cause: any Error
+
+    var description: String { "the store stopped: \(stage) failed: \(cause)" }
+}
