@@ -43,8 +43,18 @@ package final class RequestLog: Sendable {
 
     /// Writes the log in one transaction; a failure names the file and keeps SQLite's result code.
     private func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
-        try storageAccess(.write, path) { try pool.write(body) }
+        try FaultInjection.failIfDiskFull(writing: path)
+        return try storageAccess(.write, path) { try pool.write(body) }
     }
+
+    /// Limits the log to `pages` pages of its file from now on (`nil`: no limit), as a full disk would: a write that
+    /// needs more fails with `SQLITE_FULL`. For tests.
+    package func limitSize(toPages pages: Int?) throws {
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = \(pages ?? 4_294_967_294)") }
+    }
+
+    /// How many pages the log's file holds now.
+    package func pageCount() throws -> Int { try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0 } }
 
     /// The log of `directory` opened for reading while a store may write it; `nil` when there is none yet.
     static func readingOnly(_ directory: URL) throws -> RequestLog? {
@@ -81,7 +91,8 @@ package final class RequestLog: Sendable {
     /// request only after this returns.
     package func append(topic: String, payload: [UInt8], size: Int, retained: Bool) throws -> Int64 {
         // One statement in SQLite's autocommit mode: a transaction of its own, without BEGIN and COMMIT to run.
-        try storageAccess(.write, path) {
+        try FaultInjection.failIfDiskFull(writing: path)
+        return try storageAccess(.write, path) {
             try pool.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "INSERT INTO request (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
                     .execute(arguments: [topic, Data(payload), size, retained])

@@ -45,7 +45,10 @@ public struct StorageError: Error, CustomStringConvertible {
 
     /// Whether the disk (or the file system's quota) is full.
     public var isDiskFull: Bool {
-        resultCode?.primaryResultCode == .SQLITE_FULL || errno == ENOSPC || errno == EDQUOT
+        if resultCode?.primaryResultCode == .SQLITE_FULL || errno == ENOSPC || errno == EDQUOT { return true }
+        // SQLite reports some writes the disk refused (growing its shared-memory file) as I/O errors, without errno.
+        guard resultCode?.primaryResultCode == .SQLITE_IOERR, let free = FreeSpace.bytes(near: path) else { return false }
+        return free < 64 * 1024
     }
 
     /// Whether the failure may pass by itself, so that trying the same again later can succeed: the disk is full,

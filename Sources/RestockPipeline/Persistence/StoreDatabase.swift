@@ -80,8 +80,18 @@ package final class StoreDatabase: Sendable {
 
     /// Writes the store's state in one transaction; a failure names the file and keeps SQLite's result code.
     private func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
-        try storageAccess(.write, statePath) { try pool.write(body) }
+        try FaultInjection.failIfDiskFull(writing: statePath)
+        return try storageAccess(.write, statePath) { try pool.write(body) }
     }
+
+    /// Limits the store's state to `pages` pages of its file from now on (`nil`: no limit), as a full disk would: a
+    /// commit that needs more fails with `SQLITE_FULL`. For tests.
+    package func limitSize(toPages pages: Int?) throws {
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = \(pages ?? 4_294_967_294)") }
+    }
+
+    /// How many pages the store's state holds now.
+    package func pageCount() throws -> Int { try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0 } }
 
     /// Refuses a data directory whose two files cannot be the two halves of one store — one deleted, emptied or
     /// replaced by an older copy — rather than start on it and lose, or apply again, what the missing part held

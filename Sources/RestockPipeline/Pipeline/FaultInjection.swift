@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Faults injected on purpose by the tests and the reliability run (`make reliability`), named by the
 /// environment variable `RESTOCK_FAULT`. Compiled in debug builds only (`RESTOCK_FAULT_INJECTION`, see
@@ -21,6 +22,21 @@ enum FaultInjection {
         guard let fault, fault.hasPrefix(prefix) else { return nil }
         return Array(fault.utf8.dropFirst(prefix.utf8.count))
     }()
+
+    /// `RESTOCK_FAULT=disk-full-while:PATH`: while the file PATH exists, every write to the request log and the
+    /// store's state fails as SQLite fails on a full disk (`SQLITE_FULL`), for tests that cannot mount a small file
+    /// system; `make reliability` fills a real one.
+    static let diskFullFlag: String? = {
+        let prefix = "disk-full-while:"
+        guard let fault, fault.hasPrefix(prefix) else { return nil }
+        return String(fault.dropFirst(prefix.count))
+    }()
+
+    /// Throws what SQLite throws on a full disk, for a write to `path`, while `RESTOCK_FAULT=disk-full-while:` says so.
+    static func failIfDiskFull(writing path: String) throws(StorageError) {
+        guard let flag = diskFullFlag, FileManager.default.fileExists(atPath: flag) else { return }
+        throw StorageError(.write, path, cause: DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full (injected)"))
+    }
 
     /// Traps when `payload` is the request chosen by `RESTOCK_FAULT=trap-on-request:TEXT`.
     static func trapIfChosen(_ payload: [UInt8]) {
