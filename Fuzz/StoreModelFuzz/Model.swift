@@ -29,6 +29,8 @@ struct Model {
     static let maximumQuantity = 1_000_000_000
 
     let alertsPerUnit: Int
+    /// The most watches one customer may have; a restart may change it (a lowered limit keeps every watch).
+    var maximumWatchesPerCustomer: Int
     /// Every watch, in signup (position) order.
     var watches: [Watch] = []
     /// On-hand quantities; a SKU not listed has none.
@@ -55,12 +57,35 @@ struct Model {
         return Alert(sequence: nextAlert, customer: watch.customer, sku: watch.sku, quantity: quantity(watch.sku), position: watch.position)
     }
 
-    enum Refusal: Error, Equatable { case invalidMinQuantity, invalidQuantity }
+    enum Refusal: Error, Equatable {
+        case invalidMinQuantity, invalidQuantity
+        /// The customer has `watching` watches, at least the limit.
+        case tooManyWatches(watching: Int)
+    }
+
+    /// The watches of one customer.
+    func count(_ customer: String) -> Int { watches.count { $0.customer == customer } }
 
     /// subscribe: a new watch takes the next position; the same terms again change nothing; new terms keep the
     /// position. A watch satisfied at once is alerted at once (and a `once` watch not kept), unless fair release
     /// holds earlier satisfied watches back: then it waits behind them.
+    ///
+    /// The watch limit: the request is refused, and nothing changes, when it would keep a new watch for a
+    /// customer who already has the limit or more (only a restart with a lower limit leaves more).
     mutating func subscribe(
+        _ customer: String, _ sku: String, mode: WatchMode, minQuantity: Int
+    ) -> Result<(isNew: Bool, changed: Bool, kept: Bool, alert: Alert?), Refusal> {
+        let watching = count(customer)
+        var trial = self
+        let result = trial.subscribeWithoutLimit(customer, sku, mode: mode, minQuantity: minQuantity)
+        if case .success(let done) = result, done.isNew, done.kept, watching >= maximumWatchesPerCustomer {
+            return .failure(.tooManyWatches(watching: watching))
+        }
+        self = trial
+        return result
+    }
+
+    private mutating func subscribeWithoutLimit(
         _ customer: String, _ sku: String, mode: WatchMode, minQuantity: Int
     ) -> Result<(isNew: Bool, changed: Bool, kept: Bool, alert: Alert?), Refusal> {
         guard minQuantity >= 1 else { return .failure(.invalidMinQuantity) }

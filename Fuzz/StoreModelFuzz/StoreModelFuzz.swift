@@ -15,9 +15,15 @@ import RestockCore
 // - alert ids unique, and the same as `{store}-{sequence}` of the model's count;
 // - a refusal (RestockError) leaves the store unchanged (the store may refuse, beyond what the model refuses,
 //   a minQuantity over 10^9 or an add beyond ±10^9: the limits of the request contract);
-// - a store restored from its snapshot carries on the same (the "restart" step).
+// - a store restored from its snapshot carries on the same (the "restart" step), with every watch even when it
+//   restores under a lower watch limit;
+// - the per-customer watch limit: a subscribe that would keep a new watch for a customer at or over the limit is
+//   refused with too-many-watches (the customer's count and the limit) and changes nothing; no accepted request
+//   takes a customer over it; the store's count of each customer's watches is the model's.
 //
-// Input: byte 0 picks K (alertsPerUnit 0…3); then each step is an operation byte and its arguments.
+// Input: byte 0 picks K (alertsPerUnit: byte % 4) and the watch limit (byte / 4 % 4: the default, or 1, 2, 3;
+// small, so that 3 customers × 3 SKUs reach it often); then each step is an operation byte and its arguments
+// (a restart's argument picks the restored store's limit: 0 keeps it, else 1, 2, 3 or the default).
 
 @_cdecl("StoreModelFuzz_main")
 func storeModelFuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
@@ -30,12 +36,16 @@ let skus = ["x", "y", "z"].map { try! SKU($0) }
 let now: @Sendable () -> Date = { Date(timeIntervalSince1970: 1_800_000_000) }
 /// The most steps one input runs (longer inputs are cut there, so every run is quick).
 let maximumSteps = 64
+/// The watch limits a run picks from: the default first (so the seeds from before the limit keep their meaning),
+/// then limits the 3 SKUs reach.
+let limits = [Store.defaultMaximumWatchesPerCustomer, 1, 2, 3]
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var input = FuzzInput(data, size)
-    let alertsPerUnit = Int(input.byte() % 4)
-    var run = Run(alertsPerUnit: alertsPerUnit)
+    let first = input.byte()
+    let alertsPerUnit = Int(first % 4)
+    var run = Run(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: limits[Int(first / 4) % limits.count])
     var steps = 0
     while !input.isAtEnd && steps < maximumSteps {
         steps += 1
@@ -55,7 +65,8 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 7, 8:
             run.changeStock(sku, .add(input.number(small: -4...5)))
         default:
-            run.restart()
+            let choice = Int(input.byte()) % (limits.count + 1)
+            run.restart(maximumWatchesPerCustomer: choice == 0 ? run.maximumWatchesPerCustomer : limits[choice - 1])
         }
         run.compare()
     }
@@ -65,20 +76,25 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// One run: the store, the model, and what has been seen.
 struct Run {
     let alertsPerUnit: Int
+    /// The watch limit the run started with, and the current one (a restart may change it).
+    let startingLimit: Int
+    var maximumWatchesPerCustomer: Int
     var store: Store
     var model: Model
     var alertIDs: Set<String> = []
     /// The steps so far, for the message of a failed check.
     var log: [Step] = []
 
-    init(alertsPerUnit: Int) {
+    init(alertsPerUnit: Int, maximumWatchesPerCustomer: Int) {
         self.alertsPerUnit = alertsPerUnit
-        store = try! Store(id: storeID, alertsPerUnit: alertsPerUnit, clock: now)
-        model = Model(alertsPerUnit: alertsPerUnit)
+        self.maximumWatchesPerCustomer = maximumWatchesPerCustomer
+        startingLimit = maximumWatchesPerCustomer
+        store = try! Store(id: storeID, alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer, clock: now)
+        model = Model(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer)
     }
 
     func fail(_ message: String) -> Never {
-        fatalError("\(message)\nsteps (K=\(alertsPerUnit)):\n  " + log.map(\.description).joined(separator: "\n  "))
+        fatalError("\(message)\nsteps (K=\(alertsPerUnit), watch limit \(startingLimit)):\n  " + log.map(\.description).joined(separator: "\n  "))
     }
 
     func expect(_ condition: Bool, _ message: @autoclosure () -> String) {
@@ -115,16 +131,26 @@ struct Run {
                 outcome.isNew == wanted.isNew && outcome.isChanged == wanted.changed && outcome.isKept == wanted.kept,
                 "new/changed/kept \(outcome.isNew)/\(outcome.isChanged)/\(outcome.isKept), the model \(wanted.isNew)/\(wanted.changed)/\(wanted.kept)")
             match(outcome.alert.map { [$0] } ?? [], wanted.alert.map { [$0] } ?? [], context: "subscribe")
+            if outcome.isNew && outcome.isKept {
+                let count = store.watchCount(of: customer)
+                expect(count <= maximumWatchesPerCustomer, "a new watch took \(customer) to \(count) watches, over the limit \(maximumWatchesPerCustomer)")
+            }
             if let alert = outcome.alert {
                 expect(store.quantity(of: sku) >= minQuantity, "alerted at subscribe time with \(store.quantity(of: sku)) on hand, minQuantity \(minQuantity)")
                 expect((store.watch(customer, of: sku) == nil) == (mode == .once), "after alert \(alert.id) the watch is \(String(describing: store.watch(customer, of: sku)))")
             }
         } catch {
-            if case .failure(.invalidMinQuantity) = expected {
+            switch expected {
+            case .failure(.invalidMinQuantity):
                 expect(error == .invalidMinQuantity(String(minQuantity)), "the store refused with \(error)")
-            } else {
-                // The store may also refuse a minQuantity beyond the contract's 10^9 (the model takes any ≥ 1).
-                expect(minQuantity > Model.maximumQuantity && error.code == "invalid-min-quantity", "the store refused with \(error), the model accepts")
+            case .failure(.tooManyWatches(let watching)) where minQuantity <= Model.maximumQuantity:
+                let wanted = RestockError.tooManyWatches(customer: customer, watching: watching, limit: maximumWatchesPerCustomer)
+                expect(error == wanted, "the store refused with \(error), the model with \(wanted)")
+                expect(error.code == "too-many-watches", "too many watches refused with code \(error.code)")
+            default:
+                // The store may also refuse a minQuantity beyond the contract's 10^9 (the model takes any ≥ 1), and
+                // checks it before the watch limit.
+                expect(minQuantity > Model.maximumQuantity && error.code == "invalid-min-quantity", "the store refused with \(error), the model \(expected)")
                 model = previousModel
             }
             expect(store.snapshot == before, "a refused subscribe changed the store")
@@ -201,10 +227,15 @@ struct Run {
         }
     }
 
-    /// A restart: a new store from the old one's snapshot.
-    mutating func restart() {
-        log.append(.restart)
-        store = try! Store(id: storeID, alertsPerUnit: alertsPerUnit, restoring: store.snapshot, clock: now)
+    /// A restart: a new store from the old one's snapshot, with the watch limit `maximumWatchesPerCustomer`
+    /// (lower than a customer's count, it keeps their watches and refuses new ones).
+    mutating func restart(maximumWatchesPerCustomer: Int) {
+        log.append(.restart(maximumWatchesPerCustomer))
+        self.maximumWatchesPerCustomer = maximumWatchesPerCustomer
+        model.maximumWatchesPerCustomer = maximumWatchesPerCustomer
+        store = try! Store(
+            id: storeID, alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer, restoring: store.snapshot,
+            clock: now)
     }
 
     /// The whole state of the store equals the model's, and keeps the invariants.
@@ -226,6 +257,7 @@ struct Run {
             let list = store.watchlist(of: customer)
             let expected = model.watches.filter { $0.customer == customer.rawValue }
             expect(same(list, expected), "watch list of \(customer): \(list.map(describe)), the model \(expected)")
+            expect(store.watchCount(of: customer) == list.count, "watchCount(of: \(customer)) \(store.watchCount(of: customer)), the list \(list.count)")
         }
         expect(store.watchCount == model.watches.count, "watchCount \(store.watchCount), the model \(model.watches.count)")
         expect(Set(model.watches.map(\.position)).count == model.watches.count, "model: positions repeat")
@@ -246,7 +278,7 @@ enum Step: CustomStringConvertible {
     case unsubscribe(CustomerID, SKU)
     case unsubscribeAll(CustomerID)
     case stock(SKU, StockChange)
-    case restart
+    case restart(Int)
 
     var description: String {
         switch self {
@@ -254,7 +286,7 @@ enum Step: CustomStringConvertible {
         case .unsubscribe(let customer, let sku): "unsubscribe \(customer) \(sku)"
         case .unsubscribeAll(let customer): "unsubscribe all \(customer)"
         case .stock(let sku, let change): "stock \(sku) \(change)"
-        case .restart: "restart"
+        case .restart(let limit): "restart with watch limit \(limit)"
         }
     }
 }

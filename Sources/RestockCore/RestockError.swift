@@ -10,6 +10,12 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
     case quantityOutOfRange(sku: String, requested: String)
     /// The fair-release factor is negative or too large.
     case invalidAlertsPerUnit(Int)
+    /// The per-customer watch limit is outside ``Store/maximumWatchesPerCustomerRange``.
+    case invalidMaximumWatchesPerCustomer(Int)
+    /// A subscribe would give `customer` a new watch while they already have `watching` watches, at least the
+    /// store's ``Store/maximumWatchesPerCustomer`` (`limit`). More than the limit only after a restore: the
+    /// watches of a snapshot are all kept.
+    case tooManyWatches(customer: CustomerID, watching: Int, limit: Int)
 
     /// A short, stable, machine-readable code, as used on the errors topics.
     public var code: String {
@@ -24,6 +30,8 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidMinQuantity: "invalid-min-quantity"
         case .stockChangeOutOfRange, .quantityOutOfRange: "invalid-quantity"
         case .invalidAlertsPerUnit: "invalid-alerts-per-unit"
+        case .invalidMaximumWatchesPerCustomer: "invalid-maximum-watches-per-customer"
+        case .tooManyWatches: "too-many-watches"
         }
     }
 
@@ -40,6 +48,13 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
             "stock of \(sku) cannot become \(requested): it must stay between 0 and \(Store.maximumQuantity)"
         case .invalidAlertsPerUnit(let value):
             "invalid alertsPerUnit \(value): use 0 (off) through \(Store.maximumAlertsPerUnit)"
+        case .invalidMaximumWatchesPerCustomer(let value):
+            "invalid maximumWatchesPerCustomer \(value): use \(Store.maximumWatchesPerCustomerRange.lowerBound) through \(Store.maximumWatchesPerCustomerRange.upperBound)"
+        case .tooManyWatches(let customer, let watching, let limit) where watching > limit:
+            // Only a restored store (older data, or a lowered limit) has a customer over the limit.
+            "\(customer) already watches \(watching) SKUs, more than the \(limit) one customer may watch: unsubscribe from \(watching - limit + 1) first"
+        case .tooManyWatches(let customer, let watching, _):
+            "\(customer) already watches \(watching) \(watching == 1 ? "SKU" : "SKUs"), the most one customer may watch: unsubscribe from one first"
         }
     }
 

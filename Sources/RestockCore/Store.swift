@@ -12,11 +12,19 @@ public final class Store: Sendable {
     public static let maximumQuantity = 1_000_000_000
     /// The largest fair-release factor.
     public static let maximumAlertsPerUnit = 1_000_000
+    /// The per-customer watch limits a store accepts.
+    public static let maximumWatchesPerCustomerRange: ClosedRange<Int> = 1...1_000_000
+    /// The per-customer watch limit of a store made without one: enough for a person, while one customer
+    /// subscribing to every SKU cannot grow the store (and the watch list republished on each of their
+    /// requests) without bound.
+    public static let defaultMaximumWatchesPerCustomer = 100
 
     /// The store's identifier, the `{store}` of its topics.
     public let id: StoreID
     /// Fair release: at most this many alerts per unit of stock that arrives; 0 turns it off.
     public let alertsPerUnit: Int
+    /// The most watches a subscribe may leave one customer with; see ``subscribe(_:to:mode:minQuantity:)``.
+    public let maximumWatchesPerCustomer: Int
 
     private let state: Mutex<StoreState>
     private let observers: ObserverRegistry
@@ -26,33 +34,41 @@ public final class Store: Sendable {
     /// - Parameters:
     ///   - id: The store's identifier.
     ///   - alertsPerUnit: The fair-release factor K; 0 (the default) alerts every waiting watch.
+    ///   - maximumWatchesPerCustomer: The most watches one customer may have (1 through 1,000,000; 100 by
+    ///     default). A snapshot's watches are all kept, even where a customer has more.
     ///   - snapshot: State to carry on from, as saved from ``snapshot``.
     ///   - clock: Where `since` and `at` times come from.
     ///   - observerFailureHandler: Told of each error an observer throws.
-    /// - Throws: ``RestockError/invalidAlertsPerUnit(_:)``.
+    /// - Throws: ``RestockError/invalidAlertsPerUnit(_:)``, ``RestockError/invalidMaximumWatchesPerCustomer(_:)``.
     public init(
-        id: StoreID, alertsPerUnit: Int = 0, restoring snapshot: StoreSnapshot? = nil,
-        clock: @escaping @Sendable () -> Date = { Date() },
+        id: StoreID, alertsPerUnit: Int = 0, maximumWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer,
+        restoring snapshot: StoreSnapshot? = nil, clock: @escaping @Sendable () -> Date = { Date() },
         observerFailureHandler: (@Sendable (any Error, RestockAlert) -> Void)? = nil
     ) throws(RestockError) {
         guard (0...Self.maximumAlertsPerUnit).contains(alertsPerUnit) else {
             throw .invalidAlertsPerUnit(alertsPerUnit)
         }
+        guard Self.maximumWatchesPerCustomerRange.contains(maximumWatchesPerCustomer) else {
+            throw .invalidMaximumWatchesPerCustomer(maximumWatchesPerCustomer)
+        }
         self.id = id
         self.alertsPerUnit = alertsPerUnit
+        self.maximumWatchesPerCustomer = maximumWatchesPerCustomer
         self.clock = clock
         self.observers = ObserverRegistry(failureHandler: observerFailureHandler)
+        let limits = StoreState.Limits(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer)
         if let snapshot {
-            state = Mutex(StoreState(store: id, alertsPerUnit: alertsPerUnit, restoring: snapshot))
+            state = Mutex(StoreState(store: id, limits: limits, restoring: snapshot))
         } else {
-            state = Mutex(StoreState(store: id, alertsPerUnit: alertsPerUnit))
+            state = Mutex(StoreState(store: id, limits: limits))
         }
     }
 
     /// Replaces the store's state with `snapshot` (a store restored after it was made: the MQTT store service
     /// restores while it connects). Observers stay registered; no alert is raised.
     package func restore(_ snapshot: StoreSnapshot) {
-        let restored = StoreState(store: id, alertsPerUnit: alertsPerUnit, restoring: snapshot)
+        let limits = StoreState.Limits(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer)
+        let restored = StoreState(store: id, limits: limits, restoring: snapshot)
         state.withLock { $0 = restored }
     }
 
@@ -62,7 +78,14 @@ public final class Store: Sendable {
     ///
     /// When the SKU is already in stock enough to satisfy the watch, the alert is raised at once
     /// (and a `once` watch is not kept). Subscribing again on the same terms changes nothing.
-    /// - Throws: ``RestockError/invalidMinQuantity(_:)``.
+    ///
+    /// A customer has at most ``maximumWatchesPerCustomer`` watches: a subscribe that would keep a new watch
+    /// for a customer who already has that many is refused, and changes nothing (no position is taken, no
+    /// alert raised). New terms for a SKU already watched are always taken. A `once` watch satisfied at once
+    /// is taken even at the limit: it is alerted and not kept, so it leaves the customer with no more watches
+    /// than before (unless fair release holds earlier watches of the SKU back: then it would wait, and is
+    /// refused).
+    /// - Throws: ``RestockError/invalidMinQuantity(_:)``, ``RestockError/tooManyWatches(customer:watching:limit:)``.
     @discardableResult
     public func subscribe(
         _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1
@@ -120,6 +143,9 @@ public final class Store: Sendable {
 
     /// The number of watches in the store.
     public var watchCount: Int { state.withLock { $0.watchCount } }
+
+    /// The number of watches of one customer, in O(1).
+    public func watchCount(of customer: CustomerID) -> Int { state.withLock { $0.watchCount(of: customer) } }
 
     /// The position the next new watch takes and the sequence number of the next alert, which a durable
     /// store saves with each change.

@@ -2,8 +2,17 @@ import Foundation
 
 /// The rules of DESIGN §4 over plain values: watches, inventory, counters. ``Store`` keeps one under a lock.
 struct StoreState: Sendable {
+    /// The store's options that bound what requests may do; ``Store`` validates them.
+    struct Limits: Sendable {
+        /// The fair-release factor; 0 is off.
+        var alertsPerUnit: Int
+        /// The most watches a subscribe may leave one customer with.
+        var maximumWatchesPerCustomer: Int
+    }
+
     let store: StoreID
     let alertsPerUnit: Int
+    let maximumWatchesPerCustomer: Int
 
     /// Watches of each SKU in signup order, keyed by customer.
     private var watchers: [SKU: InsertionOrderedDictionary<CustomerID, Watch>] = [:]
@@ -16,13 +25,16 @@ struct StoreState: Sendable {
     private(set) var nextAlertSequence: UInt64 = 1
     private(set) var watchCount = 0
 
-    init(store: StoreID, alertsPerUnit: Int) {
+    init(store: StoreID, limits: Limits) {
         self.store = store
-        self.alertsPerUnit = alertsPerUnit
+        self.alertsPerUnit = limits.alertsPerUnit
+        self.maximumWatchesPerCustomer = limits.maximumWatchesPerCustomer
     }
 
-    init(store: StoreID, alertsPerUnit: Int, restoring snapshot: StoreSnapshot) {
-        self.init(store: store, alertsPerUnit: alertsPerUnit)
+    /// Restores every watch of the snapshot, even where a customer has more than the limit (data from before
+    /// the limit, or a lowered limit): the limit only refuses new watches.
+    init(store: StoreID, limits: Limits, restoring snapshot: StoreSnapshot) {
+        self.init(store: store, limits: limits)
         inventory = snapshot.inventory.filter { $0.value > 0 }
         // A database gives the watches in position order already: sorted again only when they are not.
         let inOrder = zip(snapshot.watches, snapshot.watches.dropFirst()).allSatisfy { $0.position < $1.position }
@@ -48,6 +60,8 @@ struct StoreState: Sendable {
 
     func watch(customer: CustomerID, sku: SKU) -> Watch? { watchers[sku]?[customer] }
 
+    func watchCount(of customer: CustomerID) -> Int { watchlists[customer]?.count ?? 0 }
+
     func watchers(of sku: SKU) -> [Watch] { watchers[sku]?.values ?? [] }
 
     func watchlist(of customer: CustomerID) -> [Watch] {
@@ -71,6 +85,15 @@ struct StoreState: Sendable {
         let existing = watch(customer: customer, sku: sku)
         if let existing, existing.mode == mode, existing.minQuantity == minQuantity {
             return SubscribeOutcome(watch: existing, isNew: false, isChanged: false, isKept: true, alert: nil)
+        }
+        if existing == nil {
+            // The limit bounds the watches kept: a new `once` watch alerted at once (satisfied, and no earlier
+            // watch held back by fair release to queue behind) is not kept, so it is taken even at the limit.
+            let watching = watchCount(of: customer)
+            let alertedAndGone = mode == .once && onHand >= minQuantity && (heldBack[sku] ?? 0) == 0
+            if watching >= maximumWatchesPerCustomer, !alertedAndGone {
+                throw .tooManyWatches(customer: customer, watching: watching, limit: maximumWatchesPerCustomer)
+            }
         }
 
         var watch: Watch

@@ -10,6 +10,14 @@ struct Watchlist: Sendable {
 
     init(_ sku: SKU) { storage = .one(sku) }
 
+    /// How many SKUs: O(1), so that the per-customer watch limit costs nothing per subscribe.
+    var count: Int {
+        switch storage {
+        case .one: 1
+        case .many(let set): set.count
+        }
+    }
+
     /// The SKUs, in no particular order.
     var skus: [SKU] {
         switch storage {

@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+@testable import RestockCore
+
+@Suite("Per-customer watch limit")
+struct WatchLimitTests {
+    let alice = customer("alice")
+    let bob = customer("bob")
+
+    func limitedStore(_ limit: Int, alertsPerUnit: Int = 0, restoring snapshot: StoreSnapshot? = nil) throws -> Store {
+        try Store(
+            id: storeID(), alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: limit, restoring: snapshot,
+            clock: { fixedDate })
+    }
+
+    /// Subscribes `who` to `sku0` … `sku(count-1)`.
+    func fill(_ store: Store, _ who: CustomerID, count: Int, mode: WatchMode = .once) throws {
+        for index in 0..<count { try store.subscribe(who, to: sku("sku\(index)"), mode: mode) }
+    }
+
+    @Test("a new watch past the limit is refused with too-many-watches and changes nothing")
+    func atTheLimit() throws {
+        let store = try limitedStore(3)
+        try fill(store, alice, count: 3)
+        try store.changeStock(of: sku("tv"), .set(5))
+        let before = store.snapshot
+        let counters = store.counters
+
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 3, limit: 3)) {
+            try store.subscribe(alice, to: sku("phone"), mode: .every)
+        }
+        // Satisfied at once but kept (`every`): refused too, and no alert is raised.
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 3, limit: 3)) {
+            try store.subscribe(alice, to: sku("tv"), mode: .every)
+        }
+        #expect(store.snapshot == before)
+        #expect(store.counters == counters)
+        #expect(store.watchCount(of: alice) == 3)
+
+        // Another customer is not affected.
+        #expect(try store.subscribe(bob, to: sku("phone")).isNew)
+        #expect(store.watchCount(of: bob) == 1)
+    }
+
+    @Test("the refusal names the customer and the limit and says what to do")
+    func refusalText() {
+        let error = RestockError.tooManyWatches(customer: customer("alice"), watching: 100, limit: 100)
+        #expect(error.code == "too-many-watches")
+        #expect(error.description == "alice already watches 100 SKUs, the most one customer may watch: unsubscribe from one first")
+        #expect(
+            RestockError.tooManyWatches(customer: customer("bob"), watching: 1, limit: 1).description
+                == "bob already watches 1 SKU, the most one customer may watch: unsubscribe from one first")
+        #expect(
+            RestockError.tooManyWatches(customer: customer("carol"), watching: 150, limit: 100).description
+                == "carol already watches 150 SKUs, more than the 100 one customer may watch: unsubscribe from 51 first")
+    }
+
+    @Test("the default limit is 100")
+    func defaultLimit() throws {
+        let store = makeStore()
+        #expect(store.maximumWatchesPerCustomer == 100)
+        try fill(store, alice, count: 100)
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 100, limit: 100)) {
+            try store.subscribe(alice, to: sku("one-more"))
+        }
+        #expect(store.watchCount == 100)
+    }
+
+    @Test("the limit must be 1 through 1,000,000", arguments: [0, -1, 1_000_001, Int.min, Int.max])
+    func invalidLimit(_ limit: Int) {
+        #expect(throws: RestockError.invalidMaximumWatchesPerCustomer(limit)) { try limitedStore(limit) }
+        #expect(RestockError.invalidMaximumWatchesPerCustomer(limit).code == "invalid-maximum-watches-per-customer")
+        #expect(
+            RestockError.invalidMaximumWatchesPerCustomer(0).description
+                == "invalid maximumWatchesPerCustomer 0: use 1 through 1000000")
+    }
+
+    @Test("the limits of the range are accepted", arguments: [1, 1_000_000])
+    func validLimit(_ limit: Int) throws {
+        #expect(try limitedStore(limit).maximumWatchesPerCustomer == limit)
+    }
+
+    @Test("new terms for a SKU already watched are taken at the limit, and keep the position")
+    func resubscribeAtTheLimit() throws {
+        let store = try limitedStore(2)
+        try fill(store, alice, count: 2)
+        let first = try #require(store.watch(alice, of: sku("sku0")))
+
+        let same = try store.subscribe(alice, to: sku("sku0"))
+        #expect(!same.isChanged)
+        let changed = try store.subscribe(alice, to: sku("sku0"), mode: .every, minQuantity: 4)
+        #expect(changed.isChanged && !changed.isNew && changed.isKept)
+        #expect(store.watch(alice, of: sku("sku0"))?.position == first.position)
+        #expect(store.watch(alice, of: sku("sku0"))?.minQuantity == 4)
+        #expect(store.watchCount(of: alice) == 2)
+    }
+
+    @Test("unsubscribing makes room for a new watch")
+    func afterUnsubscribe() throws {
+        let store = try limitedStore(2)
+        try fill(store, alice, count: 2)
+        #expect(throws: RestockError.self) { try store.subscribe(alice, to: sku("new")) }
+
+        store.unsubscribe(alice, from: sku("sku1"))
+        #expect(store.watchCount(of: alice) == 1)
+        #expect(try store.subscribe(alice, to: sku("new")).isNew)
+        #expect(throws: RestockError.self) { try store.subscribe(alice, to: sku("newer")) }
+
+        #expect(store.unsubscribeAll(alice).count == 2)
+        #expect(store.watchCount(of: alice) == 0)
+        try fill(store, alice, count: 2)
+        #expect(store.watchCount(of: alice) == 2)
+    }
+
+    @Test("a once watch ended by its alert makes room; an every watch alerted stays and counts")
+    func afterOnceAlert() throws {
+        let store = try limitedStore(2)
+        try store.subscribe(alice, to: sku("ipad"), mode: .once)
+        try store.subscribe(alice, to: sku("mac"), mode: .every)
+        try store.changeStock(of: sku("mac"), .set(1))
+        #expect(store.watchCount(of: alice) == 2)
+        #expect(throws: RestockError.self) { try store.subscribe(alice, to: sku("tv")) }
+
+        let outcome = try store.changeStock(of: sku("ipad"), .set(1))
+        #expect(outcome.removedWatches.map(\.customer) == [alice])
+        #expect(store.watchCount(of: alice) == 1)
+        #expect(try store.subscribe(alice, to: sku("tv")).isKept)
+    }
+
+    @Test("a once watch satisfied at once is taken at the limit: alerted, not kept")
+    func onceSatisfiedAtTheLimit() throws {
+        let store = try limitedStore(1)
+        try store.subscribe(alice, to: sku("ipad"))
+        try store.changeStock(of: sku("mac"), .set(3))
+        let counters = store.counters
+
+        let outcome = try store.subscribe(alice, to: sku("mac"), mode: .once, minQuantity: 3)
+        #expect(outcome.alert?.customer == alice && !outcome.isKept)
+        #expect(store.counters.nextAlertSequence == counters.nextAlertSequence + 1)
+        #expect(store.watchCount(of: alice) == 1)
+        #expect(store.watchlist(of: alice).map(\.sku) == [sku("ipad")])
+
+        // Not satisfied (minQuantity above the stock): it would be kept, so it is refused.
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 1, limit: 1)) {
+            try store.subscribe(alice, to: sku("mac"), mode: .once, minQuantity: 4)
+        }
+    }
+
+    @Test("a once watch that fair release would hold back is kept, so it is refused at the limit")
+    func onceHeldBackAtTheLimit() throws {
+        let store = try limitedStore(1, alertsPerUnit: 1)
+        for index in 0..<3 { try store.subscribe(customer("c\(index)"), to: sku("mac")) }
+        try store.changeStock(of: sku("mac"), .set(1))  // c0 alerted, c1 and c2 held back
+        try store.subscribe(alice, to: sku("ipad"))
+        let before = store.snapshot
+
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 1, limit: 1)) {
+            try store.subscribe(alice, to: sku("mac"), mode: .once)
+        }
+        #expect(store.snapshot == before)
+        // Below the limit the same request queues behind the held-back watches.
+        let queued = try store.subscribe(bob, to: sku("mac"), mode: .once)
+        #expect(queued.alert == nil && queued.isKept)
+    }
+
+    @Test("a store restored over the limit keeps every watch and refuses new ones until under it")
+    func restoredOverTheLimit() throws {
+        let original = try limitedStore(5)
+        try fill(original, alice, count: 5)
+        try fill(original, bob, count: 1)
+
+        let restored = try limitedStore(2, restoring: original.snapshot)
+        #expect(restored.watchlist(of: alice) == original.watchlist(of: alice))
+        #expect(restored.watchCount(of: alice) == 5)
+        #expect(restored.watchCount == 6)
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 5, limit: 2)) {
+            try restored.subscribe(alice, to: sku("new"))
+        }
+        // New terms are still taken over the limit.
+        #expect(try restored.subscribe(alice, to: sku("sku4"), mode: .every).isChanged)
+
+        for index in 0..<3 { restored.unsubscribe(alice, from: sku("sku\(index)")) }
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 2, limit: 2)) {
+            try restored.subscribe(alice, to: sku("new"))
+        }
+        restored.unsubscribe(alice, from: sku("sku3"))
+        #expect(try restored.subscribe(alice, to: sku("new")).isNew)
+        #expect(try restored.subscribe(bob, to: sku("new")).isNew)
+
+        // Restoring into a made store (as the service does while it connects) keeps them all too.
+        let later = try limitedStore(1)
+        later.restore(original.snapshot)
+        #expect(later.watchCount(of: alice) == 5)
+        #expect(throws: RestockError.tooManyWatches(customer: alice, watching: 5, limit: 1)) {
+            try later.subscribe(alice, to: sku("new"))
+        }
+    }
+
+    @Test("watchCount(of:) follows subscribes, unsubscribes and alerts")
+    func perCustomerCount() throws {
+        let store = try limitedStore(1_000)
+        for index in 0..<300 { try store.subscribe(alice, to: sku("s\(index)"), mode: index % 2 == 0 ? .once : .every) }
+        #expect(store.watchCount(of: alice) == 300)
+        for index in 0..<10 { try store.changeStock(of: sku("s\(index)"), .set(1)) }  // 5 once watches end
+        #expect(store.watchCount(of: alice) == 295)
+        store.unsubscribe(alice, from: sku("s299"))
+        store.unsubscribe(alice, from: sku("s299"))
+        #expect(store.watchCount(of: alice) == 294)
+        #expect(store.watchCount(of: alice) == store.watchlist(of: alice).count)
+        #expect(store.watchCount(of: bob) == 0)
+    }
+}
