@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RestockCore
 import RestockMQTT
 import ServiceLifecycle
 
@@ -20,6 +21,15 @@ extension Restock {
         @Option(parsing: .unconditional, help: "On SIGTERM/SIGINT, keep publishing what is queued for up to this many seconds (0 to 3600).")
         var drainTimeout: Double = 5
 
+        @Option(parsing: .unconditional, help: "The most SKUs one customer may watch (1 to 1000000); past it a subscribe is refused too-many-watches.")
+        var maxWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer
+
+        @Option(parsing: .unconditional, help: "Requests per second one customer may send, sustained (0.001 to 1000000), or off; past it a request is refused rate-limited.")
+        var customerRate: String = "1"
+
+        @Option(parsing: .unconditional, help: "Requests one customer may send at once after a quiet spell (1 to 1000000).")
+        var customerBurst: Int = 60
+
         @Flag(help: "Wait as a standby on the live store's data directory (same machine), and take over when it stops or dies.")
         var standby = false
 
@@ -30,6 +40,22 @@ extension Restock {
             guard drainTimeout.isFinite, (0...3600).contains(drainTimeout) else {
                 throw ValidationError("--drain-timeout must be a number of seconds from 0 to 3600, not \(drainTimeout)")
             }
+            guard Store.maximumWatchesPerCustomerRange.contains(maxWatchesPerCustomer) else {
+                throw ValidationError("--max-watches-per-customer must be 1 through 1000000, not \(maxWatchesPerCustomer)")
+            }
+            _ = try rateLimit()
+        }
+
+        /// `--customer-rate` and `--customer-burst` as the store takes them: `nil` rate for off.
+        func rateLimit() throws -> (rate: Double?, burst: Int) {
+            if customerRate == "off" { return (nil, customerBurst) }
+            guard let rate = Double(customerRate), rate.isFinite, (0.001...1_000_000).contains(rate) else {
+                throw ValidationError("--customer-rate must be a number of requests per second from 0.001 to 1000000, or off, not \(customerRate)")
+            }
+            guard (1...1_000_000).contains(customerBurst) else {
+                throw ValidationError("--customer-burst must be 1 through 1000000, not \(customerBurst)")
+            }
+            return (rate, customerBurst)
         }
 
         func run() async throws {
@@ -41,7 +67,9 @@ extension Restock {
             let service = StoreLauncher(
                 configuration: .init(
                     connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
-                    dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000))),
+                    dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000)),
+                    maximumWatchesPerCustomer: maxWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
+                    customerRequestBurst: customerBurst),
                 standby: standby, logger: logger)
             let group = ServiceGroup(
                 configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -27,10 +27,18 @@ public final class StoreService: Service, Sendable {
         public var alertsPerUnit: Int
         /// How long a graceful shutdown keeps publishing what the outbox holds before it stops.
         public var drainTimeout: Duration
+        /// The most SKUs one customer may watch (docs/contract.md, "Limits"): 1 through 1,000,000, default 100.
+        public var maximumWatchesPerCustomer: Int
+        /// How many requests a second one customer may send, sustained (`nil`: no limit); default 1.
+        public var customerRequestRate: Double?
+        /// How many requests one customer may send at once after a quiet spell; default 60.
+        public var customerRequestBurst: Int
 
         public init(
             connection: BrokerSettings, store: StoreID, prefix: String = RestockTopics.defaultPrefix,
-            dataDirectory: URL, alertsPerUnit: Int = 0, drainTimeout: Duration = .seconds(5)
+            dataDirectory: URL, alertsPerUnit: Int = 0, drainTimeout: Duration = .seconds(5),
+            maximumWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer, customerRequestRate: Double? = 1,
+            customerRequestBurst: Int = 60
         ) {
             self.connection = connection
             self.store = store
@@ -38,6 +46,16 @@ public final class StoreService: Service, Sendable {
             self.dataDirectory = dataDirectory
             self.alertsPerUnit = alertsPerUnit
             self.drainTimeout = drainTimeout
+            self.maximumWatchesPerCustomer = maximumWatchesPerCustomer
+            self.customerRequestRate = customerRequestRate
+            self.customerRequestBurst = customerRequestBurst
+        }
+
+        /// The rate limit as the applying stage takes it.
+        /// - Throws: a one-line error when the rate or the burst is out of range.
+        func rateLimit() throws -> CustomerRateLimiter.Configuration {
+            guard let rate = customerRequestRate else { return .off }
+            return try CustomerRateLimiter.Configuration(requestsPerSecond: rate, burst: customerRequestBurst)
         }
     }
 
@@ -56,6 +74,7 @@ public final class StoreService: Service, Sendable {
     public let instance: String
     /// The process that used the data directory before this one (stopped or dead: this one holds the lock).
     private let previousInstance: String?
+    private let rateLimit: CustomerRateLimiter.Configuration
 
     /// Opens the data directory and restores the store.
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process runs on it;
@@ -66,10 +85,13 @@ public final class StoreService: Service, Sendable {
         self.logger = logger
         self.clock = clock
         self.topics = try RestockTopics(prefix: configuration.prefix, store: configuration.store)
+        self.rateLimit = try configuration.rateLimit()
+        self.store = try Store(
+            id: configuration.store, alertsPerUnit: configuration.alertsPerUnit,
+            maximumWatchesPerCustomer: configuration.maximumWatchesPerCustomer, clock: clock)
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
         self.instance = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         self.previousInstance = try database.replaceInstance(with: instance)
-        self.store = try Store(id: configuration.store, alertsPerUnit: configuration.alertsPerUnit, clock: clock)
     }
 
     /// How many journaled requests, and how many committed messages, wait in memory at most for the next stage;
@@ -262,7 +284,7 @@ public final class StoreService: Service, Sendable {
         let processor = try await withTaskExecutorPreference(database.executor) {
             try RequestProcessor(
                 store: store, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
-                logger: logger, clock: clock)
+                logger: logger, clock: clock, rateLimit: rateLimit)
         }
         // Requests and alerts left from before a restart go first.
         wiring.requestArrived.yield()

@@ -48,6 +48,9 @@ package final class RequestProcessor: Sendable {
     }
 
     private let progress: Mutex<Progress>
+    /// How fast each customer's requests are applied (``CustomerRateLimiter``): checked before a request is decoded,
+    /// so a refusal costs no more than a lookup.
+    private let rateLimiter: Mutex<CustomerRateLimiter>
     /// A batch applied to the store whose commit failed with an error that may pass, and the last request in it.
     private let pendingCommit = Mutex<(changes: StoreChanges, last: Int64)?>(nil)
 
@@ -55,9 +58,11 @@ package final class RequestProcessor: Sendable {
     /// a batch it died applying as suspects.
     package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
-        committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048
+        committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
+        rateLimit: CustomerRateLimiter.Configuration = .off
     ) throws {
         self.trimEvery = trimEvery
+        self.rateLimiter = Mutex(CustomerRateLimiter(rateLimit))
         self.store = store
         self.topics = topics
         self.database = database
@@ -288,6 +293,8 @@ package final class RequestProcessor: Sendable {
                 return
             }
             customer = id
+            // A customer past the rate limit: not decoded, not applied, no mirror; answered at most once a second.
+            guard admit(id, request, into: &changes) else { return }
         case .stock:
             customer = nil
         }
@@ -344,6 +351,24 @@ package final class RequestProcessor: Sendable {
             changes.publications.append(
                 Publication(key: "error:\(request.seq):\(UUID().uuidString)", topic: topic, payload: report.payloadBytes(), retain: false))
         }
+    }
+
+    /// Whether `customer`'s request may be applied now; queues the `rate-limited` answer of a refusal when it is
+    /// the one to answer.
+    private func admit(_ customer: CustomerID, _ request: JournaledRequest, into changes: inout StoreChanges) -> Bool {
+        let admission = rateLimiter.withLock { $0.admit(customer, at: .now) }
+        guard case .refused(let answered, let retryAfter) = admission else { return true }
+        guard answered else {
+            logger.debug("refused a request over the rate limit, unanswered", metadata: ["topic": "\(request.topic)"])
+            return false
+        }
+        let limit = rateLimiter.withLock { $0.configuration }
+        let refusal = RequestRefusal(code: "rate-limited", detail: limit.refusalDetail(for: customer, retryAfter: retryAfter))
+        logger.notice("refused a request", metadata: ["topic": "\(request.topic)", "error": "\(refusal)"])
+        let report = ErrorReport(refusal: refusal, topic: request.topic, at: clock())
+        changes.publications.append(
+            Publication(key: "error:\(request.seq):rate-limited", topic: topics.errors(customer), payload: report.payloadBytes(), retain: false))
+        return false
     }
 
     private func perform<T>(_ body: () throws(RestockError) -> T) throws(RequestRefusal) -> T {
