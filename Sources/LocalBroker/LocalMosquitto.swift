@@ -52,7 +52,7 @@ public final class LocalMosquitto: Sendable {
         let process = try ChildProcess("mosquitto", ["-c", configurationFile.path], outputFile: output)
         do {
             try await waitUntil("mosquitto to listen on \(ports)", within: 15) {
-                if process.exitStatus != nil { throw MosquittoExited(log: process.output) }
+                if process.exitStatus != nil { throw MosquittoExited(log: process.output + Self.logFiles(of: configurationFile)) }
                 return ports.allSatisfy { isListening(port: $0) }
             }
             return process
@@ -60,6 +60,17 @@ public final class LocalMosquitto: Sendable {
             process.send(SIGKILL)
             throw error
         }
+    }
+
+    /// What the files named by the configuration's `log_dest file PATH` lines hold: where a broker that logs to a
+    /// file says why it exited.
+    static func logFiles(of configurationFile: URL) -> String {
+        guard let configuration = try? String(contentsOf: configurationFile, encoding: .utf8) else { return "" }
+        return configuration.split(separator: "\n").compactMap { line -> String? in
+            let words = line.split(separator: " ", maxSplits: 2)
+            guard words.count == 3, words[0] == "log_dest", words[1] == "file" else { return nil }
+            return try? String(contentsOfFile: String(words[2]), encoding: .utf8)
+        }.joined()
     }
 
     private init(port: Int, directory: URL, process: ChildProcess) {
@@ -83,5 +94,9 @@ public final class LocalMosquitto: Sendable {
 /// mosquitto exited while starting; `log` says why.
 public struct MosquittoExited: Error, CustomStringConvertible {
     public let log: String
-    public var description: String { "mosquitto exited while starting: \(log.split(separator: "\n").last ?? "")" }
+    /// The last lines it wrote (up to three), on one line: the reason is among them.
+    public var description: String {
+        let last = log.split(separator: "\n").suffix(3).joined(separator: " | ")
+        return "mosquitto exited while starting: \(last.isEmpty ? "it wrote nothing" : last)"
+    }
 }

@@ -27,7 +27,9 @@ extension MosquittoBroker {
             }
         }
         .joined(separator: "\n")
-        .replacingOccurrences(of: "/mosquitto/plugins/restock_clientid.so", with: plugin.path)
+        // Beside the broker's other files: mosquitto drops root for its own user before it loads the plugin, and that
+        // user may not reach the checkout (a clone under /root or in a private `mktemp -d`).
+        .replacingOccurrences(of: "/mosquitto/plugins/restock_clientid.so", with: "DIR/restock_clientid.so")
         .replacingOccurrences(of: "/mosquitto/config/certs/", with: "DIR/tls/")
         .replacingOccurrences(of: "/mosquitto/data/", with: "DIR/")
         .replacingOccurrences(of: "/mosquitto/config/", with: "DIR/")
@@ -38,7 +40,10 @@ extension MosquittoBroker {
         return try await MosquittoBroker.start(
             .init(
                 tls: tls,
-                files: ["acl": try Data(contentsOf: deploy.appendingPathComponent("acl")), "passwords": passwords],
+                files: [
+                    "acl": try Data(contentsOf: deploy.appendingPathComponent("acl")), "passwords": passwords,
+                    "restock_clientid.so": try Data(contentsOf: plugin),
+                ],
                 configurationTemplate: template))
     }
 
