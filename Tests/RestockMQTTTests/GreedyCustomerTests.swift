@@ -47,13 +47,9 @@ struct GreedyCustomerTests {
         let flood = (0..<300).map { (topic: "restock/apple/subscribe/mallory", payload: Array("sku-\($0)".utf8)) }
         try await Requests.publish(flood, to: broker.url)
         let sent = ContinuousClock.now - began
-        // Meanwhile bob's request is applied at once.
-        let clock = ContinuousClock()
-        let bob = try await clock.measure {
-            let result = try await restock(["subscribe", "--broker", broker.url, "--customer", "bob", "--sku", "ipad"])
-            #expect(result.status == 0, "\(result.standardError)")
-        }
-        #expect(bob < .seconds(3), "bob's subscribe took \(bob) while mallory flooded")
+        // Meanwhile bob's request is applied, within the command's own wait (how soon is make reliability's row G1).
+        let bob = try await restock(["subscribe", "--broker", broker.url, "--customer", "bob", "--sku", "ipad"])
+        #expect(bob.status == 0, "\(bob.standardError)")
         try await StoreQueues.waitUntilDrained(store.dataDirectory, within: 30)
         let elapsed = ContinuousClock.now - began
         let watches = try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches - 1  // bob's

@@ -11,6 +11,8 @@ public final class StoreProcess: Sendable {
     public let dataDirectory: URL
     public let arguments: [String]
     public let environment: [String: String]
+    /// The store's wall clock, moved by this much (libfaketime, e.g. `+10m`); `nil` for the machine's own.
+    public let clockOffset: String?
     private let process = Mutex<ChildProcess?>(nil)
     private let logFile: URL
 
@@ -21,8 +23,9 @@ public final class StoreProcess: Sendable {
     /// listener), to the broker's plain listener otherwise.
     public init(
         broker: MosquittoBroker, brokerURL: String? = nil, dataDirectory: URL? = nil, extraArguments: [String] = [],
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], clockOffset: String? = nil
     ) throws {
+        self.clockOffset = clockOffset
         self.ownsDataDirectory = dataDirectory == nil
         let dataDirectory = try dataDirectory ?? temporaryDirectory()
         self.environment = environment
@@ -65,8 +68,10 @@ public final class StoreProcess: Sendable {
     /// Starts the process without waiting for anything.
     @discardableResult
     public func launch(extraEnvironment: [String: String] = [:]) throws -> ChildProcess {
+        let (executable, arguments) = FakeTime.command(restockExecutable, self.arguments, offset: clockOffset)
         let child = try ChildProcess(
-            restockExecutable, arguments, outputFile: logFile, environment: environment.merging(extraEnvironment) { $1 })
+            executable, arguments, outputFile: logFile,
+            environment: environment.merging(extraEnvironment) { $1 }.merging(FakeTime.environment(offset: clockOffset)) { $1 })
         process.withLock { $0 = child }
         return child
     }

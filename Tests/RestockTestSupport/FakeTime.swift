@@ -1,0 +1,16 @@
+/// A process whose wall clock is off (Debian's `faketime`, libfaketime): how stores and clients whose clocks disagree
+/// are tested. Only the wall clock moves; monotonic clocks stay true, as on a real machine whose clock is wrong.
+/// Offsets are positive (`+10m`): libfaketime with a negative offset stops a Swift program before its first line
+/// here, so "ten minutes behind" is the other process ten minutes ahead.
+public enum FakeTime {
+    /// `executable arguments`, run under `faketime -f offset` when an offset is given.
+    public static func command(_ executable: String, _ arguments: [String], offset: String?) -> (String, [String]) {
+        guard let offset else { return (executable, arguments) }
+        return ("faketime", ["-f", offset, executable] + arguments)
+    }
+
+    /// What the environment needs for `offset`: the monotonic clocks left alone.
+    public static func environment(offset: String?) -> [String: String] {
+        offset == nil ? [:] : ["FAKETIME_DONT_FAKE_MONOTONIC": "1"]
+    }
+}
