@@ -16,7 +16,9 @@ enum HostileStreamScenario {
     static func run() async throws -> ScenarioRow {
         let stream = try HostileStream(count: count, seed: seed)
         let broker = try await MosquittoBroker.start()
-        let store = try await StoreProcess.started(on: broker)
+        // 50,000 requests of 30 customers against a reference that does not model time: no rate limit.
+        let store = try StoreProcess(broker: broker, extraArguments: ["--customer-rate", "off"])
+        try await store.start()
         let tap = try await MessageTap(
             url: broker.url, filters: ["restock/apple/customers/+/errors", "restock/apple/admin/errors", "restock/apple/customers/+/alerts"])
         @Sendable func errors() -> Int { tap.messages.filter { $0.topic.hasSuffix("/errors") }.count }
