@@ -104,6 +104,34 @@ struct RequestDecoderTests {
         #expect(refusal.detail == detail, "\(payload)")
     }
 
+    @Test("a byte order mark before the payload is ignored, once, before or after the leading whitespace")
+    func byteOrderMark() throws {
+        let mark = "\u{FEFF}"
+        #expect(Array(mark.utf8) == [0xEF, 0xBB, 0xBF])
+        let ipad = StoreRequest.subscribe(alice, sku("ipad"), mode: .once, minQuantity: 1)
+        for payload in [mark + #"{"sku":"ipad"}"#, mark + "ipad", " \n" + mark + #" {"sku":"ipad"}"#, mark + " ipad\n", "\t" + mark + "ipad"] {
+            #expect(try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) == ipad, "\(payload.debugDescription)")
+        }
+        #expect(
+            try RequestDecoder.subscribe(alice, payload: Array((mark + #"{"sku":"ipad","minQuantity":2}"#).utf8))
+                == .subscribe(alice, sku("ipad"), mode: .once, minQuantity: 2))
+        #expect(try RequestDecoder.unsubscribe(alice, payload: Array((mark + #"{"all":true}"#).utf8)) == .unsubscribeAll(alice))
+        #expect(try RequestDecoder.unsubscribe(alice, payload: Array((mark + "ipad").utf8)) == .unsubscribe(alice, sku("ipad")))
+        #expect(try RequestDecoder.stock(payload: Array((mark + #"{"sku":"a","set":3}"#).utf8)) == .stock(sku("a"), .set(3)))
+        // Only one, and only at the start: a second mark is part of a bare SKU; one after the object is more after it.
+        for (payload, code) in [
+            (mark + mark + #"{"sku":"ipad"}"#, "invalid-sku"), (mark + mark + "ipad", "invalid-sku"), (mark, "invalid-sku"),
+            (#"{"sku":"ipad"}"# + mark, "invalid-json"), ("ip" + mark + "ad", "invalid-sku"), (mark + #"["ipad"]"#, "invalid-json"),
+        ] {
+            do {
+                _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8))
+                Issue.record("\(payload.debugDescription) accepted")
+            } catch {
+                #expect(error.code == code, "\(payload.debugDescription): \(error)")
+            }
+        }
+    }
+
     @Test("payload-too-large names the real size")
     func tooLargeNamesTheSize() {
         #expect(RequestDecoder.tooLarge(70_000).detail.contains("70000 bytes"))

@@ -70,7 +70,12 @@ public enum RequestDecoder {
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw RequestRefusal(code: "invalid-utf8", detail: "the payload is not valid UTF-8")
         }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A byte order mark, as some editors write before JSON, is ignored once, before or after the leading
+        // whitespace (RFC 8259, section 8.1, lets a parser ignore it); a second one is part of the payload.
+        if trimmed.unicodeScalars.first == "\u{FEFF}" {
+            trimmed = String(trimmed.unicodeScalars.dropFirst()).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         guard trimmed.hasPrefix("{") else {
             if trimmed.hasPrefix("[") || trimmed.hasPrefix("\"") {
                 throw RequestRefusal(code: "invalid-json", detail: "the payload must be a JSON object or a bare SKU")
