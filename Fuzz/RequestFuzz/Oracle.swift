@@ -18,9 +18,52 @@ struct Field<Value> {
     var value: Value?
     /// Codes one of which a refusal must carry because of this field (empty: nothing wrong with it).
     var faults: Set<String> = []
-    /// Text the contract leaves open (a whole number written as `5.0` or `1e3`): accepted as `value`, or
-    /// refused with one of these codes.
-    var openCodes: Set<String> = []
+    /// The text is not JSON: the whole payload is invalid-json, whatever else is wrong (the store checks the
+    /// JSON before it reads any field).
+    var breaksJSON = false
+}
+
+/// What a JSON number is, by the contract (docs/contract.md, "How a request payload is read", point 5).
+enum Judged: Equatable {
+    case integer(Int)
+    case beyondInt
+    case fraction
+
+    /// The plain reference: the number written out in full, digits and a decimal point, and read as text.
+    /// Only an exponent of more than 5 digits is reasoned about instead: the literals assembled here have
+    /// mantissas of fewer than 100 digits, so moving their point that far makes a whole number far beyond Int
+    /// (to the right) or leaves a non-zero digit after it (to the left). `nil`: not a literal of this harness.
+    static func of(_ literal: String) -> Judged? {
+        var text = Substring(literal)
+        let negative = text.hasPrefix("-")
+        if negative { text = text.dropFirst() }
+        var exponentText = "0"
+        if let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            exponentText = String(text[text.index(after: e)...])
+            text = text[..<e]
+        }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard (1...2).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isWholeNumber) }) else { return nil }
+        let digits = parts.joined()
+        guard digits.contains(where: { $0 != "0" }) else { return .integer(0) }
+        let exponentNegative = exponentText.hasPrefix("-")
+        let exponentDigits = exponentText.drop { $0 == "+" || $0 == "-" || $0 == "0" }
+        guard digits.count < 100 else { return nil }
+        guard exponentDigits.count <= 5 else { return exponentNegative ? .fraction : .beyondInt }
+        guard let shift = Int(exponentDigits.isEmpty ? "0" : exponentDigits) else { return nil }
+        var point = parts[0].count + (exponentNegative ? -shift : shift)
+        let padded: String
+        if point <= 0 {
+            padded = String(repeating: "0", count: 1 - point) + digits
+            point = 1
+        } else {
+            padded = digits + String(repeating: "0", count: max(0, point - digits.count))
+        }
+        guard padded.dropFirst(point).allSatisfy({ $0 == "0" }) else { return .fraction }
+        let whole = String(padded.prefix(point).drop { $0 == "0" })
+        if whole.isEmpty { return .integer(0) }
+        return Int((negative ? "-" : "") + whole).map(Judged.integer) ?? .beyondInt
+    }
 }
 
 /// Builds JSON requests from the fuzzer's choices, each with the answer the contract gives.
@@ -52,46 +95,85 @@ enum Assembler {
         }
     }
 
-    /// A number field whose values must lie in `range`; out of it, or not a whole number, it is refused with one of `codes`.
-    static func number(_ input: inout FuzzInput, range: ClosedRange<Int>, codes: Set<String>) -> Field<Int> {
-        func judged(_ json: String, _ value: Int, open: Bool = false) -> Field<Int> {
-            if !range.contains(value) { return Field(json: json, value: value, faults: codes) }
-            return Field(json: json, value: value, openCodes: open ? codes : [])
+    /// A number field whose values must lie in `range`: a whole number outside it (however large) is refused
+    /// with `rangeCode`, a number that is not whole with invalid-field.
+    static func number(_ input: inout FuzzInput, range: ClosedRange<Int>, rangeCode: String) -> Field<Int> {
+        func judged(_ json: String) -> Field<Int> {
+            guard let verdict = Judged.of(json) else { fatalError("harness: \(json) is not a number literal of the harness") }
+            switch verdict {
+            case .integer(let value) where range.contains(value): return Field(json: json, value: value)
+            case .integer, .beyondInt: return Field(json: json, value: nil, faults: [rangeCode])
+            case .fraction: return Field(json: json, value: nil, faults: ["invalid-field"])
+            }
         }
         switch input.byte() % 16 {
         case 0: return Field(json: nil, value: nil)
         case 1: return Field(json: "null", value: nil)
-        case 2...8:
-            let value = input.number()
-            return judged(String(value), value)
-        case 9:
-            // Whole numbers in other notations.
-            let value = input.number(small: -2...12)
-            switch input.byte() % 3 {
-            case 0: return judged("\(value).0", value, open: true)
-            case 1: return judged("\(value)e0", value, open: true)
-            default:
-                return value.magnitude < 1 << 53 ? judged("\(Double(value))", value, open: true) : Field(json: "\(Double(value))", value: nil, faults: codes)
-            }
+        case 2...7:
+            return judged(String(input.number()))
+        case 8, 9:
+            return judged(rewritten(input.number(small: -2...12), &input))
         case 10:
-            return judged("-0", 0)
+            return judged(input.pick(notable))
         case 11:
-            // Beyond Int, or not whole.
-            let text = input.pick([
-                "9223372036854775808", "-9223372036854775809", "18446744073709551616", "1e19", "-1e19", "1e300", "-1e300",
-                "1.5", "-0.5", "1e-3", "0.1e1.5", "1000000000.5", "99999999999999999999999999999",
-            ])
-            return Field(json: text, value: nil, faults: text == "0.1e1.5" ? codes.union(["invalid-json"]) : codes)
+            return judged(assembledLiteral(&input))
         case 12:
-            return Field(json: input.pick([#""3""#, "true", "[1]", "{}", #""""#]), value: nil, faults: ["invalid-field"])
+            return Field(json: input.pick([#""3""#, "true", "[1]", "{}", #""""#, #""1e400""#]), value: nil, faults: ["invalid-field"])
         case 13:
-            // Not JSON. The decoder may read a number only when it gets to its field, and so report it as
-            // that field's fault, or report an earlier field's fault first.
-            return Field(json: input.pick(["+1", "01", "0x10", "NaN", "Infinity", "1.", ".5", "--1"]), value: nil, faults: codes.union(["invalid-json"]))
+            // Not JSON: refused as such before any field is read.
+            let text = input.pick(["+1", "01", "0x10", "NaN", "Infinity", "1.", ".5", "--1", "0.1e1.5", "1e", "1e+", "-", "1E--2", "0e", "1.e3"])
+            return Field(json: text, value: nil, breaksJSON: true)
         default:
-            let value = FuzzInput.edges[Int(input.byte()) % FuzzInput.edges.count]
-            return judged(String(value), value)
+            return judged(String(FuzzInput.edges[Int(input.byte()) % FuzzInput.edges.count]))
         }
+    }
+
+    /// Literals whose reading the contract names, or which once were read wrong (as 0, 1 or invalid-json).
+    static let notable = [
+        "1e400", "-1e400", "1e999999999", "1E+99999999999999999999999", "-1e99999999999999999999999", "1e-400", "-1e-400",
+        "1.0000000000000001", "0.9999999999999999999", "1.000e3", "100e-2", "-0", "0e5", "10.0e-1", "-0.0e-99999999999",
+        "3.0", "1e3", "1e9", "1e10", "1.5", "-0.5", "1e-3", "1000000000.5", "1000000000.0", "1000000001e-0", "0.000000001e18",
+        "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "18446744073709551616",
+        "9.223372036854775807e18", "92233720368547758080e-1", "1e19", "-1e19", "1e300", "99999999999999999999999999999",
+        "0.1", "5e-1", "12345678901234567890.5",
+    ]
+
+    /// `value` written another way: its decimal point moved left by a shift and an exponent that moves it back
+    /// (`1234` as `12.340e2`, `0.001234e6`, `1234E+0`), sometimes with a digit after it that makes it not whole.
+    static func rewritten(_ value: Int, _ input: inout FuzzInput) -> String {
+        let digits = String(value.magnitude)
+        let shift = Int(input.byte() % 24)
+        let zeros = String(repeating: "0", count: Int(input.byte() % 4))
+        let style = input.byte()
+        let tail = style & 1 != 0 ? "7" : ""
+        var mantissa: String
+        if shift < digits.count {
+            let fraction = String(digits.suffix(shift)) + zeros + tail
+            mantissa = String(digits.prefix(digits.count - shift)) + (fraction.isEmpty ? "" : "." + fraction)
+        } else {
+            mantissa = "0." + String(repeating: "0", count: shift - digits.count) + digits + zeros + tail
+        }
+        if value < 0 { mantissa = "-" + mantissa }
+        let exponentSign = ["", "+", ""][Int(style >> 1) % 3]
+        let leadingZeros = String(repeating: "0", count: Int(style >> 3) % 3)
+        return mantissa + (style & 0x20 != 0 ? "E" : "e") + exponentSign + leadingZeros + String(shift)
+    }
+
+    /// A literal from parts: sign, whole digits, fraction digits (often zeros), and an exponent that is small,
+    /// or dozens of digits long, either way.
+    static func assembledLiteral(_ input: inout FuzzInput) -> String {
+        func digits(_ count: Int, zeros: Bool) -> String {
+            String((0..<count).map { _ in zeros ? "0" : Character(String(input.byte() % 10)) })
+        }
+        let shape = input.byte()
+        var text = shape & 1 != 0 ? "-" : ""
+        text += shape & 2 != 0 ? "0" : String(1 + input.byte() % 9) + digits(Int(input.byte() % 24), zeros: false)
+        if shape & 4 != 0 { text += "." + digits(1 + Int(input.byte() % 24), zeros: shape & 8 != 0) }
+        if shape & 16 != 0 {
+            text += (shape & 32 != 0 ? "e" : "E") + ["", "+", "-"][Int(input.byte() % 3)] + String(repeating: "0", count: Int(input.byte() % 3))
+            text += shape & 64 != 0 ? String(1 + input.byte() % 9) + digits(5 + Int(input.byte() % 40), zeros: false) : String(input.byte() % 40)
+        }
+        return text
     }
 
     static func mode(_ input: inout FuzzInput) -> Field<WatchMode> {
@@ -115,13 +197,29 @@ enum Assembler {
         }
     }
 
-    /// The faults of a set of fields. When several fields are wrong, any of their codes may be the one reported.
+    /// The faults of a set of fields. When several fields are wrong, any of their codes may be the one reported;
+    /// but a field that is not JSON makes the payload invalid-json, whatever else is wrong.
     struct Faults {
         var codes: Set<String> = []
-        var open: Set<String> = []
+        var breaksJSON = false
         mutating func add<T>(_ field: Field<T>) {
             codes.formUnion(field.faults)
-            open.formUnion(field.openCodes)
+            breaksJSON = breaksJSON || field.breaksJSON
+        }
+    }
+
+    /// A byte order mark before the payload: none, one at the start, one after the leading whitespace (each
+    /// ignored), or two (the second is part of the payload).
+    enum Mark: CaseIterable {
+        case none, atStart, afterWhitespace, twice
+
+        func apply(leading: String, rest: String) -> String {
+            switch self {
+            case .none: leading + rest
+            case .atStart: "\u{FEFF}" + leading + rest
+            case .afterWhitespace: leading + "\u{FEFF}" + rest
+            case .twice: "\u{FEFF}" + leading + "\u{FEFF}" + rest
+            }
         }
     }
 
@@ -135,8 +233,9 @@ enum Assembler {
             // A bare SKU.
             let valid = input.byte() % 2 == 0
             let choice = input.pick((valid ? validSKUs : invalidSKUs).filter { !$0.json.contains("\\") })
-            let text = input.pick(["", " ", "\n", " \t\r\n"]) + choice.value + input.pick(["", " ", "\n"])
-            guard let sku = try? SKU(choice.value) else { return (Array(text.utf8), .refuse(["invalid-sku"])) }
+            let mark = input.pick(Mark.allCases)
+            let text = mark.apply(leading: input.pick(["", " ", "\n", " \t\r\n"]), rest: choice.value + input.pick(["", " ", "\n"]))
+            guard mark != .twice, let sku = try? SKU(choice.value) else { return (Array(text.utf8), .refuse(["invalid-sku"])) }
             if case .subscribe = kind { return (Array(text.utf8), .accept(.subscribe(customer!, sku, mode: .once, minQuantity: 1))) }
             return (Array(text.utf8), .accept(.unsubscribe(customer!, sku)))
         }
@@ -145,7 +244,7 @@ enum Assembler {
         case .subscribe:
             let sku = sku(&input, required: true)
             let mode = mode(&input)
-            let minQuantity = number(&input, range: 1...Limits.maximumQuantity, codes: ["invalid-field", "invalid-min-quantity"])
+            let minQuantity = number(&input, range: 1...Limits.maximumQuantity, rangeCode: "invalid-min-quantity")
             faults.add(sku)
             faults.add(mode)
             faults.add(minQuantity)
@@ -169,9 +268,8 @@ enum Assembler {
             }
         case .stock:
             let sku = sku(&input, required: true)
-            let codes: Set<String> = ["invalid-field", "invalid-quantity"]
-            let set = number(&input, range: 0...Limits.maximumQuantity, codes: codes)
-            let add = number(&input, range: -Limits.maximumQuantity...Limits.maximumQuantity, codes: codes)
+            let set = number(&input, range: 0...Limits.maximumQuantity, rangeCode: "invalid-quantity")
+            let add = number(&input, range: -Limits.maximumQuantity...Limits.maximumQuantity, rangeCode: "invalid-quantity")
             faults.add(sku)
             faults.add(set)
             faults.add(add)
@@ -193,7 +291,8 @@ enum Assembler {
         }
         let space = layout & 16 != 0 ? " " : ""
         let body = members.compactMap { name, json in json.map { "\"\(name)\":\(space)\($0)" } }.joined(separator: ",\(space)")
-        var text = (layout & 32 != 0 ? "\n " : "") + "{\(space)\(body)\(space)}" + (layout & 64 != 0 ? "\n" : "")
+        let mark = input.pick(Mark.allCases)
+        var text = mark.apply(leading: layout & 32 != 0 ? "\n " : "", rest: "{\(space)\(body)\(space)}" + (layout & 64 != 0 ? "\n" : ""))
         var tooLarge = false
         if layout & 128 != 0 {
             // Pad with trailing spaces to the limit, or one byte past it.
@@ -205,10 +304,13 @@ enum Assembler {
         let oracle: Oracle
         if tooLarge {
             oracle = .refuse(["payload-too-large"])
+        } else if mark == .twice {
+            // The second mark starts the payload: a bare SKU that is not an identifier, or no JSON object.
+            oracle = .refuse([kind == .stock ? "invalid-json" : "invalid-sku"])
+        } else if faults.breaksJSON {
+            oracle = .refuse(["invalid-json"])
         } else if !faults.codes.isEmpty {
-            oracle = .refuse(faults.codes.union(faults.open))
-        } else if !faults.open.isEmpty {
-            return (Array(text.utf8), nil)
+            oracle = .refuse(faults.codes)
         } else if let request {
             oracle = .accept(request)
         } else {

@@ -76,6 +76,62 @@ struct RequestDecoderTests {
         #expect(try RequestDecoder.stock(payload: Array(#"{"sku":"a","set":2e0}"#.utf8)) == .stock(sku("a"), .set(2)))
     }
 
+    @Test(
+        "a field of the wrong type, or a required field missing, is invalid-field naming the field (details as before)",
+        arguments: [
+            ("subscribe", #"{"sku":1}"#, #""sku" must be a string"#), ("subscribe", #"{"sku":null}"#, #""sku" must be a string"#),
+            ("subscribe", #"{"mode":"once"}"#, #"the request needs "sku""#), ("subscribe", #"{"sku":"a","mode":5}"#, #""mode" must be a string"#),
+            ("subscribe", #"{"sku":"a","minQuantity":"2"}"#, #""minQuantity" must be an integer"#),
+            ("subscribe", #"{"sku":"a","minQuantity":[1]}"#, #""minQuantity" must be an integer"#),
+            ("subscribe", #"{"sku":"a","minQuantity":{}}"#, #""minQuantity" must be an integer"#),
+            ("subscribe", #"{"sku":"a","minQuantity":false}"#, #""minQuantity" must be an integer"#),
+            ("stock", #"{"sku":"a","set":"5"}"#, #""set" must be an integer"#), ("stock", #"{"set":1}"#, #"the request needs "sku""#),
+            ("stock", #"{"sku":["a"],"set":1}"#, #""sku" must be a string"#), ("stock", #"{"sku":"a","add":null}"#, #"a stock request needs exactly one of "set" and "add""#),
+            ("unsubscribe", #"{"all":"yes"}"#, #""all" must be true or false"#), ("unsubscribe", #"{"sku":true}"#, #""sku" must be a string"#),
+            ("unsubscribe", #"{"all":false}"#, #"an unsubscribe request needs "sku" or "all":true"#),
+        ])
+    func wrongTypes(kind: String, payload: String, detail: String) throws {
+        let bytes = Array(payload.utf8)
+        let result = Result { () throws(RequestRefusal) in
+            switch kind {
+            case "subscribe": try RequestDecoder.subscribe(alice, payload: bytes)
+            case "unsubscribe": try RequestDecoder.unsubscribe(alice, payload: bytes)
+            default: try RequestDecoder.stock(payload: bytes)
+            }
+        }
+        guard case .failure(let refusal) = result else { Issue.record("\(payload) accepted: \(result)"); return }
+        #expect(refusal.code == "invalid-field", "\(payload): \(refusal)")
+        #expect(refusal.detail == detail, "\(payload)")
+    }
+
+    @Test("a byte order mark before the payload is ignored, once, before or after the leading whitespace")
+    func byteOrderMark() throws {
+        let mark = "\u{FEFF}"
+        #expect(Array(mark.utf8) == [0xEF, 0xBB, 0xBF])
+        let ipad = StoreRequest.subscribe(alice, sku("ipad"), mode: .once, minQuantity: 1)
+        for payload in [mark + #"{"sku":"ipad"}"#, mark + "ipad", " \n" + mark + #" {"sku":"ipad"}"#, mark + " ipad\n", "\t" + mark + "ipad"] {
+            #expect(try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) == ipad, "\(payload.debugDescription)")
+        }
+        #expect(
+            try RequestDecoder.subscribe(alice, payload: Array((mark + #"{"sku":"ipad","minQuantity":2}"#).utf8))
+                == .subscribe(alice, sku("ipad"), mode: .once, minQuantity: 2))
+        #expect(try RequestDecoder.unsubscribe(alice, payload: Array((mark + #"{"all":true}"#).utf8)) == .unsubscribeAll(alice))
+        #expect(try RequestDecoder.unsubscribe(alice, payload: Array((mark + "ipad").utf8)) == .unsubscribe(alice, sku("ipad")))
+        #expect(try RequestDecoder.stock(payload: Array((mark + #"{"sku":"a","set":3}"#).utf8)) == .stock(sku("a"), .set(3)))
+        // Only one, and only at the start: a second mark is part of a bare SKU; one after the object is more after it.
+        for (payload, code) in [
+            (mark + mark + #"{"sku":"ipad"}"#, "invalid-sku"), (mark + mark + "ipad", "invalid-sku"), (mark, "invalid-sku"),
+            (#"{"sku":"ipad"}"# + mark, "invalid-json"), ("ip" + mark + "ad", "invalid-sku"), (mark + #"["ipad"]"#, "invalid-json"),
+        ] {
+            do {
+                _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8))
+                Issue.record("\(payload.debugDescription) accepted")
+            } catch {
+                #expect(error.code == code, "\(payload.debugDescription): \(error)")
+            }
+        }
+    }
+
     @Test("payload-too-large names the real size")
     func tooLargeNamesTheSize() {
         #expect(RequestDecoder.tooLarge(70_000).detail.contains("70000 bytes"))

@@ -39,11 +39,33 @@ struct StrictJSONTests {
             (#"{"sku":"ipad","x":NaN}"#, "a value belongs here"),
             (#"{"sku":"ipad","x":tru}"#, "a value belongs here"),
             (#"{"sku":"ipad""#, "ends inside an object"),
+            // A lone half of a surrogate pair has no meaning of its own (RFC 8259, section 8.2), in a value or a name.
+            (#"{"sku":"ipad","x":"\ud800"}"#, "half a surrogate pair"),
+            (#"{"sku":"ipad","x":"\udc00\ud800"}"#, "half a surrogate pair"),
+            (#"{"sku":"ipad","x":"\uD83D\u0041"}"#, "half a surrogate pair"),
+            (#"{"sku":"ipad","x":"\ud83d"}"#, "half a surrogate pair"),
+            (#"{"sku":"\udfff"}"#, "half a surrogate pair"),
+            (#"{"sku":"ipad","x":{"\ud800":1}}"#, "half a surrogate pair"),
+            (#"{"sku":"ipad","x":"\u12"}"#, "four hex digits"),
+            (#"{"sku":"ipad","x":"\u12G4"}"#, "four hex digits"),
         ])
     func refused(payload: String, reason: String) throws {
         let refused = try #require(refusal(payload), "\(payload) was accepted")
         #expect(refused.code == "invalid-json")
         #expect(refused.detail.contains(reason), "\(payload): \(refused.detail)")
+    }
+
+    @Test("escapes are resolved in names and in values: one name in two spellings is given twice, a pair is one character")
+    func escapes() throws {
+        let pair = #"{"sku":"ipad","😀":1,"\ud83d\ude00":2}"#
+        #expect(refusal(pair)?.detail.contains(#"the name "😀" appears twice"#) == true, "\(String(describing: refusal(pair)))")
+        let accented = #"{"sku":"ipad","\u00e9":1,"é":2}"#
+        #expect(refusal(accented)?.detail.contains(#"the name "é" appears twice"#) == true)
+        let spelled = #"{"s\u006bu":"ip\u0061d","m\u006fde":"ev\u0065ry","minQ\u0075antity":2,"x":"\uD83D\uDE00\n\"\\\/"}"#
+        #expect(try RequestDecoder.subscribe(alice, payload: Array(spelled.utf8)) == .subscribe(alice, try SKU("ipad"), mode: .every, minQuantity: 2))
+        // A resolved SKU is checked as it reads: the refusal shows it resolved.
+        let slash = try #require(refusal(#"{"sku":"x\u002Fy\ud83d\ude00\t"}"#))
+        #expect(slash.code == "invalid-sku" && slash.detail.contains(#""x/y😀\t""#), "\(slash)")
     }
 
     @Test("nesting: 32 levels are a request with an unknown field, 33 are refused")

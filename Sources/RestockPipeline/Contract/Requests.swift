@@ -1,4 +1,3 @@
-import Foundation
 import RestockCore
 
 // One definition per request: the client encodes these, the store decodes them, and each number is checked
@@ -23,13 +22,18 @@ public struct SubscribeRequest: Sendable, Hashable {
 
     /// Decodes a payload: a JSON object `{"sku","mode"?,"minQuantity"?}`, or a bare SKU.
     public init(payload: [UInt8]) throws(RequestRefusal) {
-        let body: Body
+        let sku: String
+        var modeText: String?
+        var minQuantityNumber: JSONNumber?
         switch try RequestDecoder.parse(payload) {
-        case .bare(let sku): body = Body(sku: sku)
-        case .object(let data): body = try RequestDecoder.decode(Body.self, from: data)
+        case .bare(let text): sku = text
+        case .object(let object):
+            sku = try object.requiredString("sku")
+            modeText = try object.string("mode")
+            minQuantityNumber = try object.number("minQuantity")
         }
         let mode: WatchMode
-        switch body.mode {
+        switch modeText {
         case nil: mode = .once
         case let text?:
             guard let parsed = WatchMode(rawValue: text) else {
@@ -38,20 +42,20 @@ public struct SubscribeRequest: Sendable, Hashable {
             mode = parsed
         }
         let minQuantity =
-            try body.minQuantity?.integer("minQuantity", in: RequestLimits.minQuantity, outOfRange: RestockError.invalidMinQuantity) ?? 1
-        try self.init(sku: try RequestDecoder.sku(body.sku), mode: mode, minQuantity: minQuantity)
+            try minQuantityNumber?.integer("minQuantity", in: RequestLimits.minQuantity, outOfRange: RestockError.invalidMinQuantity) ?? 1
+        try self.init(sku: try RequestDecoder.sku(sku), mode: mode, minQuantity: minQuantity)
     }
 
     /// The JSON payload, defaults left out: `{"sku":"ipad"}`, `{"minQuantity":2,"mode":"every","sku":"ipad"}`.
     public var payload: [UInt8] {
-        Body(sku: sku.rawValue, mode: mode == .once ? nil : mode.rawValue, minQuantity: minQuantity == 1 ? nil : .whole(minQuantity))
-            .payloadBytes()
+        Body(sku: sku.rawValue, mode: mode == .once ? nil : mode.rawValue, minQuantity: minQuantity == 1 ? nil : minQuantity).payloadBytes()
     }
 
-    private struct Body: Codable {
+    /// What the client encodes (nil fields are left out).
+    private struct Body: Encodable {
         var sku: String
         var mode: String?
-        var minQuantity: RequestDecoder.RequestNumber?
+        var minQuantity: Int?
     }
 }
 
@@ -67,7 +71,7 @@ public enum UnsubscribeRequest: Sendable, Hashable {
         let body: Body
         switch try RequestDecoder.parse(payload) {
         case .bare(let sku): body = Body(sku: sku)
-        case .object(let data): body = try RequestDecoder.decode(Body.self, from: data)
+        case .object(let object): body = Body(sku: try object.string("sku"), all: try object.bool("all"))
         }
         if body.all == true {
             guard body.sku == nil else {
@@ -90,7 +94,8 @@ public enum UnsubscribeRequest: Sendable, Hashable {
         }
     }
 
-    private struct Body: Codable {
+    /// What the client encodes and the store reads (nil fields are left out, or were not given).
+    private struct Body: Encodable {
         var sku: String?
         var all: Bool?
     }
@@ -114,12 +119,14 @@ public struct StockRequest: Sendable, Hashable {
 
     /// Decodes a payload: `{"sku":"…","set":N}` or `{"sku":"…","add":N}`.
     public init(payload: [UInt8]) throws(RequestRefusal) {
-        guard case .object(let data) = try RequestDecoder.parse(payload) else {
+        guard case .object(let object) = try RequestDecoder.parse(payload) else {
             throw RequestRefusal(code: "invalid-json", detail: #"a stock request is a JSON object: {"sku":"…","set":N} or {"sku":"…","add":N}"#)
         }
-        let body = try RequestDecoder.decode(Body.self, from: data)
-        let item = try RequestDecoder.sku(body.sku)
-        switch (body.set, body.add) {
+        let text = try object.requiredString("sku")
+        let set = try object.number("set")
+        let add = try object.number("add")
+        let item = try RequestDecoder.sku(text)
+        switch (set, add) {
         case (let quantity?, nil):
             try self.init(sku: item, change: .set(try quantity.integer("set", in: RequestLimits.stockSet) { .stockChangeOutOfRange(field: "set", value: $0) }))
         case (nil, let delta?):
@@ -132,14 +139,15 @@ public struct StockRequest: Sendable, Hashable {
     /// The JSON payload: `{"set":3,"sku":"ipad"}` or `{"add":-2,"sku":"ipad"}`.
     public var payload: [UInt8] {
         switch change {
-        case .set(let quantity): Body(sku: sku.rawValue, set: .whole(quantity)).payloadBytes()
-        case .add(let delta): Body(sku: sku.rawValue, add: .whole(delta)).payloadBytes()
+        case .set(let quantity): Body(sku: sku.rawValue, set: quantity).payloadBytes()
+        case .add(let delta): Body(sku: sku.rawValue, add: delta).payloadBytes()
         }
     }
 
-    private struct Body: Codable {
+    /// What the client encodes (nil fields are left out).
+    private struct Body: Encodable {
         var sku: String
-        var set: RequestDecoder.RequestNumber?
-        var add: RequestDecoder.RequestNumber?
+        var set: Int?
+        var add: Int?
     }
 }

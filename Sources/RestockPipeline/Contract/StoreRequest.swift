@@ -1,7 +1,7 @@
 import Foundation
 import RestockCore
 
-/// A request to the store, decoded from a topic and a payload (DESIGN §3).
+/// A request to the store, decoded from a topic and a payload (docs/contract.md, "Requests").
 public enum StoreRequest: Sendable, Hashable {
     case subscribe(CustomerID, SKU, mode: WatchMode, minQuantity: Int)
     case unsubscribe(CustomerID, SKU)
@@ -28,60 +28,6 @@ public struct RequestRefusal: Error, Sendable, Hashable, CustomStringConvertible
 public enum RequestDecoder {
     /// The largest request payload accepted.
     public static let maximumPayloadSize = 4 * 1024
-
-    /// A JSON number as a request gives it. Decoding never fails on a number and never traps: a whole number
-    /// too large for `Int` or a fraction is kept as text, and refused with the field's own range.
-    enum RequestNumber: Codable {
-        /// A whole number that fits in `Int` (3, 3.0, 3e0 and -0 are whole).
-        case whole(Int)
-        /// A whole number beyond `Int`, such as 1e19.
-        case wholeBeyondRange(String)
-        /// A number with a fractional part.
-        case fraction(String)
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let integer = try? container.decode(Int.self) {
-                self = .whole(integer)
-                return
-            }
-            // Strings, booleans and the like fail here, as a type mismatch naming the field.
-            let number = try container.decode(Double.self)
-            guard number.isFinite, number.rounded() == number else {
-                self = .fraction(number.description)
-                return
-            }
-            // Exactly representable, so the conversion cannot trap.
-            if number.magnitude < 9e15 {
-                self = .whole(Int(number))
-            } else {
-                self = .wholeBeyondRange(number.description)
-            }
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .whole(let value): try container.encode(value)
-            case .wholeBeyondRange(let text), .fraction(let text): try container.encode(Double(text) ?? .nan)
-            }
-        }
-
-        /// The number when it is a whole number within `range`.
-        /// - Throws: `invalid-field` for a fraction; `outOfRange` for a whole number outside `range`.
-        func integer(
-            _ field: String, in range: ClosedRange<Int>, outOfRange: (String) -> RestockError
-        ) throws(RequestRefusal) -> Int {
-            switch self {
-            case .whole(let value) where range.contains(value): return value
-            case .whole(let value): throw RequestRefusal(outOfRange(String(value)))
-            case .wholeBeyondRange(let text): throw RequestRefusal(outOfRange(text))
-            case .fraction(let text):
-                throw RequestRefusal(
-                    code: "invalid-field", detail: "\"\(field)\" must be an integer from \(RequestLimits.describe(range)), not \(text)")
-            }
-        }
-    }
 
     /// Decodes a subscribe request of `customer`.
     public static func subscribe(_ customer: CustomerID, payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
@@ -115,7 +61,7 @@ public enum RequestDecoder {
 
     enum Parsed {
         case bare(String)
-        case object(Data)
+        case object(RequestObject)
     }
 
     /// Size, UTF-8, and the choice between a JSON object and a bare SKU.
@@ -124,44 +70,22 @@ public enum RequestDecoder {
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw RequestRefusal(code: "invalid-utf8", detail: "the payload is not valid UTF-8")
         }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A byte order mark, as some editors write before JSON, is ignored once, before or after the leading
+        // whitespace (RFC 8259, section 8.1, lets a parser ignore it); a second one is part of the payload.
+        if trimmed.unicodeScalars.first == "\u{FEFF}" {
+            trimmed = String(trimmed.unicodeScalars.dropFirst()).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         guard trimmed.hasPrefix("{") else {
             if trimmed.hasPrefix("[") || trimmed.hasPrefix("\"") {
                 throw RequestRefusal(code: "invalid-json", detail: "the payload must be a JSON object or a bare SKU")
             }
             return .bare(trimmed)
         }
-        let bytes = Array(trimmed.utf8)
-        if let problem = StrictJSON.problem(in: bytes) {
-            throw RequestRefusal(code: "invalid-json", detail: "the payload is not a valid JSON object: \(problem)")
-        }
-        return .object(Data(bytes))
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(RequestRefusal) -> T {
         do {
-            return try JSONDecoder().decode(type, from: data)
-        } catch DecodingError.keyNotFound(let key, _) {
-            throw RequestRefusal(code: "invalid-field", detail: "the request needs \"\(key.stringValue)\"")
-        } catch DecodingError.typeMismatch(let expected, let context) where !context.codingPath.isEmpty {
-            throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be \(describe(expected))")
-        } catch DecodingError.valueNotFound(let expected, let context) where !context.codingPath.isEmpty {
-            throw RequestRefusal(code: "invalid-field", detail: "\"\(field(context))\" must be \(describe(expected))")
+            return .object(RequestObject(members: try StrictJSON.members(in: Array(trimmed.utf8))))
         } catch {
-            throw RequestRefusal(code: "invalid-json", detail: "the payload is not a valid JSON object")
-        }
-    }
-
-    private static func field(_ context: DecodingError.Context) -> String {
-        context.codingPath.map(\.stringValue).joined(separator: ".")
-    }
-
-    private static func describe(_ type: Any.Type) -> String {
-        switch type {
-        case is Int.Type, is Double.Type: "an integer"
-        case is Bool.Type: "true or false"
-        case is String.Type: "a string"
-        default: "of another type"
+            throw RequestRefusal(code: "invalid-json", detail: "the payload is not a valid JSON object: \(error.reason)")
         }
     }
 
@@ -170,6 +94,74 @@ public enum RequestDecoder {
             return try SKU(text)
         } catch {
             throw RequestRefusal(error)
+        }
+    }
+}
+
+/// The top-level members of a request object, read field by field: a field that is absent or `null` is not
+/// given, one of the wrong type is `invalid-field` naming it, unknown fields are never looked at
+/// (docs/contract.md, "How a request payload is read").
+struct RequestObject {
+    let members: [StrictJSON.Member]
+
+    /// The value of the member `name`, `null` included; names are compared byte for byte, as StrictJSON
+    /// compares them to refuse a name given twice.
+    func member(_ name: String) -> JSONValue? {
+        members.first { $0.name.utf8.elementsEqual(name.utf8) }?.value
+    }
+
+    /// The string `name`, which must be given.
+    func requiredString(_ name: String) throws(RequestRefusal) -> String {
+        guard let value = member(name) else { throw RequestRefusal(code: "invalid-field", detail: "the request needs \"\(name)\"") }
+        guard case .string(let text) = value else { throw Self.wrongType(name, "a string") }
+        return text
+    }
+
+    /// The string `name`, or `nil` when it is not given.
+    func string(_ name: String) throws(RequestRefusal) -> String? {
+        switch member(name) {
+        case nil, .null?: return nil
+        case .string(let text)?: return text
+        default: throw Self.wrongType(name, "a string")
+        }
+    }
+
+    /// The boolean `name`, or `nil` when it is not given.
+    func bool(_ name: String) throws(RequestRefusal) -> Bool? {
+        switch member(name) {
+        case nil, .null?: return nil
+        case .bool(let flag)?: return flag
+        default: throw Self.wrongType(name, "true or false")
+        }
+    }
+
+    /// The number `name`, or `nil` when it is not given; whether it is a whole number in range is
+    /// ``JSONNumber/integer(_:in:outOfRange:)``'s to say.
+    func number(_ name: String) throws(RequestRefusal) -> JSONNumber? {
+        switch member(name) {
+        case nil, .null?: return nil
+        case .number(let number)?: return number
+        default: throw Self.wrongType(name, "an integer")
+        }
+    }
+
+    static func wrongType(_ name: String, _ expected: String) -> RequestRefusal {
+        RequestRefusal(code: "invalid-field", detail: "\"\(name)\" must be \(expected)")
+    }
+}
+
+extension JSONNumber {
+    /// The number when it is a whole number within `range`; never traps, whatever was written.
+    /// - Throws: `invalid-field` when it is not a whole number; `outOfRange` (given the number, as written and
+    ///   cut short when beyond `Int`) when it is a whole number outside `range`.
+    func integer(_ field: String, in range: ClosedRange<Int>, outOfRange: (String) -> RestockError) throws(RequestRefusal) -> Int {
+        switch value {
+        case .integer(let integer) where range.contains(integer): return integer
+        case .integer(let integer): throw RequestRefusal(outOfRange(String(integer)))
+        case .beyondInt: throw RequestRefusal(outOfRange(description))
+        case .fraction:
+            throw RequestRefusal(
+                code: "invalid-field", detail: "\"\(field)\" must be an integer from \(RequestLimits.describe(range)), not \(description)")
         }
     }
 }
