@@ -164,7 +164,11 @@ class Contract:
             text = payload.decode("utf-8")
         except UnicodeDecodeError:
             return ["the payload is not UTF-8"]
+        # One leading byte order mark is ignored, before or after the whitespace (contract.md, "How a request payload
+        # is read", point 3).
         trimmed = text.strip()
+        if trimmed.startswith("\ufeff"):
+            trimmed = trimmed[1:].strip()
         if trimmed.startswith("{"):
             try:
                 instance = json.loads(trimmed)

@@ -128,7 +128,8 @@ def test_request_example(world, index, example):
         if "quantity" in example:
             assert body["quantity"] == example["quantity"], body
     elif example["to"] == "subscribe":
-        request = json.loads(payload) if payload.strip().startswith(b"{") else {"sku": payload.decode().strip()}
+        text = payload.decode("utf-8").strip().removeprefix("\ufeff").strip()  # a leading byte order mark is ignored
+        request = json.loads(text) if text.startswith("{") else {"sku": text}
         watch = next((w for w in body["watching"] if w["sku"] == request["sku"]), None)
         assert watch, f"the mirror does not show {request['sku']}: {body}"
         assert watch["mode"] == (request.get("mode") or "once")

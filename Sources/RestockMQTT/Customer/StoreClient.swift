@@ -254,7 +254,7 @@ public final class StoreClient: Sendable {
             for await message in statuses { liveness.received(message) }
         }
         defer { reader.cancel() }
-        liveness.connected()
+        liveness.connected(readingClaim: false)
         try await client.subscribe(to: topics.status)
         try await liveness.waitUntilCurrent()
         guard liveness.status != nil else { throw RestockMQTTError.unknownStore(store: topics.store.rawValue) }

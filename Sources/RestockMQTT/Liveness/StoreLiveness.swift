@@ -28,6 +28,8 @@ package final class StoreLiveness: Sendable {
         var connectedAt: ContinuousClock.Instant?
         var statusArrived = false
         var claimArrived = false
+        /// Whether the connection reads the claim too (a store does; a client reads the status only).
+        var readsClaim = true
     }
 
     private let seen = Mutex(Seen())
@@ -45,12 +47,15 @@ package final class StoreLiveness: Sendable {
     // MARK: Feeding
 
     /// The connection (re)connected: what arrives next, retained first, is the broker's current view.
-    package func connected() {
+    /// - Parameter readingClaim: Whether the connection is subscribed to the claim too, so that the view is current
+    ///   only once the retained claim has come as well.
+    package func connected(readingClaim: Bool = true) {
         let now = clock.now
         seen.withLock {
             $0.connectedAt = now
             $0.statusArrived = false
             $0.claimArrived = false
+            $0.readsClaim = readingClaim
         }
     }
 
@@ -106,7 +111,7 @@ package final class StoreLiveness: Sendable {
             let now = clock.now
             let current = seen.withLock { seen in
                 guard let connectedAt = seen.connectedAt else { return false }
-                return (seen.statusArrived && seen.claimArrived) || now - connectedAt >= Self.retainedWait
+                return (seen.statusArrived && (seen.claimArrived || !seen.readsClaim)) || now - connectedAt >= Self.retainedWait
             }
             if current { return }
             try await Task.sleep(for: .milliseconds(20))
