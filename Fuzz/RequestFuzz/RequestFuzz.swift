@@ -103,19 +103,19 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     switch decoded {
     case .failure(let refusal):
-        check(Limits.codes.contains(refusal.code), "\(shown) on \(topic) refused with undocumented code \(refusal.code)")
+        check(Limits.codes.contains(refusal.code.rawValue), "\(shown) on \(topic) refused with undocumented code \(refusal.code.rawValue)")
         check(!refusal.detail.isEmpty, "\(shown) on \(topic) refused with an empty detail")
         if payload.count > Limits.payloadBytes {
-            check(refusal.code == "payload-too-large", "\(payload.count) bytes refused as \(refusal.code)")
+            check(refusal.code.rawValue == "payload-too-large", "\(payload.count) bytes refused as \(refusal.code.rawValue)")
         } else if String(validating: payload, as: UTF8.self) == nil {
-            check(refusal.code == "invalid-utf8", "invalid UTF-8 \(shown) refused as \(refusal.code)")
+            check(refusal.code.rawValue == "invalid-utf8", "invalid UTF-8 \(shown) refused as \(refusal.code.rawValue)")
         }
         if let oracle {
             switch oracle {
             case .accept(let request):
                 fatalError("\(shown) on \(topic) must decode to \(request), but was refused: \(refusal)")
             case .refuse(let codes):
-                check(codes.contains(refusal.code), "\(shown) on \(topic) refused as \(refusal), expected one of \(codes.sorted())")
+                check(codes.contains(refusal.code.rawValue), "\(shown) on \(topic) refused as \(refusal), expected one of \(codes.sorted())")
             }
         }
         return 0

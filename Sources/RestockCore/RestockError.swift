@@ -17,21 +17,32 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
     /// watches of a snapshot are all kept.
     case tooManyWatches(customer: CustomerID, watching: Int, limit: Int)
 
-    /// A short, stable, machine-readable code, as used on the errors topics.
-    public var code: String {
+    /// The code a request refused with this error is answered with; `nil` for an error no request causes (a store
+    /// id, a store option).
+    public var refusalCode: RefusalCode? {
         switch self {
         case .invalidIdentifier(let kind, _):
             switch kind {
-            case SKUKind.name: "invalid-sku"
-            case CustomerKind.name: "invalid-customer"
-            case StoreKind.name: "invalid-store"
-            default: "invalid-identifier"
+            case SKUKind.name: .invalidSKU
+            case CustomerKind.name: .invalidCustomer
+            default: nil
             }
-        case .invalidMinQuantity: "invalid-min-quantity"
-        case .stockChangeOutOfRange, .quantityOutOfRange: "invalid-quantity"
-        case .invalidAlertsPerUnit: "invalid-alerts-per-unit"
-        case .invalidMaximumWatchesPerCustomer: "invalid-maximum-watches-per-customer"
-        case .tooManyWatches: "too-many-watches"
+        case .invalidMinQuantity: .invalidMinQuantity
+        case .stockChangeOutOfRange, .quantityOutOfRange: .invalidQuantity
+        case .tooManyWatches: .tooManyWatches
+        case .invalidAlertsPerUnit, .invalidMaximumWatchesPerCustomer: nil
+        }
+    }
+
+    /// A short, stable, machine-readable code: the ``refusalCode`` of an error a request causes, or one naming the
+    /// option or identifier otherwise.
+    public var code: String {
+        if let refusalCode { return refusalCode.rawValue }
+        switch self {
+        case .invalidIdentifier(let kind, _): return kind == StoreKind.name ? "invalid-store" : "invalid-identifier"
+        case .invalidAlertsPerUnit: return "invalid-alerts-per-unit"
+        case .invalidMaximumWatchesPerCustomer: return "invalid-maximum-watches-per-customer"
+        default: return "invalid-request"
         }
     }
 

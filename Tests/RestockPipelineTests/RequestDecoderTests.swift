@@ -27,7 +27,7 @@ struct RequestDecoderTests {
         ])
     func subscribeRefusals(payload: String, code: String) {
         #expect(throws: RequestRefusal.self) { try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) }
-        do { _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) } catch { #expect(error.code == code, "\(payload)") }
+        do { _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8)) } catch { #expect(error.code.rawValue == code, "\(payload)") }
     }
 
     @Test(
@@ -45,7 +45,7 @@ struct RequestDecoderTests {
             _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8))
             Issue.record("accepted \(payload)")
         } catch {
-            #expect(error.code == code, "\(payload)")
+            #expect(error.code.rawValue == code, "\(payload)")
             #expect(error.detail.contains("1 to 1000000000"), "\(error.detail)")
         }
     }
@@ -62,7 +62,7 @@ struct RequestDecoderTests {
             _ = try RequestDecoder.stock(payload: Array(payload.utf8))
             Issue.record("accepted \(payload)")
         } catch {
-            #expect(error.code == "invalid-quantity", "\(payload)")
+            #expect(error.code.rawValue == "invalid-quantity", "\(payload)")
             #expect(error.detail.contains("1000000000"), "\(error.detail)")
         }
     }
@@ -100,7 +100,7 @@ struct RequestDecoderTests {
             }
         }
         guard case .failure(let refusal) = result else { Issue.record("\(payload) accepted: \(result)"); return }
-        #expect(refusal.code == "invalid-field", "\(payload): \(refusal)")
+        #expect(refusal.code.rawValue == "invalid-field", "\(payload): \(refusal)")
         #expect(refusal.detail == detail, "\(payload)")
     }
 
@@ -127,7 +127,7 @@ struct RequestDecoderTests {
                 _ = try RequestDecoder.subscribe(alice, payload: Array(payload.utf8))
                 Issue.record("\(payload.debugDescription) accepted")
             } catch {
-                #expect(error.code == code, "\(payload.debugDescription): \(error)")
+                #expect(error.code.rawValue == code, "\(payload.debugDescription): \(error)")
             }
         }
     }
@@ -140,8 +140,8 @@ struct RequestDecoderTests {
 
     @Test("size and UTF-8 are checked first")
     func rawChecks() {
-        do { _ = try RequestDecoder.subscribe(alice, payload: Array(repeating: 0x61, count: 4_097)) } catch { #expect(error.code == "payload-too-large") }
-        do { _ = try RequestDecoder.subscribe(alice, payload: [0xC3, 0x28]) } catch { #expect(error.code == "invalid-utf8") }
+        do { _ = try RequestDecoder.subscribe(alice, payload: Array(repeating: 0x61, count: 4_097)) } catch { #expect(error.code.rawValue == "payload-too-large") }
+        do { _ = try RequestDecoder.subscribe(alice, payload: [0xC3, 0x28]) } catch { #expect(error.code.rawValue == "invalid-utf8") }
         #expect((try? RequestDecoder.subscribe(alice, payload: Array(repeating: 0x61, count: 64))) != nil)
     }
 

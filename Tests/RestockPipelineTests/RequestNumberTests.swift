@@ -36,7 +36,7 @@ struct RequestNumberTests {
         ])
     func beyondAnyInt(payload: String, code: String, detail: String) throws {
         let refused = try #require(refusal(payload.contains("minQuantity") ? subscribe(payload) : stock(payload)), "\(payload) accepted")
-        #expect(refused.code == code, "\(payload): \(refused)")
+        #expect(refused.code.rawValue == code, "\(payload): \(refused)")
         #expect(refused.detail.contains(detail), "\(payload): \(refused.detail)")
     }
 
@@ -44,13 +44,13 @@ struct RequestNumberTests {
     func longLiterals() throws {
         let ones = "1" + String(repeating: "0", count: 4_000)
         let huge = try #require(refusal(stock(#"{"sku":"a","set":"# + ones + "}")))
-        #expect(huge.code == "invalid-quantity")
+        #expect(huge.code.rawValue == "invalid-quantity")
         #expect(huge.detail == "invalid set 1" + String(repeating: "0", count: 39) + "…: it must be an integer from 0 to 1000000000", "\(huge.detail)")
         #expect(huge.detail.count < 120)
         let exponent = try #require(refusal(stock(#"{"sku":"a","add":1e"# + String(repeating: "9", count: 4_000) + "}")))
-        #expect(exponent.code == "invalid-quantity", "\(exponent)")
+        #expect(exponent.code.rawValue == "invalid-quantity", "\(exponent)")
         let tiny = try #require(refusal(subscribe(#"{"sku":"a","minQuantity":1e-"# + String(repeating: "9", count: 4_000) + "}")))
-        #expect(tiny.code == "invalid-field", "\(tiny)")
+        #expect(tiny.code.rawValue == "invalid-field", "\(tiny)")
         // The digits are counted, not multiplied: a thousand such numbers take far less than a second.
         let start = ContinuousClock.now
         for _ in 0..<1_000 { _ = stock(#"{"sku":"a","add":1e"# + String(repeating: "9", count: 4_000) + "}") }
@@ -66,11 +66,11 @@ struct RequestNumberTests {
         ])
     func notWhole(payload: String) throws {
         let refused = try #require(refusal(subscribe(payload)), "\(payload) accepted")
-        #expect(refused.code == "invalid-field", "\(payload): \(refused)")
+        #expect(refused.code.rawValue == "invalid-field", "\(payload): \(refused)")
         let written = String(payload.dropFirst(#"{"sku":"a","minQuantity":"#.count).dropLast())
         #expect(refused.detail == "\"minQuantity\" must be an integer from 1 to 1000000000, not \(written)")
         let stockRefusal = try #require(refusal(stock(#"{"sku":"a","set":"# + written + "}")))
-        #expect(stockRefusal.code == "invalid-field" && stockRefusal.detail.hasPrefix("\"set\" must be an integer from 0 to 1000000000"))
+        #expect(stockRefusal.code.rawValue == "invalid-field" && stockRefusal.detail.hasPrefix("\"set\" must be an integer from 0 to 1000000000"))
     }
 
     @Test(
@@ -258,17 +258,17 @@ struct RequestNumberTests {
                 if RequestLimits.minQuantity.contains(value) {
                     #expect((try? minQuantity.get()) == .subscribe(alice, sku("a"), mode: .once, minQuantity: value), "\(literal)")
                 } else {
-                    #expect(refusal(minQuantity)?.code == "invalid-min-quantity", "\(literal)")
+                    #expect(refusal(minQuantity)?.code.rawValue == "invalid-min-quantity", "\(literal)")
                 }
             case .beyondInt:
                 tally["beyond Int", default: 0] += 1
-                #expect(refusal(add)?.code == "invalid-quantity", "\(literal)")
+                #expect(refusal(add)?.code.rawValue == "invalid-quantity", "\(literal)")
                 #expect(refusal(add)?.detail.hasPrefix("invalid add \(literal.prefix(40))") == true, "\(literal)")
-                #expect(refusal(minQuantity)?.code == "invalid-min-quantity", "\(literal)")
+                #expect(refusal(minQuantity)?.code.rawValue == "invalid-min-quantity", "\(literal)")
             case .fraction:
                 tally["not whole", default: 0] += 1
-                #expect(refusal(add)?.code == "invalid-field", "\(literal)")
-                #expect(refusal(minQuantity)?.code == "invalid-field", "\(literal)")
+                #expect(refusal(add)?.code.rawValue == "invalid-field", "\(literal)")
+                #expect(refusal(minQuantity)?.code.rawValue == "invalid-field", "\(literal)")
             }
         }
         for verdict in ["within the limits", "an Int beyond the limits", "beyond Int", "not whole"] {

@@ -51,7 +51,7 @@ struct StrictJSONTests {
         ])
     func refused(payload: String, reason: String) throws {
         let refused = try #require(refusal(payload), "\(payload) was accepted")
-        #expect(refused.code == "invalid-json")
+        #expect(refused.code.rawValue == "invalid-json")
         #expect(refused.detail.contains(reason), "\(payload): \(refused.detail)")
     }
 
@@ -65,7 +65,7 @@ struct StrictJSONTests {
         #expect(try RequestDecoder.subscribe(alice, payload: Array(spelled.utf8)) == .subscribe(alice, try SKU("ipad"), mode: .every, minQuantity: 2))
         // A resolved SKU is checked as it reads: the refusal shows it resolved.
         let slash = try #require(refusal(#"{"sku":"x\u002Fy\ud83d\ude00\t"}"#))
-        #expect(slash.code == "invalid-sku" && slash.detail.contains(#""x/y😀\t""#), "\(slash)")
+        #expect(slash.code.rawValue == "invalid-sku" && slash.detail.contains(#""x/y😀\t""#), "\(slash)")
     }
 
     @Test("nesting: 32 levels are a request with an unknown field, 33 are refused")
@@ -73,7 +73,7 @@ struct StrictJSONTests {
         let nested = { (levels: Int) in #"{"sku":"ipad","x":"# + String(repeating: "[", count: levels - 1) + String(repeating: "]", count: levels - 1) + "}" }
         #expect(refusal(nested(32)) == nil)
         #expect(refusal(nested(33))?.detail.contains("nest more than 32 deep") == true)
-        #expect(refusal(nested(2_000))?.code == "invalid-json")  // one pass, no recursion: no stack to run out of
+        #expect(refusal(nested(2_000))?.code.rawValue == "invalid-json")  // one pass, no recursion: no stack to run out of
     }
 
     @Test("valid JSON is accepted as before: escapes, numbers, nested unknown fields, whitespace, empty containers")
@@ -84,7 +84,7 @@ struct StrictJSONTests {
             #"{"sku":"ipad","x":{"y":[1,{"z":null}],"w":[],"v":{}},"t":true,"f":false}"#,
         ] {
             let refused = refusal(payload)
-            #expect(refused == nil || refused?.code != "invalid-json", "\(payload): \(String(describing: refused))")
+            #expect(refused == nil || refused?.code.rawValue != "invalid-json", "\(payload): \(String(describing: refused))")
         }
     }
 
@@ -95,7 +95,7 @@ struct StrictJSONTests {
         for _ in 0..<20_000 {
             let body = (0..<Int.random(in: 1...12, using: &random)).map { _ in pieces[Int.random(in: 0..<pieces.count, using: &random)] }.joined()
             let payload = "{" + body
-            let strictAccepts = refusal(payload)?.code != "invalid-json"
+            let strictAccepts = refusal(payload)?.code.rawValue != "invalid-json"
             if strictAccepts {
                 #expect((try? JSONSerialization.jsonObject(with: Data(payload.utf8))) != nil, "strict accepted \(payload)")
             }

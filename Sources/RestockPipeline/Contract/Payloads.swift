@@ -124,7 +124,7 @@ public struct ErrorReport: Codable, Sendable, Hashable {
     public var at: String
 
     public init(refusal: RequestRefusal, topic: String, at: Date) {
-        self.error = refusal.code
+        self.error = refusal.code.rawValue
         self.detail = refusal.detail
         self.topic = topic
         self.at = Timestamp.string(from: at)

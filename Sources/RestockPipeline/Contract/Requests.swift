@@ -37,7 +37,7 @@ public struct SubscribeRequest: Sendable, Hashable {
         case nil: mode = .once
         case let text?:
             guard let parsed = WatchMode(rawValue: text) else {
-                throw RequestRefusal(code: "invalid-mode", detail: "mode must be \"once\" or \"every\", not \(String(reflecting: text))")
+                throw RequestRefusal(code: .invalidMode, detail: "mode must be \"once\" or \"every\", not \(String(reflecting: text))")
             }
             mode = parsed
         }
@@ -75,13 +75,13 @@ public enum UnsubscribeRequest: Sendable, Hashable {
         }
         if body.all == true {
             guard body.sku == nil else {
-                throw RequestRefusal(code: "invalid-field", detail: "give either \"sku\" or \"all\":true, not both")
+                throw RequestRefusal(code: .invalidField, detail: "give either \"sku\" or \"all\":true, not both")
             }
             self = .all
             return
         }
         guard let text = body.sku else {
-            throw RequestRefusal(code: "invalid-field", detail: "an unsubscribe request needs \"sku\" or \"all\":true")
+            throw RequestRefusal(code: .invalidField, detail: "an unsubscribe request needs \"sku\" or \"all\":true")
         }
         self = .sku(try RequestDecoder.sku(text))
     }
@@ -120,7 +120,7 @@ public struct StockRequest: Sendable, Hashable {
     /// Decodes a payload: `{"sku":"…","set":N}` or `{"sku":"…","add":N}`.
     public init(payload: [UInt8]) throws(RequestRefusal) {
         guard case .object(let object) = try RequestDecoder.parse(payload) else {
-            throw RequestRefusal(code: "invalid-json", detail: #"a stock request is a JSON object: {"sku":"…","set":N} or {"sku":"…","add":N}"#)
+            throw RequestRefusal(code: .invalidJSON, detail: #"a stock request is a JSON object: {"sku":"…","set":N} or {"sku":"…","add":N}"#)
         }
         let text = try object.requiredString("sku")
         let set = try object.number("set")
@@ -132,7 +132,7 @@ public struct StockRequest: Sendable, Hashable {
         case (nil, let delta?):
             try self.init(sku: item, change: .add(try delta.integer("add", in: RequestLimits.stockAdd) { .stockChangeOutOfRange(field: "add", value: $0) }))
         default:
-            throw RequestRefusal(code: "invalid-field", detail: "a stock request needs exactly one of \"set\" and \"add\"")
+            throw RequestRefusal(code: .invalidField, detail: "a stock request needs exactly one of \"set\" and \"add\"")
         }
     }
 

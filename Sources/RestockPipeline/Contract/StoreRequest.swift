@@ -11,16 +11,18 @@ public enum StoreRequest: Sendable, Hashable {
 
 /// Why a request was refused: a stable code and one human sentence, as published on the errors topics.
 public struct RequestRefusal: Error, Sendable, Hashable, CustomStringConvertible {
-    public let code: String
+    public let code: RefusalCode
     public let detail: String
-    public init(code: String, detail: String) {
+    public init(code: RefusalCode, detail: String) {
         self.code = code
         self.detail = detail
     }
-    public var description: String { "\(code): \(detail)" }
+    public var description: String { "\(code.rawValue): \(detail)" }
 
+    /// The refusal of a request the core refused with `error` (``RestockError/refusalCode`` is set for every error a
+    /// request can cause; anything else is a bad field).
     init(_ error: RestockError) {
-        self.init(code: error.code, detail: error.description)
+        self.init(code: error.refusalCode ?? .invalidField, detail: error.description)
     }
 }
 
@@ -51,12 +53,12 @@ public enum RequestDecoder {
 
     /// The refusal of a payload of `size` bytes, over ``maximumPayloadSize``.
     public static func tooLarge(_ size: Int) -> RequestRefusal {
-        RequestRefusal(code: "payload-too-large", detail: "the payload is \(size) bytes; the limit is \(maximumPayloadSize)")
+        RequestRefusal(code: .payloadTooLarge, detail: "the payload is \(size) bytes; the limit is \(maximumPayloadSize)")
     }
 
     /// The refusal of a request that came with the retain flag: requests are live messages, never replayed.
     public static let retainedRequest = RequestRefusal(
-        code: "retained-request",
+        code: .retainedRequest,
         detail: "a request published with the retain flag is never applied: publish it again without retain (mosquitto_pub without -r)")
 
     enum Parsed {
@@ -68,7 +70,7 @@ public enum RequestDecoder {
     static func parse(_ payload: [UInt8]) throws(RequestRefusal) -> Parsed {
         guard payload.count <= maximumPayloadSize else { throw tooLarge(payload.count) }
         guard let text = String(validating: payload, as: UTF8.self) else {
-            throw RequestRefusal(code: "invalid-utf8", detail: "the payload is not valid UTF-8")
+            throw RequestRefusal(code: .invalidUTF8, detail: "the payload is not valid UTF-8")
         }
         var trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         // A byte order mark, as some editors write before JSON, is ignored once, before or after the leading
@@ -78,14 +80,14 @@ public enum RequestDecoder {
         }
         guard trimmed.hasPrefix("{") else {
             if trimmed.hasPrefix("[") || trimmed.hasPrefix("\"") {
-                throw RequestRefusal(code: "invalid-json", detail: "the payload must be a JSON object or a bare SKU")
+                throw RequestRefusal(code: .invalidJSON, detail: "the payload must be a JSON object or a bare SKU")
             }
             return .bare(trimmed)
         }
         do {
             return .object(RequestObject(members: try StrictJSON.members(in: Array(trimmed.utf8))))
         } catch {
-            throw RequestRefusal(code: "invalid-json", detail: "the payload is not a valid JSON object: \(error.reason)")
+            throw RequestRefusal(code: .invalidJSON, detail: "the payload is not a valid JSON object: \(error.reason)")
         }
     }
 
@@ -112,7 +114,7 @@ struct RequestObject {
 
     /// The string `name`, which must be given.
     func requiredString(_ name: String) throws(RequestRefusal) -> String {
-        guard let value = member(name) else { throw RequestRefusal(code: "invalid-field", detail: "the request needs \"\(name)\"") }
+        guard let value = member(name) else { throw RequestRefusal(code: .invalidField, detail: "the request needs \"\(name)\"") }
         guard case .string(let text) = value else { throw Self.wrongType(name, "a string") }
         return text
     }
@@ -146,7 +148,7 @@ struct RequestObject {
     }
 
     static func wrongType(_ name: String, _ expected: String) -> RequestRefusal {
-        RequestRefusal(code: "invalid-field", detail: "\"\(name)\" must be \(expected)")
+        RequestRefusal(code: .invalidField, detail: "\"\(name)\" must be \(expected)")
     }
 }
 
@@ -161,7 +163,7 @@ extension JSONNumber {
         case .beyondInt: throw RequestRefusal(outOfRange(description))
         case .fraction:
             throw RequestRefusal(
-                code: "invalid-field", detail: "\"\(field)\" must be an integer from \(RequestLimits.describe(range)), not \(description)")
+                code: .invalidField, detail: "\"\(field)\" must be an integer from \(RequestLimits.describe(range)), not \(description)")
         }
     }
 }

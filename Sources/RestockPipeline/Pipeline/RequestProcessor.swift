@@ -256,7 +256,7 @@ package final class RequestProcessor: Sendable {
             : "the store stopped \(Self.killsBeforeSetAside) times while applying this request alone, with no fault recorded"
         logger.error(
             "\(what); it is set aside in the dead-letter table, not applied", metadata: ["topic": "\(request.topic)", "seq": "\(request.seq)"])
-        let refusal = RequestRefusal(code: "request-failed", detail: "\(what); it was set aside and not applied (request \(request.seq))")
+        let refusal = RequestRefusal(code: .requestFailed, detail: "\(what); it was set aside and not applied (request \(request.seq))")
         let now = clock()
         let report = ErrorReport(refusal: refusal, topic: request.topic, at: now)
         // With no valid customer to answer, the admin's errors topic hears of it.
@@ -363,7 +363,7 @@ package final class RequestProcessor: Sendable {
             return false
         }
         let limit = rateLimiter.withLock { $0.configuration }
-        let refusal = RequestRefusal(code: "rate-limited", detail: limit.refusalDetail(for: customer, retryAfter: retryAfter))
+        let refusal = RequestRefusal(code: .rateLimited, detail: limit.refusalDetail(for: customer, retryAfter: retryAfter))
         logger.notice("refused a request", metadata: ["topic": "\(request.topic)", "error": "\(refusal)"])
         let report = ErrorReport(refusal: refusal, topic: request.topic, at: clock())
         changes.publications.append(
