@@ -1,6 +1,6 @@
 import RestockCore
 
-/// The reference model of DESIGN §4: plain arrays and dictionaries, every rule written out, no cleverness.
+/// The reference model of docs/contract.md, "Semantics": plain arrays and dictionaries, every rule written out, no cleverness.
 struct Model {
     struct Watch: Equatable, CustomStringConvertible {
         var customer: String

@@ -3,7 +3,7 @@ import FuzzSupport
 import RestockCore
 
 // Fuzz target (c): the fuzzer's bytes are a fair-release factor and a sequence of requests, applied to a `Store`
-// and to the reference model (Model.swift); after every step the two must agree, and the rules of DESIGN §4
+// and to the reference model (Model.swift); after every step the two must agree, and the rules of docs/contract.md, "Semantics"
 // are checked on what the store did:
 // - positions unique, and increasing in signup order, in every SKU's line and every customer's list;
 // - the alerts of one change in ascending position, each for a watch the new quantity satisfies;

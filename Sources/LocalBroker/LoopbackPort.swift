@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A TCP port on 127.0.0.1 that nothing listens on right now, chosen by the kernel (bind to port 0).
 public func freeLoopbackPort() throws -> Int {

@@ -6,7 +6,7 @@ public protocol IdentifierKind: Sendable {
 
 /// A validated identifier of a store, a customer or a SKU.
 ///
-/// Every identifier matches `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` (DESIGN §3), so it can never inject a
+/// Every identifier matches `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` (docs/contract.md, "Topics"), so it can never inject a
 /// topic level (`/`), a wildcard (`+`, `#`), a NUL or anything outside ASCII into an MQTT topic.
 /// The check runs once, in the initializer; a value of this type is valid by construction.
 public struct Identifier<Kind: IdentifierKind>: Hashable, Comparable, Sendable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The push payload: one alert to one customer that a watched SKU is back (DESIGN §4, version 1).
+/// The push payload: one alert to one customer that a watched SKU is back (docs/contract.md, "Semantics", version 1).
 ///
 /// It encodes exactly `{"version":1,"id","store","customer","sku","quantity","position","message","at"}`.
 /// Decoding ignores fields it does not know, so later versions can add fields without breaking observers.

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// The subject of the Observer pattern: a store that keeps the customers waiting for sold-out SKUs and
-/// alerts them, in signup order, when stock is back (DESIGN §4).
+/// alerts them, in signup order, when stock is back (docs/contract.md, "Semantics").
 ///
 /// A `Store` is thread-safe and does no I/O. Requests change its state under one lock and return what they
 /// did (an outcome), so a caller can persist and publish it; alerts also go to in-process observers

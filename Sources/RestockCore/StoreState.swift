@@ -1,6 +1,6 @@
 import Foundation
 
-/// The rules of DESIGN §4 over plain values: watches, inventory, counters. ``Store`` keeps one under a lock.
+/// The rules of docs/contract.md, "Semantics" over plain values: watches, inventory, counters. ``Store`` keeps one under a lock.
 struct StoreState: Sendable {
     /// The store's options that bound what requests may do; ``Store`` validates them.
     struct Limits: Sendable {

@@ -4,7 +4,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 
-/// The options every command that talks to a broker shares (DESIGN §6).
+/// The options every command that talks to a broker shares (README.md, "The restock command line").
 struct ConnectionOptions: ParsableArguments {
     @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port, optionally mqtt://user:password@host:port (env RESTOCK_BROKER).")
     var broker: String = ProcessInfo.processInfo.environment["RESTOCK_BROKER"] ?? "mqtt://127.0.0.1:1883"

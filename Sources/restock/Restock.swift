@@ -16,7 +16,7 @@ struct Restock: AsyncParsableCommand {
             Demo.self,
         ])
 
-    /// Runs the command; any error is one plain line on stderr and a non-zero exit (DESIGN §6).
+    /// Runs the command; any error is one plain line on stderr and a non-zero exit (README.md, "The restock command line").
     static func main() async {
         do {
             var command = try parseAsRoot()

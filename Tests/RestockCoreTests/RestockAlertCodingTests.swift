@@ -9,7 +9,7 @@ struct RestockAlertCodingTests {
         position: 3, message: "Good news, alice: iphone-15 is back in stock at apple (5 available).",
         at: Date(timeIntervalSince1970: 1_795_000_000.25))
 
-    @Test("encodes exactly the JSON of DESIGN §4")
+    @Test("encodes exactly the alert JSON of the contract")
     func exactJSON() throws {
         let json = String(decoding: alert.jsonData(), as: UTF8.self)
         #expect(

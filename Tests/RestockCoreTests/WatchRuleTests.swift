@@ -1,7 +1,7 @@
 import Testing
 @testable import RestockCore
 
-@Suite("Watch rules (DESIGN §4)")
+@Suite("Watch rules (the contract's semantics)")
 struct WatchRuleTests {
     let iphone = sku("iphone-15")
     let alice = customer("alice")

@@ -4,10 +4,10 @@ import RestockMQTT
 import RestockTestSupport
 import Testing
 
-/// DESIGN §3 end to end: a real `restock serve`, driven only by `mosquitto_pub` and watched by `mosquitto_sub`.
+/// docs/contract.md, "Topics" end to end: a real `restock serve`, driven only by `mosquitto_pub` and watched by `mosquitto_sub`.
 @Suite("The topic contract, from outside", .timeLimit(.minutes(2)))
 struct ContractTests {
-    @Test("subscribe, alert, mirror, inventory, status and unsubscribe, exactly as DESIGN §3 says")
+    @Test("subscribe, alert, mirror, inventory, status and unsubscribe, exactly as the contract's topic table says")
     func contract() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
@@ -25,10 +25,10 @@ struct ContractTests {
         }
         let aliceMirror = try #require(watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/alice/subscriptions").last)
         #expect(aliceMirror.store == "apple" && aliceMirror.customer == "alice")
-        #expect(aliceMirror.watching.map(\.sku) == ["iphone-15"] && aliceMirror.watching[0].mode == "once")
+        #expect(aliceMirror.watching.map(\.sku) == ["iphone-15"] && aliceMirror.watching[0].mode == .once)
         #expect(aliceMirror.watching[0].minQuantity == 1 && aliceMirror.watching[0].position == 1)
         let bobMirror = try #require(watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/bob/subscriptions").last)
-        #expect(bobMirror.watching.first?.mode == "every" && bobMirror.watching.first?.minQuantity == 2)
+        #expect(bobMirror.watching.first?.mode == .every && bobMirror.watching.first?.minQuantity == 2)
         #expect(bobMirror.watching.first?.position == 2)
         // The raw mirror has exactly the fields of the contract.
         let rawMirror = try #require(watcher.messages.last { $0.topic == "restock/apple/customers/alice/subscriptions" })

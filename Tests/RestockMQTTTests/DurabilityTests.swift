@@ -6,7 +6,7 @@ import RestockTestSupport
 import Synchronization
 import Testing
 
-/// DESIGN §5: a restart of the store, of the broker, or of both loses no watch and no alert.
+/// docs/contract.md, "Durability and redelivery": a restart of the store, of the broker, or of both loses no watch and no alert.
 @Suite("Durability: nothing is lost", .timeLimit(.minutes(3)))
 struct DurabilityTests {
     /// Publishes a subscribe request for each customer, keeping many in flight.

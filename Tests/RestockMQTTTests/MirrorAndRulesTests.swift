@@ -5,7 +5,7 @@ import RestockMQTT
 import RestockTestSupport
 import Testing
 
-/// The in-process store mirrors what customers asked for through the broker, and the rules of DESIGN §4
+/// The in-process store mirrors what customers asked for through the broker, and the rules of docs/contract.md, "Semantics"
 /// hold end to end.
 @Suite("Mirror and rules over MQTT", .timeLimit(.minutes(2)))
 struct MirrorAndRulesTests {

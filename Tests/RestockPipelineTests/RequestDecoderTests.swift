@@ -163,7 +163,7 @@ struct RequestDecoderTests {
         }
     }
 
-    @Test("topics: names of DESIGN §3, and classification of request topics")
+    @Test("topics: the names of the contract's topic table, and classification of request topics")
     func topics() throws {
         let topics = try RestockTopics(prefix: "shop/eu", store: apple)
         #expect(topics.subscribe(alice) == "shop/eu/apple/subscribe/alice")

@@ -64,8 +64,8 @@ public final class StoreService: Service, Sendable {
 
     public let configuration: Configuration
     /// The in-process store, the mirror of the broker's requests: restored from the data directory by ``run()``
-    /// before the store says it is online. Read it; change it only through MQTT.
-    public let store: Store
+    /// before the store says it is online. For tests, which read it; it changes only through MQTT.
+    package let store: Store
     public let topics: RestockTopics
     private let database: StoreDatabase
     private let logger: Logger

@@ -6,7 +6,7 @@ public struct SubscriptionsMirror: Codable, Sendable, Hashable {
     /// One watch as the mirror shows it.
     public struct Entry: Codable, Sendable, Hashable {
         public var sku: String
-        public var mode: String
+        public var mode: WatchMode
         public var minQuantity: Int
         public var position: UInt64
         public var since: String
@@ -23,7 +23,7 @@ public struct SubscriptionsMirror: Codable, Sendable, Hashable {
         self.customer = customer.rawValue
         self.watching = watches.map {
             Entry(
-                sku: $0.sku.rawValue, mode: $0.mode.rawValue, minQuantity: $0.minQuantity, position: $0.position,
+                sku: $0.sku.rawValue, mode: $0.mode, minQuantity: $0.minQuantity, position: $0.position,
                 since: Timestamp.string(from: $0.since))
         }
         self.updatedAt = Timestamp.string(from: updatedAt)
@@ -55,8 +55,14 @@ public struct StoreStatus: Codable, Sendable, Hashable {
         case connectionLost = "connection-lost"
     }
 
+    /// Whether the store says it is online.
+    public enum State: String, Codable, Sendable, Hashable {
+        case online
+        case offline
+    }
+
     public var store: String
-    public var state: String
+    public var state: State
     /// `online`: when the store (re)connected; `offline` after a clean stop: when it stopped. Absent in the will,
     /// which is written when the store connects and cannot know when the connection will be lost.
     public var since: String?
@@ -79,21 +85,21 @@ public struct StoreStatus: Codable, Sendable, Hashable {
 
     /// An online status; `paused` says why the store takes no requests for now, if it does not.
     public static func online(store: StoreID, since: Date, instance: String, heartbeatAt: Date, paused: String? = nil) -> StoreStatus {
-        StoreStatus(store: store, state: "online", since: since, reason: nil, instance: instance, heartbeatAt: heartbeatAt, paused: paused)
+        StoreStatus(store: store, state: .online, since: since, reason: nil, instance: instance, heartbeatAt: heartbeatAt, paused: paused)
     }
 
     /// The offline status of a clean stop at `time`.
     public static func stopped(store: StoreID, at time: Date, instance: String) -> StoreStatus {
-        StoreStatus(store: store, state: "offline", since: time, reason: .stopped, instance: instance, heartbeatAt: nil, paused: nil)
+        StoreStatus(store: store, state: .offline, since: time, reason: .stopped, instance: instance, heartbeatAt: nil, paused: nil)
     }
 
     /// The offline status the broker publishes as the store's will: no `since`, as nobody knows it in advance.
     public static func connectionLost(store: StoreID, instance: String) -> StoreStatus {
-        StoreStatus(store: store, state: "offline", since: nil, reason: .connectionLost, instance: instance, heartbeatAt: nil, paused: nil)
+        StoreStatus(store: store, state: .offline, since: nil, reason: .connectionLost, instance: instance, heartbeatAt: nil, paused: nil)
     }
 
     private init(
-        store: StoreID, state: String, since: Date?, reason: OfflineReason?, instance: String, heartbeatAt: Date?, paused: String?
+        store: StoreID, state: State, since: Date?, reason: OfflineReason?, instance: String, heartbeatAt: Date?, paused: String?
     ) {
         self.store = store.rawValue
         self.state = state
@@ -105,7 +111,7 @@ public struct StoreStatus: Codable, Sendable, Hashable {
     }
 
     /// Whether the store says it is online.
-    public var isOnline: Bool { state == "online" }
+    public var isOnline: Bool { state == .online }
 
     /// Whether, read against the reader's clock `now`, the heartbeat is at most ``staleAfter`` seconds away: a hint
     /// only, right when both clocks agree. A reader that must be sure watches the heartbeat change instead

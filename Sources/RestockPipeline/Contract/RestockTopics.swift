@@ -1,6 +1,6 @@
 import RestockCore
 
-/// The topics of one store (DESIGN §3): `P/{store}/…`, where `P` is the prefix (`restock` by default).
+/// The topics of one store (docs/contract.md, "Topics"): `P/{store}/…`, where `P` is the prefix (`restock` by default).
 public struct RestockTopics: Sendable, Hashable {
     /// The default topic prefix.
     public static let defaultPrefix = "restock"

@@ -288,7 +288,7 @@ package final class RequestProcessor: Sendable {
         switch kind {
         case .subscribe(let raw), .unsubscribe(let raw):
             guard let id = try? CustomerID(raw) else {
-                // No valid customer to answer: log only (DESIGN §3).
+                // No valid customer to answer: log only (docs/contract.md, "Topics").
                 logger.warning("refused a request with an invalid customer id", metadata: ["topic": "\(request.topic)"])
                 return
             }
