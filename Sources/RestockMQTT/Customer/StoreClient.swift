@@ -15,7 +15,16 @@ public final class StoreClient: Sendable {
     /// How long a read of several retained topics waits after the last message before it ends.
     public var retainedQuietPeriod: Duration { .milliseconds(300) }
 
-    public init(connection: BrokerSettings, topics: RestockTopics) {
+    /// Where its connections come from: libmosquitto, or (tests) a broker in memory.
+    private let connector: any BrokerConnector
+
+    public convenience init(connection: BrokerSettings, topics: RestockTopics) {
+        self.init(connection: connection, topics: topics, connector: MosquittoConnector(settings: connection))
+    }
+
+    /// A client whose connections come from `connector` (tests: a broker in memory).
+    package init(connection: BrokerSettings, topics: RestockTopics, connector: any BrokerConnector) {
+        self.connector = connector
         self.connection = connection
         self.topics = topics
     }
@@ -76,7 +85,7 @@ public final class StoreClient: Sendable {
                     let refusals = try client.messages(matching: errors)
                     try await client.subscribe(to: answer)
                     try await client.subscribe(to: errors)
-                    try await client.publish(Array(payload), to: topic, qos: .atLeastOnce)
+                    try await client.publish(Array(payload), to: topic)
                     return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals)
                 }
             }
@@ -147,7 +156,7 @@ public final class StoreClient: Sendable {
     }
 
     /// Throws unless the store has a retained status (online or offline): its retained state means something.
-    private func requireKnown(_ client: MQTTClient) async throws {
+    private func requireKnown(_ client: any BrokerConnection) async throws {
         guard try await retained(StoreStatus.self, on: topics.status, using: client).first != nil else {
             throw RestockMQTTError.unknownStore(store: topics.store.rawValue)
         }
@@ -159,13 +168,13 @@ public final class StoreClient: Sendable {
     public func listeningClientID(_ customer: CustomerID) -> String { SessionClientIDs.listening(customer, at: topics.store) }
 
     /// Makes sure the customer's persistent listening session exists and is subscribed to their alerts,
-    /// without taking anything it holds (see ``MQTTClient/prepareSession(subscribingTo:qos:)``).
+    /// without taking anything it holds (see ``BrokerConnection/prepareSession(subscribingTo:)``).
     /// - Returns: Whether it existed already.
     @discardableResult
     public func prepareListening(_ customer: CustomerID) async throws -> Bool {
-        let client = try MQTTClient(configuration: connection.configuration(clientID: listeningClientID(customer), session: .persistent))
+        let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         return try await listeningSession(of: customer) {
-            try await client.prepareSession(subscribingTo: topics.alerts(customer), qos: .atLeastOnce)
+            try await client.prepareSession(subscribingTo: topics.alerts(customer))
         }
     }
 
@@ -188,10 +197,10 @@ public final class StoreClient: Sendable {
     public func alerts(
         for customer: CustomerID, stopAfter count: Int? = nil, within seconds: Double? = nil
     ) async throws -> AsyncThrowingStream<RestockAlert, any Error> {
-        let client = try MQTTClient(configuration: connection.configuration(clientID: listeningClientID(customer), session: .persistent))
+        let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         let messages = try client.messages(matching: topics.alerts(customer))
         try await listeningSession(of: customer) { _ = try await client.connect() }
-        try await client.subscribe(to: topics.alerts(customer), qos: .atLeastOnce)
+        try await client.subscribe(to: topics.alerts(customer))
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: RestockAlert.self)
         let reader = Task {
             var seen = Set<String>()
@@ -227,9 +236,8 @@ public final class StoreClient: Sendable {
     // MARK: Plumbing
 
     /// Runs `body` with a connected, clean-session client, and disconnects it after, whatever happens.
-    func withClient<T: Sendable>(_ body: @Sendable (MQTTClient) async throws -> T) async throws -> T {
-        let client = try MQTTClient(
-            configuration: connection.configuration(clientID: SessionClientIDs.oneShot("restock-cli"), session: .clean))
+    func withClient<T: Sendable>(_ body: @Sendable (any BrokerConnection) async throws -> T) async throws -> T {
+        let client = try connector.connection(clientID: SessionClientIDs.oneShot("restock-cli"))
         try await client.connect()
         do {
             let result = try await body(client)
@@ -247,7 +255,7 @@ public final class StoreClient: Sendable {
     /// is waited for, within the caller's deadline.
     /// - Throws: ``RestockMQTTError/unknownStore(store:)`` at once when the broker holds no status of the store;
     ///   ``RestockMQTTError/storePaused(store:reason:)`` when its status says it takes no requests for now.
-    private func waitUntilOnline(_ client: MQTTClient) async throws {
+    private func waitUntilOnline(_ client: any BrokerConnection) async throws {
         let liveness = StoreLiveness(topics: topics)
         let statuses = try client.messages(matching: topics.status)
         let reader = Task {
@@ -273,7 +281,7 @@ public final class StoreClient: Sendable {
     /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A
     /// filter without wildcards holds at most one, so its read ends as soon as that one arrives.
     func retained<T: Decodable & Sendable>(
-        _ type: T.Type, on filter: String, using client: MQTTClient, firstWait: Duration? = nil
+        _ type: T.Type, on filter: String, using client: any BrokerConnection, firstWait: Duration? = nil
     ) async throws -> [T] {
         let single = !filter.contains("+") && !filter.contains("#")
         let messages = try client.messages(matching: filter)

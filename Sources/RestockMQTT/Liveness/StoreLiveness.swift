@@ -34,15 +34,14 @@ package final class StoreLiveness: Sendable {
 
     private let seen = Mutex(Seen())
     private let topics: RestockTopics
+    private let timing: StoreTiming
     private let clock = ContinuousClock()
 
-    /// How long a reader waits after connecting for the retained status and claim before it takes their absence
-    /// as "none": the broker sends them right after the SUBACK.
-    package static let retainedWait = Duration.milliseconds(500)
-    /// How long a reader watches for a sign of life before it concludes there is none: two heartbeats and a half.
-    package static let window = StoreStatus.heartbeatInterval * 2 + .milliseconds(500)
-
-    package init(topics: RestockTopics) { self.topics = topics }
+    /// A view of `topics`' status and claim, judged by `timing` (the contract's by default).
+    package init(topics: RestockTopics, timing: StoreTiming = .contract) {
+        self.topics = topics
+        self.timing = timing
+    }
 
     // MARK: Feeding
 
@@ -95,57 +94,57 @@ package final class StoreLiveness: Sendable {
     /// Whether `instance`'s status showed a sign of life within ``StoreStatus/staleAfter`` seconds.
     package func isLive(_ instance: String) -> Bool {
         let now = clock.now
-        return seen.withLock { $0.statusLife[instance].map { now - $0 <= .seconds(StoreStatus.staleAfter) } ?? false }
+        return seen.withLock { $0.statusLife[instance].map { now - $0 <= timing.staleAfter } ?? false }
     }
 
     /// Whether `instance`'s claim was published again within ``StoreStatus/staleAfter`` seconds: it is starting.
     package func isClaiming(_ instance: String) -> Bool {
         let now = clock.now
-        return seen.withLock { $0.claimLife[instance].map { now - $0 <= .seconds(StoreStatus.staleAfter) } ?? false }
+        return seen.withLock { $0.claimLife[instance].map { now - $0 <= timing.staleAfter } ?? false }
     }
 
     /// Waits until the view is the broker's current one: connected, and the retained status and claim received
-    /// (or ``retainedWait`` passed without them: there are none). Returns at once when it is.
+    /// (or ``StoreTiming/retainedWait`` passed without them: there are none). Returns at once when it is.
     package func waitUntilCurrent() async throws {
         while true {
             let now = clock.now
             let current = seen.withLock { seen in
                 guard let connectedAt = seen.connectedAt else { return false }
-                return (seen.statusArrived && (seen.claimArrived || !seen.readsClaim)) || now - connectedAt >= Self.retainedWait
+                return (seen.statusArrived && (seen.claimArrived || !seen.readsClaim)) || now - connectedAt >= timing.retainedWait
             }
             if current { return }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: min(.milliseconds(20), timing.retainedWait / 4))
         }
     }
 
     /// The instance, not in `excluded`, whose online status the broker holds and which is live: it shows a sign of
-    /// life within ``window`` (or already has). `nil` when the status is offline, one of `excluded`'s, absent, or
+    /// life within ``StoreTiming/livenessWindow`` (or already has). `nil` when the status is offline, one of `excluded`'s, absent, or
     /// shows no sign of life within the window.
     /// - Parameter trustingClocks: Take a heartbeat that reads fresh on this machine's clock as live at once (a
     ///   shortcut that can only err towards "live": for a check whose safe answer is "live").
     package func liveInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false) async throws -> String? {
         try await waitUntilCurrent()
-        let deadline = clock.now + Self.window
+        let deadline = clock.now + timing.livenessWindow
         while true {
             guard let status, status.isOnline, let other = status.instance, !excluded.contains(other) else { return nil }
             if isLive(other) || (trustingClocks && status.isLive(at: Date())) { return other }
             if clock.now >= deadline { return nil }
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
         }
     }
 
     /// The instance, not in `excluded`, whose claim the broker holds and which is still starting: its claim shows a
-    /// sign of life within ``window``, and its status does not say it has gone offline since. `nil` otherwise.
+    /// sign of life within ``StoreTiming/livenessWindow``, and its status does not say it has gone offline since. `nil` otherwise.
     package func startingInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false) async throws -> String? {
         try await waitUntilCurrent()
-        let deadline = clock.now + Self.window
+        let deadline = clock.now + timing.livenessWindow
         while true {
             guard let claim, !excluded.contains(claim.instance) else { return nil }
             // A claim whose instance has since stopped (or was lost) is over.
             if let status, status.instance == claim.instance, !status.isOnline { return nil }
             if isClaiming(claim.instance) || (trustingClocks && claim.isFresh(at: Date())) { return claim.instance }
             if clock.now >= deadline { return nil }
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
         }
     }
 }

@@ -33,16 +33,16 @@ final class StoreLifecycle: Sendable {
 
     private let state = Mutex(State())
     private let logger: Logger
+    /// How often a pause that lasts is logged again.
+    private let pauseReport: Duration
     private let clock = ContinuousClock()
     private let changed: AsyncStream<Void>.Continuation
     /// Woken (at most one wakeup waiting) whenever something here changes.
     let changes: AsyncStream<Void>
 
-    /// How often a pause that lasts is logged again.
-    static let pauseReportInterval = Duration.seconds(60)
-
-    init(logger: Logger) {
+    init(logger: Logger, timing: StoreTiming = .contract) {
         self.logger = logger
+        self.pauseReport = timing.pauseReport
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -73,7 +73,7 @@ final class StoreLifecycle: Sendable {
     // MARK: Pauses
 
     /// `stage` cannot write its file for now: it pauses. Logged when the pause begins, and again every
-    /// ``pauseReportInterval`` while it lasts.
+    /// ``StoreTiming/pauseReport`` while it lasts.
     func pause(_ stage: Stage, because error: StorageError) {
         let now = clock.now
         let report: (began: Bool, lasted: Duration)? = state.withLock { state in
@@ -83,7 +83,7 @@ final class StoreLifecycle: Sendable {
             }
             pause.error = error
             defer { state.pauses[stage] = pause }
-            guard now - pause.loggedAt >= Self.pauseReportInterval else { return nil }
+            guard now - pause.loggedAt >= pauseReport else { return nil }
             pause.loggedAt = now
             return (false, now - pause.since)
         }

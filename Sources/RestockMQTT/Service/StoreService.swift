@@ -75,12 +75,28 @@ public final class StoreService: Service, Sendable {
     /// The process that used the data directory before this one (stopped or dead: this one holds the lock).
     private let previousInstance: String?
     private let rateLimit: CustomerRateLimiter.Configuration
+    /// Where the connections come from: libmosquitto, or (tests) a broker in memory.
+    private let connector: any BrokerConnector
+    private let timing: StoreTiming
 
     /// Opens the data directory and restores the store.
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process runs on it;
     ///   ``StorageError`` when a file of it cannot be used; ``RestockMQTTError/dataDirectoryDamaged(file:problem:remedy:)``
     ///   when its files do not belong together.
-    public init(configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    public convenience init(configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        try self.init(
+            configuration: configuration, logger: logger, clock: clock,
+            connector: MosquittoConnector(settings: configuration.connection, logger: logger), timing: .contract)
+    }
+
+    /// A store whose connections come from `connector`, waiting by `timing` (tests: a broker in memory, and
+    /// intervals of milliseconds).
+    package init(
+        configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        connector: any BrokerConnector, timing: StoreTiming
+    ) throws {
+        self.connector = connector
+        self.timing = timing
         self.configuration = configuration
         self.logger = logger
         self.clock = clock
@@ -135,8 +151,7 @@ public final class StoreService: Service, Sendable {
                     try await group.waitForAll()
                 }
                 wiring.lifecycle.sessionConnected()
-                try await wiring.publisher.publish(
-                    wiring.heartbeat.onlineStatus().payloadBytes(), to: self.topics.status, qos: .atLeastOnce, retain: true)
+                try await wiring.publisher.publish(wiring.heartbeat.onlineStatus().payloadBytes(), to: self.topics.status, retain: true)
             }
         } catch is CancellationError {
             await wiring.session.disconnect()
@@ -150,7 +165,7 @@ public final class StoreService: Service, Sendable {
                         liveness.claim?.instance == instance
                     }
                     guard liveness.claim?.instance == instance else { return }
-                    _ = try? await withDeadline(2) { try await publisher.publish([], to: claim, qos: .atLeastOnce, retain: true) }
+                    _ = try? await withDeadline(2) { try await publisher.publish([], to: claim, retain: true) }
                 }.value
             }
             await wiring.publisher.disconnect()
@@ -192,12 +207,12 @@ public final class StoreService: Service, Sendable {
     }
 
     /// Takes the store's session and subscribes to the requests, publishing the claim again every
-    /// ``StoreClaim/renewInterval`` meanwhile (a store that starts slowly is still seen starting).
+    /// ``StoreTiming/claimRenewal`` meanwhile (a store that starts slowly is still seen starting).
     private func connectSession(_ wiring: Wiring) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while true {
-                    try await Task.sleep(for: StoreClaim.renewInterval)
+                    try await Task.sleep(for: self.timing.claimRenewal)
                     try await self.publishClaim(wiring)
                 }
             }
@@ -237,16 +252,13 @@ public final class StoreService: Service, Sendable {
 
     // MARK: One store per store id
 
-    /// How long a start waits after its claim for a later claim of another instance.
-    static let claimSettle = Duration.milliseconds(300)
-
     /// Claims the store id before the store's session is taken (docs/contract.md, "One store per store id"); throws
     /// ``RestockMQTTError/storeAlreadyRunning(store:instance:)`` when another instance has it.
     ///
     /// Refuses when the retained status shows another instance live, or the retained claim another instance still
     /// starting — each judged by seeing its heartbeat or claim change here (``StoreLiveness``), never by comparing
     /// clocks; a heartbeat that reads fresh on this machine's clock counts as live at once, which errs only towards
-    /// refusing. Otherwise publishes this instance's claim, lets ``claimSettle`` pass, and refuses if a later claim of
+    /// refusing. Otherwise publishes this instance's claim, lets ``StoreTiming/claimSettle`` pass, and refuses if a later claim of
     /// another instance came meanwhile: of instances that started at the same moment, the one whose claim the broker
     /// kept (the last) goes on. The process that last used this data directory is not another: it is gone, since this
     /// one holds the directory's lock.
@@ -259,7 +271,7 @@ public final class StoreService: Service, Sendable {
             throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
         }
         try await publishClaim(wiring)
-        try await Task.sleep(for: Self.claimSettle)
+        try await Task.sleep(for: timing.claimSettle)
         if let claim = wiring.liveness.claim, !others.contains(claim.instance) {
             throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: claim.instance)
         }
@@ -270,7 +282,7 @@ public final class StoreService: Service, Sendable {
 
     private func publishClaim(_ wiring: Wiring) async throws {
         let claim = StoreClaim(store: store.id, instance: instance, at: clock())
-        let publication = try wiring.publisher.send(claim.payloadBytes(), to: topics.claim, qos: .atLeastOnce, retain: true)
+        let publication = try wiring.publisher.send(claim.payloadBytes(), to: topics.claim, retain: true)
         wiring.claimPublished.raise()
         try await publication.acknowledged()
     }
@@ -296,7 +308,7 @@ public final class StoreService: Service, Sendable {
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle),
             ApplyStage(
                 processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
-                lifecycle: wiring.lifecycle, logger: logger),
+                lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
             SessionWatch(
                 client: wiring.session, events: wiring.sessionEvents, database: database, lifecycle: wiring.lifecycle,
                 liveness: wiring.liveness, store: store.id, instance: instance,
@@ -310,7 +322,7 @@ public final class StoreService: Service, Sendable {
                     try await publisher.subscribe(to: topics.status)
                     try await publisher.subscribe(to: topics.claim)
                 },
-                logger: logger),
+                logger: logger, probeInterval: timing.retry),
         ]
         let group = ServiceGroup(
             configuration: .init(
@@ -344,9 +356,9 @@ public final class StoreService: Service, Sendable {
     private struct Wiring: Sendable {
         let lifecycle: StoreLifecycle
         let liveness: StoreLiveness
-        let session: MQTTClient
+        let session: any BrokerConnection
         let sessionEvents: AsyncStream<MQTTConnectionEvent>
-        let publisher: MQTTClient
+        let publisher: any BrokerConnection
         let publisherEvents: AsyncStream<MQTTConnectionEvent>
         let statusAndClaim: AsyncStream<MQTTMessage>
         let journaled: HandOff<JournaledRequest>
@@ -362,34 +374,31 @@ public final class StoreService: Service, Sendable {
 
         init(service: StoreService) throws {
             let configuration = service.configuration, topics = service.topics, store = service.store.id
-            lifecycle = StoreLifecycle(logger: service.logger)
-            liveness = StoreLiveness(topics: topics)
+            lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing)
+            liveness = StoreLiveness(topics: topics, timing: service.timing)
             (requestWakeups, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             journaled = HandOff(capacity: StoreService.handOffCapacity, wakeup: requestArrived)
             committed = HandOff(capacity: StoreService.handOffCapacity, wakeup: outboxWakeups.continuation)
 
             let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
-            publisher = try MQTTClient(
-                configuration: configuration.connection.configuration(
-                    clientID: SessionClientIDs.publisher(of: store, instance: service.instance), session: .clean,
-                    will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true)),
-                logger: service.logger)
+            publisher = try service.connector.connection(
+                clientID: SessionClientIDs.publisher(of: store, instance: service.instance), session: .clean,
+                will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true),
+                reconnection: .automatic, journal: nil)
             publisherEvents = publisher.connectionEvents()
             statusAndClaim = try publisher.messages(matching: "\(topics.root)/+")
 
-            var sessionConfiguration = configuration.connection.configuration(clientID: StoreService.clientID(for: store), session: .persistent)
-            sessionConfiguration.reconnection = .whenAllowed
-            session = try MQTTClient(
-                configuration: sessionConfiguration,
-                journal: RequestJournal(database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle),
-                logger: service.logger)
+            session = try service.connector.connection(
+                clientID: StoreService.clientID(for: store), session: .persistent, will: nil, reconnection: .whenAllowed,
+                journal: RequestJournal(database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle))
             sessionEvents = session.connectionEvents()
 
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             heartbeat = Heartbeat(
                 client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
-                lifecycle: lifecycle, triggers: triggers, trigger: trigger, clock: service.clock, logger: service.logger)
+                lifecycle: lifecycle, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
+                logger: service.logger)
         }
 
         /// Feeds ``liveness`` from the publishing connection, and has the heartbeat say online again at once when that

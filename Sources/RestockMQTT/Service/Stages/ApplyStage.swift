@@ -21,7 +21,7 @@ struct ApplyStage: Service {
     let logger: Logger
 
     /// How long a paused stage waits before it tries again.
-    static let retryInterval = Duration.seconds(1)
+    let retryInterval: Duration
 
     func run() async throws {
         try await withTaskExecutorPreference(database.executor) {
@@ -54,7 +54,7 @@ struct ApplyStage: Service {
             } catch let error as StorageError where error.isPassable {
                 if republish { republishRequested.raise() }
                 lifecycle.pause(.applying, because: error)
-                try await Task.sleep(for: Self.retryInterval)
+                try await Task.sleep(for: retryInterval)
             }
         }
     }

@@ -7,13 +7,13 @@ import RestockPipeline
 import ServiceLifecycle
 
 /// The store's status on the broker (docs/contract.md, "Status"): `online` with a heartbeat every
-/// ``StoreStatus/heartbeatInterval`` while the store holds its session (or has paused it itself: it still owns the
+/// ``StoreTiming/heartbeat`` while the store holds its session (or has paused it itself: it still owns the
 /// store id), at once when something changes (a pause begins or ends, a connection comes back, another instance's
 /// status replaced this one's); nothing while the session is lost and the session watch decides whether it is still
 /// the store's; `offline` (stopped) on graceful shutdown, after the other stages have drained; nothing when the
 /// store was taken over or is cancelled.
 struct Heartbeat: Service {
-    let client: MQTTClient
+    let client: any BrokerConnection
     let topics: RestockTopics
     let store: StoreID
     let instance: String
@@ -24,6 +24,7 @@ struct Heartbeat: Service {
     let triggers: AsyncStream<Void>
     let trigger: AsyncStream<Void>.Continuation
     let clock: @Sendable () -> Date
+    let interval: Duration
     let logger: Logger
 
     func run() async throws {
@@ -32,7 +33,7 @@ struct Heartbeat: Service {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         while true {
-                            try await Task.sleep(for: StoreStatus.heartbeatInterval)
+                            try await Task.sleep(for: interval)
                             trigger.yield()
                         }
                     }
@@ -43,7 +44,7 @@ struct Heartbeat: Service {
                     for await _ in triggers where lifecycle.isLive {
                         try Task.checkCancellation()
                         // A publish waits for its acknowledgement while the broker is away: the next beat follows it.
-                        try? await client.publish(onlineStatus().payloadBytes(), to: topics.status, qos: .atLeastOnce, retain: true)
+                        try? await client.publish(onlineStatus().payloadBytes(), to: topics.status, retain: true)
                     }
                 }
             }
@@ -53,7 +54,7 @@ struct Heartbeat: Service {
         guard client.isConnected else { return }  // the will says offline
         let goodbye = StoreStatus.stopped(store: store, at: clock(), instance: instance)
         _ = try? await withDeadline(2) { [client, topics] in
-            try await client.publish(goodbye.payloadBytes(), to: topics.status, qos: .atLeastOnce, retain: true)
+            try await client.publish(goodbye.payloadBytes(), to: topics.status, retain: true)
         }
     }
 

@@ -14,7 +14,7 @@ import Synchronization
 /// whatever was not acknowledged goes out again with the same payload (and the same alert id).
 struct OutboxPublisher: Service {
     /// The store's publishing connection.
-    let client: MQTTClient
+    let client: any BrokerConnection
     let database: StoreDatabase
     /// What the applying stage committed, in memory.
     let committed: HandOff<CommittedPublication>
@@ -37,7 +37,7 @@ struct OutboxPublisher: Service {
     static let acknowledgementGrace = Duration.seconds(2)
 
     init(
-        client: MQTTClient, database: StoreDatabase, committed: HandOff<CommittedPublication>,
+        client: any BrokerConnection, database: StoreDatabase, committed: HandOff<CommittedPublication>,
         wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
         logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle
     ) {
@@ -107,7 +107,7 @@ struct OutboxPublisher: Service {
     /// deadline has passed it sends nothing more, and records the acknowledgements of what it sent.
     private func drain(_ reader: OutboxReader) async throws {
         while !Task.isCancelled, !stopping.hasPassed {
-            var awaiting: [(Outgoing, MQTTPublication)] = []
+            var awaiting: [(Outgoing, BrokerAcknowledgement)] = []
             do {
                 while !Task.isCancelled {
                     if stopping.hasPassed {
@@ -119,7 +119,7 @@ struct OutboxPublisher: Service {
                     let round = try reader.next(Self.round)
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
-                        (message, try client.send(message.payload, to: message.topic, qos: .atLeastOnce, retain: message.retain))
+                        (message, try client.send(message.payload, to: message.topic, retain: message.retain))
                     }
                     try await acknowledge(awaiting)
                     awaiting = sent
@@ -138,7 +138,7 @@ struct OutboxPublisher: Service {
     /// batch remembers how far it has been acknowledged (every earlier round was acknowledged before). What the
     /// database cannot record now (a full disk) is kept and recorded with the next ones; until then a restart
     /// would send those messages again, with the same ids.
-    private func acknowledge(_ publications: [(Outgoing, MQTTPublication)]) async throws {
+    private func acknowledge(_ publications: [(Outgoing, BrokerAcknowledgement)]) async throws {
         guard !publications.isEmpty else { return }
         var (messages, batches) = unrecorded.take()
         var interrupted: (any Error)?

@@ -17,7 +17,7 @@ import ServiceLifecycle
 /// too: the watch asks the applying stage to publish them all again. On graceful shutdown it closes the session
 /// first, so that no request is taken while the store drains.
 struct SessionWatch: Service {
-    let client: MQTTClient
+    let client: any BrokerConnection
     /// The session's connection events, made before it first connected.
     let events: AsyncStream<MQTTConnectionEvent>
     let database: StoreDatabase
@@ -33,7 +33,7 @@ struct SessionWatch: Service {
     let logger: Logger
 
     /// How often a paused journal tries the log again.
-    static let probeInterval = Duration.seconds(1)
+    let probeInterval: Duration
 
     func run() async throws {
         do {
@@ -67,7 +67,7 @@ struct SessionWatch: Service {
     private func waitForPermission() async throws {
         while lifecycle.isPaused(.journal) {
             if let failure = lifecycle.failure { throw failure }
-            try await Task.sleep(for: Self.probeInterval)
+            try await Task.sleep(for: probeInterval)
             do {
                 try await withTaskExecutorPreference(database.executor) { try database.log.probe() }
                 lifecycle.resume(.journal)
@@ -84,7 +84,7 @@ struct SessionWatch: Service {
                 break
             } catch let error as MQTTError {
                 logger.debug("cannot read the store's status yet", metadata: ["error": "\(error)"])
-                try await Task.sleep(for: .milliseconds(100))
+                try await Task.sleep(for: min(.milliseconds(100), probeInterval))
             }
         }
         // A newer instance took the session (libmosquitto does not pass on MQTT 5's "session taken over"): its heartbeat
