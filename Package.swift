@@ -83,6 +83,15 @@ let package = Package(
         .testTarget(
             name: "RestockPipelineTests",
             dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+        // Unit tests of the store service over a broker in memory (RestockTestSupport's InMemoryBroker): takeover,
+        // draining, stage failure and reconnection in milliseconds.
+        .testTarget(
+            name: "RestockServiceTests",
+            dependencies: [
+                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport",
+                .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // Integration tests against a real mosquitto.
         .testTarget(
             name: "RestockMQTTTests",

@@ -305,7 +305,8 @@ public final class StoreService: Service, Sendable {
             wiring.heartbeat,
             OutboxPublisher(
                 client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
-                topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle),
+                topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
+                acknowledgementGrace: timing.acknowledgementGrace),
             ApplyStage(
                 processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
                 lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
@@ -373,7 +374,7 @@ public final class StoreService: Service, Sendable {
         let heartbeat: Heartbeat
 
         init(service: StoreService) throws {
-            let configuration = service.configuration, topics = service.topics, store = service.store.id
+            let topics = service.topics, store = service.store.id
             lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing)
             liveness = StoreLiveness(topics: topics, timing: service.timing)
             (requestWakeups, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -398,7 +399,7 @@ public final class StoreService: Service, Sendable {
             heartbeat = Heartbeat(
                 client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
                 lifecycle: lifecycle, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
-                logger: service.logger)
+                goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
         }
 
         /// Feeds ``liveness`` from the publishing connection, and has the heartbeat say online again at once when that

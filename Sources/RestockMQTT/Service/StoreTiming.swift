@@ -20,6 +20,8 @@ package struct StoreTiming: Sendable {
     package var retry = Duration.seconds(1)
     /// How often a pause that lasts is logged again.
     package var pauseReport = Duration.seconds(60)
+    /// How long a stopping store waits, after its drain, for the acknowledgements of what it sent.
+    package var acknowledgementGrace = Duration.seconds(2)
 
     /// The contract's timing.
     package static let contract = StoreTiming()
@@ -39,6 +41,7 @@ package struct StoreTiming: Sendable {
         timing.retainedWait /= factor
         timing.retry /= factor
         timing.pauseReport /= factor
+        timing.acknowledgementGrace /= factor
         return timing
     }
 }

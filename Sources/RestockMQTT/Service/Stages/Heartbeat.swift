@@ -25,6 +25,8 @@ struct Heartbeat: Service {
     let trigger: AsyncStream<Void>.Continuation
     let clock: @Sendable () -> Date
     let interval: Duration
+    /// How long the goodbye waits for the broker's acknowledgement.
+    let goodbyeWait: Duration
     let logger: Logger
 
     func run() async throws {
@@ -53,7 +55,7 @@ struct Heartbeat: Service {
         guard !Task.isCancelled, lifecycle.takenOverBy == nil else { return }
         guard client.isConnected else { return }  // the will says offline
         let goodbye = StoreStatus.stopped(store: store, at: clock(), instance: instance)
-        _ = try? await withDeadline(2) { [client, topics] in
+        _ = try? await withDeadline(goodbyeWait.seconds) { [client, topics] in
             try await client.publish(goodbye.payloadBytes(), to: topics.status, retain: true)
         }
     }

@@ -27,21 +27,22 @@ struct OutboxPublisher: Service {
     let drainTimeout: Duration
     /// Whether the store was taken over: then it stops at once, without draining.
     let lifecycle: StoreLifecycle
+    /// How long a stopping store waits, after its drain, for the acknowledgements of what it has sent.
+    let acknowledgementGrace: Duration
     /// Acknowledgements the database could not record yet (a full disk), recorded with the next ones.
     private let unrecorded = UnrecordedAcknowledgements()
     private let stopping = ShutdownDeadline()
 
     /// How many messages are read and kept in flight at once.
     static let round = 1_000
-    /// How long a stopping store waits for the acknowledgements of what it has sent.
-    static let acknowledgementGrace = Duration.seconds(2)
 
     init(
         client: any BrokerConnection, database: StoreDatabase, committed: HandOff<CommittedPublication>,
         wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
-        logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle
+        logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration
     ) {
         self.lifecycle = lifecycle
+        self.acknowledgementGrace = acknowledgementGrace
         self.client = client
         self.database = database
         self.committed = committed
@@ -65,13 +66,17 @@ struct OutboxPublisher: Service {
                     let reader = OutboxReader(database: database, committed: committed, topics: topics, logger: logger)
                     for await _ in wakeups {
                         try await drain(reader)
-                        if stopping.isStopping { return }  // everything committed is published, or the drain's time is up
+                        guard stopping.isStopping else { continue }
+                        // The applying stage has ended: drain until a pass finds nothing more (a pass that waited long for
+                        // acknowledgements may have ended on what was pending before the last commits), or the time is up.
+                        while try await drain(reader) > 0 {}
+                        return
                     }
                 }
                 group.addTask {
                     // The drain is bounded, also when acknowledgements never come (the broker is gone).
                     guard await stopping.begun() else { return }
-                    try await Task.sleep(for: drainTimeout + Self.acknowledgementGrace)
+                    try await Task.sleep(for: drainTimeout + acknowledgementGrace)
                     throw CancellationError()
                 }
                 defer { group.cancelAll() }
@@ -102,18 +107,20 @@ struct OutboxPublisher: Service {
         let retain: Bool
     }
 
-    /// Publishes everything pending. Each round is queued before the previous round's acknowledgements are
-    /// awaited and recorded, so the connection stays busy while the database is written. Once the shutdown
-    /// deadline has passed it sends nothing more, and records the acknowledgements of what it sent.
-    private func drain(_ reader: OutboxReader) async throws {
+    /// Publishes everything pending; returns how many messages it sent. Each round is queued before the previous
+    /// round's acknowledgements are awaited and recorded, so the connection stays busy while the database is written.
+    /// Once the shutdown deadline has passed it sends nothing more, and records the acknowledgements of what it sent.
+    @discardableResult
+    private func drain(_ reader: OutboxReader) async throws -> Int {
+        var total = 0
         while !Task.isCancelled, !stopping.hasPassed {
             var awaiting: [(Outgoing, BrokerAcknowledgement)] = []
             do {
                 while !Task.isCancelled {
                     if stopping.hasPassed {
                         let last = awaiting
-                        _ = try? await withDeadline(Self.acknowledgementGrace.seconds) { try await acknowledge(last) }
-                        return
+                        _ = try? await withDeadline(acknowledgementGrace.seconds) { try await acknowledge(last) }
+                        return total
                     }
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
                     let round = try reader.next(Self.round)
@@ -121,9 +128,10 @@ struct OutboxPublisher: Service {
                     let sent = try round.map { message in
                         (message, try client.send(message.payload, to: message.topic, retain: message.retain))
                     }
+                    total += sent.count
                     try await acknowledge(awaiting)
                     awaiting = sent
-                    if round.isEmpty { return }
+                    if round.isEmpty { return total }
                 }
             } catch MQTTError.notConnected {
                 // Reconnecting: start over from the oldest unacknowledged message once back.
@@ -132,6 +140,7 @@ struct OutboxPublisher: Service {
                 try await waitUntilConnected()
             }
         }
+        return total
     }
 
     /// Waits for each acknowledgement, then records them in one transaction: messages are forgotten, and each

@@ -1,0 +1,202 @@
+import Deadlines
+import Foundation
+import GRDB
+import Mosquitto
+import RestockCore
+import RestockMQTT
+import RestockPipeline
+import RestockTestSupport
+import Testing
+
+/// The store service over a broker in memory, with the contract's intervals a hundred times shorter: what the
+/// integration tests show against a real mosquitto in seconds, here in milliseconds.
+@Suite("The store service, over a broker in memory")
+struct StoreServiceTests {
+    static func subscribe(_ customer: String, _ sku: String) -> (topic: String, payload: [UInt8]) {
+        ("restock/apple/subscribe/\(customer)", Array(sku.utf8))
+    }
+
+    static func started(on broker: InMemoryBroker, drainTimeout: Duration = .seconds(5), prepare: (URL) throws -> Void = { _ in }) async throws -> RunningStore {
+        let store = try RunningStore(on: broker, drainTimeout: drainTimeout, prepare: prepare)
+        try await waitUntil("the store online", within: 10, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
+        return store
+    }
+
+    /// Until the store has committed `quantity` of `sku`.
+    static func waitForStock(_ sku: String, _ quantity: Int, in store: RunningStore) async throws {
+        let item = try SKU(sku)
+        try await waitUntil("\(sku) at \(quantity), committed", within: 10, pollEvery: .milliseconds(5)) {
+            (try? StoreDatabase.snapshot(readingOnly: store.dataDirectory).inventory[item]) == quantity
+        }
+    }
+
+    @Test("requests in, mirrors and alerts out; a graceful stop says offline")
+    func requestsAndAlerts() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
+        broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
+        try await waitUntil("alice's mirror", within: 10, pollEvery: .milliseconds(5)) {
+            broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
+        }
+        broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
+        try await waitUntil("alice's alert", within: 10, pollEvery: .milliseconds(5)) { alerts.messages.count == 1 }
+        try await store.stop().get()
+        #expect(broker.status?.state == .offline && broker.status?.reason == .stopped)
+    }
+
+    @Test("a newer instance that takes the session and shows a changing heartbeat stops this one: it applies nothing more and says nothing")
+    func takenOver() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        // What a newer instance does: it takes the store's session, and its heartbeat changes.
+        let newer = try broker.connection(clientID: SessionClientIDs.store(apple), session: .persistent)
+        try await newer.connect()
+        let heartbeat = Task {
+            while !Task.isCancelled {
+                let status = StoreStatus.online(store: apple, since: Date(), instance: "newer0000000", heartbeatAt: Date())
+                broker.publish(status.payloadBytes(), to: appleTopics.status, retain: true)
+                try await Task.sleep(for: fast.heartbeat)
+            }
+        }
+        defer { heartbeat.cancel() }
+        let result = await store.run.result
+        guard case .failure(let error) = result, case RestockMQTTError.storeTakenOver(_, let winner) = error else {
+            Issue.record("the store did not stop as taken over: \(result)")
+            return
+        }
+        #expect(winner == "newer0000000")
+        heartbeat.cancel()
+        #expect(broker.status?.instance == "newer0000000", "the old instance said something over the winner's status")
+        // A request now goes to the newer session, not to the old store.
+        broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/late")
+        #expect(try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).inbox == 0)
+        #expect(store.log.text.contains("took over"))
+    }
+
+    @Test("another store of the id is refused while this one is live, and takes no request")
+    func secondRefused() async throws {
+        let broker = InMemoryBroker()
+        let first = try await Self.started(on: broker)
+        let second = try RunningStore(on: broker)
+        let result = await second.run.result
+        guard case .failure(RestockMQTTError.storeAlreadyRunning(_, let instance)) = result else {
+            Issue.record("the second store was not refused: \(result)")
+            return
+        }
+        #expect(instance == first.service.instance)
+        #expect(broker.status?.instance == first.service.instance)
+        await first.stop()
+    }
+
+    @Test("a graceful stop drains the outbox while the broker holds its acknowledgements, then says offline")
+    func drains() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
+        let customers = (0..<300).map { "c\($0)" }
+        for customer in customers { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
+        try await waitUntil("300 watches, their mirrors acknowledged", within: 10, pollEvery: .milliseconds(5)) {
+            let queues = try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory)
+            return queues?.watches == 300 && queues?.outbox == 0
+        }
+        // The broker holds every acknowledgement from now on: the publisher waits for zed's mirror's, having found
+        // nothing more to send, while the restock commits behind it (a pass that ended on what was pending before must
+        // not end the drain).
+        broker.holdAcknowledgements()
+        broker.publish(Self.subscribe("zed", "mac").payload, to: Self.subscribe("zed", "mac").topic)
+        try await waitUntil("zed's mirror published", within: 10, pollEvery: .milliseconds(5)) {
+            broker.retainedMessage(on: "restock/apple/customers/zed/subscriptions") != nil
+        }
+        broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
+        try await Self.waitForStock("ipad", 1, in: store)
+        let stopping = Task { await store.stop() }
+        try await Task.sleep(for: .milliseconds(50))
+        broker.releaseAcknowledgements()
+        try await stopping.value.get()
+        #expect(Set(alerts.messages.map(\.topic)).count == 300)
+        #expect(try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).outbox == 0)
+        #expect(broker.status?.reason == .stopped)
+        #expect(store.log.text.contains("the outbox is empty"))
+    }
+
+    @Test("a graceful stop with a broker that never acknowledges ends within the drain timeout and its grace, and keeps what is left")
+    func drainBounded() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker, drainTimeout: .milliseconds(50))
+        broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
+        try await waitUntil("alice's watch", within: 10, pollEvery: .milliseconds(5)) {
+            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 1
+        }
+        broker.holdAcknowledgements()
+        broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
+        try await Self.waitForStock("ipad", 1, in: store)
+        let clock = ContinuousClock()
+        let took = await clock.measure { _ = await store.stop() }
+        #expect(took < .seconds(2), "the stop took \(took): the drain is 50 ms and the grace 20 ms")
+        #expect(store.log.text.contains("left in the outbox"), "\(store.log.text)")
+        broker.releaseAcknowledgements()
+    }
+
+    @Test("a stage that fails for good stops the store: it drains, says offline, and ends with the stage and the cause")
+    func stageFailure() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        // From now on the state refuses to queue boom's mirror, and so to commit the batch that makes it (a trigger
+        // added by a second connection while the store runs).
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let queue = try DatabaseQueue(path: store.dataDirectory.appendingPathComponent("store.sqlite").path, configuration: configuration)
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse_boom BEFORE INSERT ON outbox WHEN NEW.topic = 'restock/apple/customers/boom/subscriptions'
+                    BEGIN SELECT RAISE(ABORT, 'the disk refuses boom'); END;
+                    """)
+        }
+        try queue.close()
+        broker.publish(Self.subscribe("boom", "ipad").payload, to: Self.subscribe("boom", "ipad").topic)
+        let result = await store.run.result
+        guard case .failure(let error) = result else {
+            Issue.record("the store went on")
+            return
+        }
+        #expect("\(error)".contains("applying requests failed") && "\(error)".contains("the disk refuses boom"), "\(error)")
+        #expect(broker.status?.isOnline == false)
+    }
+
+    @Test("a broker restarted without persistence gets the status, the mirrors and the inventory back")
+    func brokerLostEverything() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
+        broker.publish(Array(#"{"sku":"pencil","set":7}"#.utf8), to: "restock/apple/admin/stock")
+        try await waitUntil("alice's mirror and the pencil", within: 10, pollEvery: .milliseconds(5)) {
+            broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
+                && broker.retainedMessage(on: "restock/apple/inventory/pencil") != nil
+        }
+        broker.stop(persistence: false)
+        #expect(broker.status == nil)
+        broker.start()
+        try await waitUntil("every retained topic back", within: 10, pollEvery: .milliseconds(5)) {
+            broker.status?.isOnline == true && broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
+                && broker.retainedMessage(on: "restock/apple/inventory/pencil") != nil
+        }
+        #expect(store.log.text.contains("reconnected to the broker"))
+        await store.stop()
+    }
+
+    @Test("requests sent while the broker is away from the store wait in its session and are applied when it is back")
+    func requestsWaitInTheSession() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        broker.stop()
+        // The store's session keeps what is published for it meanwhile (a client on another node, say).
+        broker.start()
+        for customer in ["a", "b", "c"] { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
+        try await waitUntil("3 watches", within: 10, pollEvery: .milliseconds(5)) {
+            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 3
+        }
+        await store.stop()
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+import Mosquitto
+import RestockCore
+import RestockMQTT
+import RestockPipeline
+import RestockTestSupport
+import ServiceLifecycle
+import Synchronization
+
+let apple = try! StoreID("apple")
+let appleTopics = try! RestockTopics(store: apple)
+/// The contract's intervals a hundred times shorter: a heartbeat every 20 ms.
+let fast = StoreTiming.contract.scaled(down: 100)
+
+/// A store service running in this process on an ``InMemoryBroker``, in a `ServiceGroup` of its own (so a test can
+/// stop it gracefully, as SIGTERM does).
+final class RunningStore: Sendable {
+    let service: StoreService
+    let group: ServiceGroup
+    let run: Task<Void, any Error>
+    let dataDirectory: URL
+    let log: LogCapture
+
+    init(on broker: InMemoryBroker, dataDirectory: URL? = nil, drainTimeout: Duration = .seconds(5), prepare: (URL) throws -> Void = { _ in }) throws {
+        let dataDirectory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("service-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        try prepare(dataDirectory)
+        self.dataDirectory = dataDirectory
+        let log = LogCapture()
+        self.log = log
+        var logger = Logger(label: "test.store", factory: { _ in log })
+        logger.logLevel = .info
+        service = try StoreService(
+            configuration: .init(
+                connection: BrokerSettings(broker: .hostname("in-memory")), store: apple, dataDirectory: dataDirectory,
+                drainTimeout: drainTimeout, customerRequestRate: nil),
+            logger: logger, connector: broker, timing: fast)
+        group = ServiceGroup(configuration: .init(services: [service], logger: logger))
+        run = Task { [group] in try await group.run() }
+    }
+
+    /// Stops it gracefully (SIGTERM) and waits for it to end; returns how its run ended.
+    @discardableResult
+    func stop() async -> Result<Void, any Error> {
+        await group.triggerGracefulShutdown()
+        return await run.result
+    }
+
+    deinit {
+        run.cancel()
+        try? FileManager.default.removeItem(at: dataDirectory)
+    }
+}
+
+/// Log lines kept in memory.
+final class LogCapture: LogHandler, Sendable {
+    private let lines = Mutex<[String]>([])
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    func log(event: LogEvent) {
+        let metadata = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let line = "\(event.level) \(metadata) \(event.message)"
+        lines.withLock { $0.append(line) }
+    }
+
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+    var logLevel: Logger.Level {
+        get { .info }
+        set {}
+    }
+    subscript(metadataKey _: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+}
+
+/// Everything published on topics matching `filter`, as a subscriber sees it.
+final class Subscriber: Sendable {
+    let connection: any BrokerConnection
+    private let received = Received()
+    private let reader: Task<Void, Never>
+
+    private final class Received: Sendable {
+        let messages = Mutex<[MQTTMessage]>([])
+    }
+
+    init(_ broker: InMemoryBroker, filter: String, clientID: String = "watcher-\(UUID().uuidString.prefix(6))") async throws {
+        connection = try broker.connection(clientID: clientID)
+        let messages = try connection.messages(matching: filter)
+        try await connection.connect()
+        try await connection.subscribe(to: filter)
+        let received = self.received
+        reader = Task { for await message in messages { received.messages.withLock { $0.append(message) } } }
+    }
+
+    deinit { reader.cancel() }
+
+    var messages: [MQTTMessage] { received.messages.withLock { $0 } }
+
+    /// The payloads received on `topic`, decoded.
+    func payloads<T: Decodable>(_ type: T.Type, on topic: String) -> [T] {
+        messages.filter { $0.topic == topic }.compactMap { try? JSONDecoder().decode(T.self, from: Data($0.payload)) }
+    }
+}
+
+extension InMemoryBroker {
+    /// The retained status, decoded.
+    var status: StoreStatus? {
+        retainedMessage(on: appleTopics.status).flatMap { try? JSONDecoder().decode(StoreStatus.self, from: Data($0.payload)) }
+    }
+}
