@@ -11,6 +11,21 @@ struct CommandLineTests {
         try await ChildProcess.run(restockExecutable, arguments, within: 60)
     }
 
+    @Test(
+        "odd values of serve's limits are one line and exit 64, before anything is opened",
+        arguments: [
+            ["--customer-rate", "0x10"], ["--customer-rate", "inf"], ["--customer-rate", "-1"], ["--customer-rate", "1e999"],
+            ["--customer-rate", "0"], ["--customer-burst", "0"], ["--max-watches-per-customer", "0"],
+            ["--max-watches-per-customer", "1000001"],
+        ])
+    func oddLimits(_ option: [String]) async throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("never-\(UUID().uuidString)")
+        let result = try await restock(["serve", "--broker", "mqtt://127.0.0.1:1", "--data", data.path] + option)
+        #expect(result.status == 64, "\(option): \(result.standardError)")
+        #expect(result.standardError.hasPrefix("error: \(option[0])") && result.standardError.split(separator: "\n").count <= 3, "\(result.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: data.path), "the data directory was made")
+    }
+
     @Test("the demo runs to completion with its own private broker", arguments: ["5", "3.1.1"])
     func demo(mqttVersion: String) async throws {
         let result = try await restock(["demo", "--mqtt-version", mqttVersion])

@@ -200,3 +200,35 @@ struct StoreServiceTests {
         await store.stop()
     }
 }
+
+/// The store's clients over a broker in memory.
+@Suite("The store's client, over a broker in memory")
+struct StoreClientTests {
+    @Test("a live store is found over a slow link: the wait for the retained status counts from the broker's answer, not the request (found by the outside trial: 10 of 10 refused as never online at 300 ms)")
+    func slowLinkFindsTheStore() async throws {
+        let broker = InMemoryBroker()
+        let store = try await StoreServiceTests.started(on: broker)
+        broker.answerSubscriptions(after: .milliseconds(700))
+        let client = StoreClient(connection: BrokerSettings(broker: .hostname("in-memory")), topics: appleTopics, connector: broker)
+        let record = try await client.changeStock(of: try SKU("pencil"), .set(3), wait: 10)
+        #expect(record.quantity == 3)
+        await store.stop()
+    }
+
+    @Test("a store the broker has never seen is refused at once; a paused or offline one is not taken for live")
+    func unknownStoreRefused() async throws {
+        let broker = InMemoryBroker()
+        let nowhere = StoreClient(
+            connection: BrokerSettings(broker: .hostname("in-memory")), topics: try RestockTopics(store: StoreID("nowhere")), connector: broker)
+        await #expect(throws: RestockMQTTError.unknownStore(store: "nowhere")) {
+            try await nowhere.changeStock(of: try SKU("x"), .set(1), wait: 10)
+        }
+        // An online status whose heartbeat never changes (its store is gone) is waited on, then said offline.
+        let stale = StoreStatus.online(store: apple, since: Date(timeIntervalSinceNow: -3_600), instance: "aaaaaaaaaaaa", heartbeatAt: Date(timeIntervalSinceNow: -3_600))
+        broker.publish(stale.payloadBytes(), to: appleTopics.status, retain: true)
+        let client = StoreClient(connection: BrokerSettings(broker: .hostname("in-memory")), topics: appleTopics, connector: broker)
+        await #expect(throws: RestockMQTTError.storeOffline(store: "apple")) {
+            try await client.changeStock(of: try SKU("x"), .set(1), wait: 1)
+        }
+    }
+}

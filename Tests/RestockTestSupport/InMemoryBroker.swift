@@ -21,6 +21,7 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var live: [String: InMemoryConnection] = [:]
     private var connections: [Weak] = []
     private var holdingAcknowledgements = false
+    private var subscribeDelay = Duration.zero
     private var heldAcknowledgements = Completion()
     private var log: [String] = []
 
@@ -94,6 +95,9 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
         held.complete(throwing: nil)
     }
 
+    /// Every subscription is answered `delay` late from now on, its retained messages right after (a slow link).
+    public func answerSubscriptions(after delay: Duration) { locked { subscribeDelay = delay } }
+
     /// The retained message of `topic`, if any.
     public func retainedMessage(on topic: String) -> MQTTMessage? { locked { retained[topic] } }
 
@@ -119,6 +123,9 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var waitingToReconnect: [InMemoryConnection] {
         connections.compactMap(\.connection).filter(\.wantsToReconnect)
     }
+
+    /// How late subscriptions are answered.
+    fileprivate var subscriptionDelay: Duration { locked { subscribeDelay } }
 
     /// Whether the broker takes connections.
     fileprivate var acceptsConnections: Bool { locked { isUp } }
@@ -318,6 +325,8 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
     }
 
     func subscribe(to filter: String, qos: MQTTQoS, options: MQTTSubscriptionOptions) async throws {
+        let delay = broker.subscriptionDelay
+        if delay > .zero { try await Task.sleep(for: delay) }
         try broker.subscribe(self, to: filter, options: options)
     }
 

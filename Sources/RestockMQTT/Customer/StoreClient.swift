@@ -264,6 +264,7 @@ public final class StoreClient: Sendable {
         defer { reader.cancel() }
         liveness.connected(readingClaim: false)
         try await client.subscribe(to: topics.status)
+        liveness.subscribed()
         try await liveness.waitUntilCurrent()
         guard liveness.status != nil else { throw RestockMQTTError.unknownStore(store: topics.store.rawValue) }
         while true {

@@ -12,8 +12,8 @@ import Synchronization
 /// clients whose clocks disagree by minutes still agree on which instance is live. The same holds for claims: a
 /// starting store publishes its claim again every ``StoreClaim/renewInterval``.
 ///
-/// Fed by the connection's message stream (``received(_:)``) and its connection events (``connected()``); read
-/// from any task.
+/// Fed by the connection's message stream (``received(_:)``), its connection events (``connected(readingClaim:)``)
+/// and its subscriptions (``subscribed()``); read from any task.
 package final class StoreLiveness: Sendable {
     private struct Seen {
         /// The last status and claim received, and the last heartbeat or claim time of each instance.
@@ -24,8 +24,9 @@ package final class StoreLiveness: Sendable {
         /// When each instance last showed a sign of life in its status, and in its claim.
         var statusLife: [String: ContinuousClock.Instant] = [:]
         var claimLife: [String: ContinuousClock.Instant] = [:]
-        /// When the connection last (re)connected, and whether the retained status and claim have come since.
-        var connectedAt: ContinuousClock.Instant?
+        /// When the status (and claim) were last subscribed to — the broker sends the retained ones right after its
+        /// answer — and whether they have come since the connection last (re)connected.
+        var subscribedAt: ContinuousClock.Instant?
         var statusArrived = false
         var claimArrived = false
         /// Whether the connection reads the claim too (a store does; a client reads the status only).
@@ -45,17 +46,25 @@ package final class StoreLiveness: Sendable {
 
     // MARK: Feeding
 
-    /// The connection (re)connected: what arrives next, retained first, is the broker's current view.
+    /// The connection (re)connected, or is about to subscribe again: the view is not current until the retained
+    /// status (and claim) come again, or ``StoreTiming/retainedWait`` passes after the next ``subscribed()``.
     /// - Parameter readingClaim: Whether the connection is subscribed to the claim too, so that the view is current
     ///   only once the retained claim has come as well.
     package func connected(readingClaim: Bool = true) {
-        let now = clock.now
         seen.withLock {
-            $0.connectedAt = now
+            $0.subscribedAt = nil
             $0.statusArrived = false
             $0.claimArrived = false
             $0.readsClaim = readingClaim
         }
+    }
+
+    /// The broker has answered the subscription to the status (and claim): the retained ones follow at once, so
+    /// their absence ``StoreTiming/retainedWait`` from now means there are none — counted from the answer, not the
+    /// request, so that a slow link does not make a live store look unknown.
+    package func subscribed() {
+        let now = clock.now
+        seen.withLock { $0.subscribedAt = now }
     }
 
     /// A message on the status or claim topic (others are ignored).
@@ -103,14 +112,16 @@ package final class StoreLiveness: Sendable {
         return seen.withLock { $0.claimLife[instance].map { now - $0 <= timing.staleAfter } ?? false }
     }
 
-    /// Waits until the view is the broker's current one: connected, and the retained status and claim received
-    /// (or ``StoreTiming/retainedWait`` passed without them: there are none). Returns at once when it is.
+    /// Waits until the view is the broker's current one: the retained status and claim received since the last
+    /// (re)connection, or ``StoreTiming/retainedWait`` passed since the broker answered the subscription without them
+    /// (there are none). Returns at once when it is.
     package func waitUntilCurrent() async throws {
         while true {
             let now = clock.now
             let current = seen.withLock { seen in
-                guard let connectedAt = seen.connectedAt else { return false }
-                return (seen.statusArrived && (seen.claimArrived || !seen.readsClaim)) || now - connectedAt >= timing.retainedWait
+                if seen.statusArrived && (seen.claimArrived || !seen.readsClaim) { return true }
+                guard let subscribedAt = seen.subscribedAt else { return false }
+                return now - subscribedAt >= timing.retainedWait
             }
             if current { return }
             try await Task.sleep(for: min(.milliseconds(20), timing.retainedWait / 4))

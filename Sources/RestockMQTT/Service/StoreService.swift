@@ -201,8 +201,10 @@ public final class StoreService: Service, Sendable {
     private func connectPublisher(_ wiring: Wiring) async throws {
         try await retryingWhileUnreachable {
             try await wiring.publisher.connect()
+            wiring.liveness.connected()
             try await wiring.publisher.subscribe(to: self.topics.status)
             try await wiring.publisher.subscribe(to: self.topics.claim)
+            wiring.liveness.subscribed()
         }
     }
 
@@ -322,6 +324,7 @@ public final class StoreService: Service, Sendable {
                     liveness.connected()
                     try await publisher.subscribe(to: topics.status)
                     try await publisher.subscribe(to: topics.claim)
+                    liveness.subscribed()
                 },
                 logger: logger, probeInterval: timing.retry),
         ]
@@ -402,7 +405,8 @@ public final class StoreService: Service, Sendable {
                 goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
         }
 
-        /// Feeds ``liveness`` from the publishing connection, and has the heartbeat say online again at once when that
+        /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,
+        /// and the session watch before each decision), and has the heartbeat say online again at once when that
         /// connection comes back (a restarted broker may have lost the retained status) or another instance's status
         /// replaced this one's (a will of an instance that was taken over, published late), at most once a second.
         func watchStatus(instance: String) async {
@@ -423,7 +427,6 @@ public final class StoreService: Service, Sendable {
                 group.addTask {
                     for await event in publisherEvents {
                         guard case .connected = event else { continue }
-                        liveness.connected()
                         heartbeat.trigger.yield()
                     }
                 }

@@ -40,15 +40,24 @@ public struct StorageError: Error, CustomStringConvertible {
     /// SQLite's extended result code, when SQLite refused.
     public var resultCode: ResultCode? { (cause as? DatabaseError)?.extendedResultCode }
 
-    /// The system's error number, when a system call failed.
-    public var errno: Int32? { (cause as? POSIXError)?.code.rawValue }
+    /// The system's error number, when a system call failed (also one Foundation wrapped in an `NSError`).
+    public var errno: Int32? {
+        if let posix = cause as? POSIXError { return posix.code.rawValue }
+        let error = cause as NSError
+        if error.domain == NSPOSIXErrorDomain { return Int32(error.code) }
+        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return Int32(underlying.code)
+        }
+        return nil
+    }
 
     /// Whether the disk (or the file system's quota) is full.
     public var isDiskFull: Bool {
         if resultCode?.primaryResultCode == .SQLITE_FULL || errno == ENOSPC || errno == EDQUOT { return true }
-        // SQLite reports some writes the disk refused (growing its shared-memory file) as I/O errors, without errno.
-        guard resultCode?.primaryResultCode == .SQLITE_IOERR, let free = FreeSpace.bytes(near: path) else { return false }
-        return free < 64 * 1024
+        // SQLite reports some writes the disk refused (growing its shared-memory file) as I/O errors, and a file it
+        // could not make for want of inodes as "cannot open", without errno.
+        guard [.SQLITE_IOERR, .SQLITE_CANTOPEN].contains(resultCode?.primaryResultCode) else { return false }
+        return (FreeSpace.bytes(near: path).map { $0 < 64 * 1024 } ?? false) || FreeSpace.inodes(near: path) == 0
     }
 
     /// Whether the failure may pass by itself, so that trying the same again later can succeed: the disk is full,
@@ -65,7 +74,7 @@ public struct StorageError: Error, CustomStringConvertible {
 
     /// Why, in a few words: "the disk is full", "the file is locked by another process", SQLite's message.
     public var reason: String {
-        if isDiskFull { return "the disk is full" }
+        if isDiskFull { return FreeSpace.inodes(near: path) == 0 ? "the disk is full: no free inodes are left" : "the disk is full" }
         if let error = cause as? DatabaseError {
             switch error.resultCode {
             case .SQLITE_BUSY, .SQLITE_LOCKED: return "the file is locked by another process (\(error.message ?? "database is locked"))"
@@ -74,13 +83,14 @@ public struct StorageError: Error, CustomStringConvertible {
             }
         }
         if let errno { return String(cString: strerror(errno)) }
-        return "\(cause)"
+        let error = cause as NSError
+        return error.localizedFailureReason ?? error.localizedDescription
     }
 
     /// One line: `cannot write /data/journal.sqlite: the disk is full (12 KiB free on /data)`.
     public var description: String {
         var line = "cannot \(action.rawValue) \(path): \(reason)"
-        if isDiskFull, let free = FreeSpace.bytes(near: path) {
+        if isDiskFull, FreeSpace.inodes(near: path) != 0, let free = FreeSpace.bytes(near: path) {
             line += " (\(FreeSpace.describe(free)) free on \(URL(fileURLWithPath: path).deletingLastPathComponent().path))"
         }
         return line
@@ -118,6 +128,14 @@ package enum FreeSpace {
         guard statvfs(directory, &info) == 0 else { return nil }
         let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
         return overflow ? .max : bytes
+    }
+
+    /// The inodes free for unprivileged use on the file system of `path`, or `nil` when the system cannot say (or
+    /// the file system has no fixed number, as btrfs).
+    package static func inodes(near path: String) -> UInt64? {
+        var info = statvfs()
+        guard statvfs(URL(fileURLWithPath: path).deletingLastPathComponent().path, &info) == 0, info.f_files > 0 else { return nil }
+        return UInt64(info.f_favail)
     }
 
     /// `0 bytes`, `12 KiB`, `3.4 MiB`, `1.2 GiB`.
