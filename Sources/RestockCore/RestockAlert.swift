@@ -13,9 +13,10 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
 
     /// Payload version; 1.
     public var version: Int
-    /// Unique per alert, and the same on every redelivery of it: consumers drop an id they have seen.
+    /// Unique per alert, and the same on every redelivery of it: consumers drop an id they have seen. A store's own
+    /// alert has `{store}-{epoch}-{sequence}` (or `{store}-{sequence}` without an epoch; see ``Store/alertEpoch``).
     public var id: String {
-        get { idText ?? "\(store)-\(storedSequence)" }
+        get { idText ?? storedEpoch.map { "\(store)-\($0)-\(storedSequence)" } ?? "\(store)-\(storedSequence)" }
         set { idText = newValue }
     }
     /// The store that raised the alert.
@@ -41,7 +42,10 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
     /// The store's alert sequence number the id is made from, for an alert as a store raised it (id and
     /// sentence its own, not set since); `nil` otherwise.
     public var sequence: UInt64? { idText == nil && messageText == nil ? storedSequence : nil }
+    /// The epoch of the store that raised it (see ``Store/alertEpoch``), for an alert as a store raised it.
+    public var epoch: String? { sequence == nil ? nil : storedEpoch }
     private var storedSequence: UInt64 = 0
+    private var storedEpoch: String?
     /// The sentence as given, or `nil` while it is the standard one.
     private var messageText: String?
 
@@ -61,11 +65,15 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
         self.at = at
     }
 
-    /// The alert a store raises as its `sequence`-th: id `{store}-{sequence}` and the standard sentence, both
-    /// written when read. A durable store rebuilds the alerts it has not yet published this way.
-    public init(store: StoreID, sequence: UInt64, customer: CustomerID, sku: SKU, quantity: Int, position: UInt64, at: Date) {
+    /// The alert a store raises as its `sequence`-th of `epoch`: id `{store}-{epoch}-{sequence}` (`{store}-{sequence}`
+    /// without an epoch) and the standard sentence, both written when read. A durable store rebuilds the alerts it has
+    /// not yet published this way.
+    public init(
+        store: StoreID, epoch: String? = nil, sequence: UInt64, customer: CustomerID, sku: SKU, quantity: Int, position: UInt64, at: Date
+    ) {
         self.version = Self.currentVersion
         self.storedSequence = sequence
+        self.storedEpoch = epoch
         self.store = store
         self.customer = customer
         self.sku = sku

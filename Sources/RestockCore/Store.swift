@@ -23,6 +23,11 @@ public final class Store: Sendable {
     public let id: StoreID
     /// Fair release: at most this many alerts per unit of stock that arrives; 0 turns it off.
     public let alertsPerUnit: Int
+    /// What every alert id carries between the store id and the sequence number: `{store}-{epoch}-{n}`. A store
+    /// whose counters can go back — restored from a backup, its data removed, or a second store of the id — needs a
+    /// new one each time it starts, so that no id is given to two alerts (consumers drop an id they have seen); the
+    /// MQTT store passes its instance. `nil`: ids are `{store}-{n}`.
+    public let alertEpoch: String?
     /// The most watches a subscribe may leave one customer with; see ``subscribe(_:to:mode:minQuantity:)``.
     public let maximumWatchesPerCustomer: Int
 
@@ -37,12 +42,13 @@ public final class Store: Sendable {
     ///   - maximumWatchesPerCustomer: The most watches one customer may have (1 through 1,000,000; 100 by
     ///     default). A snapshot's watches are all kept, even where a customer has more.
     ///   - snapshot: State to carry on from, as saved from ``snapshot``.
+    ///   - alertEpoch: What every alert id carries besides the store and the sequence (see ``alertEpoch``).
     ///   - clock: Where `since` and `at` times come from.
     ///   - observerFailureHandler: Told of each error an observer throws.
     /// - Throws: ``RestockError/invalidAlertsPerUnit(_:)``, ``RestockError/invalidMaximumWatchesPerCustomer(_:)``.
     public init(
         id: StoreID, alertsPerUnit: Int = 0, maximumWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer,
-        restoring snapshot: StoreSnapshot? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        alertEpoch: String? = nil, restoring snapshot: StoreSnapshot? = nil, clock: @escaping @Sendable () -> Date = { Date() },
         observerFailureHandler: (@Sendable (any Error, RestockAlert) -> Void)? = nil
     ) throws(RestockError) {
         guard (0...Self.maximumAlertsPerUnit).contains(alertsPerUnit) else {
@@ -54,13 +60,14 @@ public final class Store: Sendable {
         self.id = id
         self.alertsPerUnit = alertsPerUnit
         self.maximumWatchesPerCustomer = maximumWatchesPerCustomer
+        self.alertEpoch = alertEpoch
         self.clock = clock
         self.observers = ObserverRegistry(failureHandler: observerFailureHandler)
         let limits = StoreState.Limits(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer)
         if let snapshot {
-            state = Mutex(StoreState(store: id, limits: limits, restoring: snapshot))
+            state = Mutex(StoreState(store: id, limits: limits, alertEpoch: alertEpoch, restoring: snapshot))
         } else {
-            state = Mutex(StoreState(store: id, limits: limits))
+            state = Mutex(StoreState(store: id, limits: limits, alertEpoch: alertEpoch))
         }
     }
 
@@ -68,7 +75,7 @@ public final class Store: Sendable {
     /// restores while it connects). Observers stay registered; no alert is raised.
     package func restore(_ snapshot: StoreSnapshot) {
         let limits = StoreState.Limits(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer)
-        let restored = StoreState(store: id, limits: limits, restoring: snapshot)
+        let restored = StoreState(store: id, limits: limits, alertEpoch: alertEpoch, restoring: snapshot)
         state.withLock { $0 = restored }
     }
 

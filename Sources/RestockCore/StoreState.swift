@@ -13,6 +13,8 @@ struct StoreState: Sendable {
     let store: StoreID
     let alertsPerUnit: Int
     let maximumWatchesPerCustomer: Int
+    /// What the ids of the alerts it raises carry besides the sequence (``Store/alertEpoch``).
+    let alertEpoch: String?
 
     /// Watches of each SKU in signup order, keyed by customer.
     private var watchers: [SKU: InsertionOrderedDictionary<CustomerID, Watch>] = [:]
@@ -25,16 +27,17 @@ struct StoreState: Sendable {
     private(set) var nextAlertSequence: UInt64 = 1
     private(set) var watchCount = 0
 
-    init(store: StoreID, limits: Limits) {
+    init(store: StoreID, limits: Limits, alertEpoch: String?) {
         self.store = store
+        self.alertEpoch = alertEpoch
         self.alertsPerUnit = limits.alertsPerUnit
         self.maximumWatchesPerCustomer = limits.maximumWatchesPerCustomer
     }
 
     /// Restores every watch of the snapshot, even where a customer has more than the limit (data from before
     /// the limit, or a lowered limit): the limit only refuses new watches.
-    init(store: StoreID, limits: Limits, restoring snapshot: StoreSnapshot) {
-        self.init(store: store, limits: limits)
+    init(store: StoreID, limits: Limits, alertEpoch: String?, restoring snapshot: StoreSnapshot) {
+        self.init(store: store, limits: limits, alertEpoch: alertEpoch)
         inventory = snapshot.inventory.filter { $0.value > 0 }
         // A database gives the watches in position order already: sorted again only when they are not.
         let inOrder = zip(snapshot.watches, snapshot.watches.dropFirst()).allSatisfy { $0.position < $1.position }
@@ -194,7 +197,7 @@ struct StoreState: Sendable {
                 budget -= 1
                 alerts.append(
                     RestockAlert(
-                        store: store, sequence: sequence, customer: watch.customer, sku: sku, quantity: onHand,
+                        store: store, epoch: alertEpoch, sequence: sequence, customer: watch.customer, sku: sku, quantity: onHand,
                         position: watch.position, at: now))
                 sequence += 1
                 switch watch.mode {
@@ -226,7 +229,7 @@ struct StoreState: Sendable {
     private mutating func makeAlert(for watch: Watch, quantity: Int, now: Date) -> RestockAlert {
         defer { nextAlertSequence += 1 }
         return RestockAlert(
-            store: store, sequence: nextAlertSequence, customer: watch.customer, sku: watch.sku, quantity: quantity,
+            store: store, epoch: alertEpoch, sequence: nextAlertSequence, customer: watch.customer, sku: watch.sku, quantity: quantity,
             position: watch.position, at: now)
     }
 

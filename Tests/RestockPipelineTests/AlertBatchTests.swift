@@ -27,6 +27,22 @@ struct AlertBatchTests {
         }
     }
 
+    @Test("a batch keeps its store's alert epoch in every id; a record written before epochs reads as one without")
+    func epochKept() throws {
+        let store = try Store(id: StoreID("apple"), alertEpoch: "3f9c1e0a7b2d")
+        let sku = try SKU("ipad")
+        try store.subscribe(try CustomerID("alice"), to: sku)
+        try store.subscribe(try CustomerID("bob"), to: sku)
+        let alerts = try store.changeStock(of: sku, .set(1)).alerts
+        #expect(alerts.map(\.id) == ["apple-3f9c1e0a7b2d-1", "apple-3f9c1e0a7b2d-2"])
+        let batch = try #require(AlertBatch(alerts))
+        let read = try #require(AlertBatch(decoding: batch.encoded()))
+        #expect((0..<2).map { read.alert($0).id } == alerts.map(\.id))
+        // The header of an older record: four fields, no epoch.
+        let old = Array("apple ipad 1 \(Date().timeIntervalSinceReferenceDate.bitPattern)\n7 alice 1\n".utf8)
+        #expect(try #require(AlertBatch(decoding: old)).alert(0).id == "apple-7")
+    }
+
     @Test("alerts that are not one store-raised change do not make a batch")
     func refusesMixedAlerts() throws {
         var alerts = try restock(3)

@@ -232,3 +232,41 @@ struct StoreClientTests {
         }
     }
 }
+
+/// Alert ids stay unique across the store's lives (found by the outside trial: after a restore from a backup, or
+/// with the data removed, ids were handed out again, and consumers dropped the new alerts as seen).
+@Suite("Alert ids across restarts, restores and removed data")
+struct AlertIDTests {
+    func alertIDs(_ broker: InMemoryBroker, data: URL, restock quantity: Int) async throws -> [String] {
+        let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
+        let store = try RunningStore(on: broker, dataDirectory: data)
+        try await waitUntil("the store online", within: 10, pollEvery: .milliseconds(5)) {
+            broker.status?.isOnline == true && broker.status?.instance == store.service.instance
+        }
+        broker.publish(Array(#"{"sku":"ipad","mode":"every"}"#.utf8), to: "restock/apple/subscribe/alice")
+        broker.publish(Array(#"{"sku":"ipad","set":0}"#.utf8), to: "restock/apple/admin/stock")
+        broker.publish(Array(#"{"sku":"ipad","set":\#(quantity)}"#.utf8), to: "restock/apple/admin/stock")
+        try await waitUntil("alice's alert", within: 10, pollEvery: .milliseconds(5)) { !alerts.messages.isEmpty }
+        try await store.stop().get()
+        return alerts.payloads(RestockAlert.self, on: "restock/apple/customers/alice/alerts").map(\.id)
+    }
+
+    @Test("a store started again on removed data, or on a backup of its data, never hands out an alert id it gave before")
+    func idsNeverReused() async throws {
+        let broker = InMemoryBroker()
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("ids-\(UUID().uuidString)")
+        let backup = FileManager.default.temporaryDirectory.appendingPathComponent("ids-backup-\(UUID().uuidString)")
+        defer { for url in [data, backup] { try? FileManager.default.removeItem(at: url) } }
+        var seen = try await alertIDs(broker, data: data, restock: 1)
+        try FileManager.default.copyItem(at: data, to: backup)
+        seen += try await alertIDs(broker, data: data, restock: 2)
+        // Both files back from the backup, as docs/operations.md says.
+        try FileManager.default.removeItem(at: data)
+        try FileManager.default.copyItem(at: backup, to: data)
+        seen += try await alertIDs(broker, data: data, restock: 3)
+        // The data removed, as the refusal of a damaged directory allows.
+        try FileManager.default.removeItem(at: data)
+        seen += try await alertIDs(broker, data: data, restock: 4)
+        #expect(seen.count == 4 && Set(seen).count == 4, "ids handed out again: \(seen)")
+    }
+}

@@ -21,8 +21,11 @@ final class RunningStore: Sendable {
     let run: Task<Void, any Error>
     let dataDirectory: URL
     let log: LogCapture
+    /// Whether it made its data directory (and removes it when done).
+    private let ownsDataDirectory: Bool
 
     init(on broker: InMemoryBroker, dataDirectory: URL? = nil, drainTimeout: Duration = .seconds(5), prepare: (URL) throws -> Void = { _ in }) throws {
+        ownsDataDirectory = dataDirectory == nil
         let dataDirectory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("service-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         try prepare(dataDirectory)
@@ -49,7 +52,7 @@ final class RunningStore: Sendable {
 
     deinit {
         run.cancel()
-        try? FileManager.default.removeItem(at: dataDirectory)
+        if ownsDataDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
     }
 }
 

@@ -102,11 +102,14 @@ public final class StoreService: Service, Sendable {
         self.clock = clock
         self.topics = try RestockTopics(prefix: configuration.prefix, store: configuration.store)
         self.rateLimit = try configuration.rateLimit()
+        let instance = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        self.instance = instance
+        // Every alert id carries this process's instance: a restored backup, removed data or a second store never gives
+        // an id out twice (docs/contract.md, "Alert").
         self.store = try Store(
             id: configuration.store, alertsPerUnit: configuration.alertsPerUnit,
-            maximumWatchesPerCustomer: configuration.maximumWatchesPerCustomer, clock: clock)
+            maximumWatchesPerCustomer: configuration.maximumWatchesPerCustomer, alertEpoch: instance, clock: clock)
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
-        self.instance = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         self.previousInstance = try database.replaceInstance(with: instance)
     }
 

@@ -11,6 +11,8 @@ package struct AlertBatch: Sendable, Hashable {
     package let sku: SKU
     package let quantity: Int
     package let at: Date
+    /// The epoch of the store that raised them (``RestockCore/Store/alertEpoch``), part of each id.
+    package let epoch: String?
     /// (sequence, customer, position) of each alert, in the order they are published.
     package let entries: [Entry]
 
@@ -27,14 +29,15 @@ package struct AlertBatch: Sendable, Hashable {
         entries.reserveCapacity(alerts.count)
         for alert in alerts {
             guard let sequence = alert.sequence, alert.store == first.store, alert.sku == first.sku,
-                alert.quantity == first.quantity, alert.at == first.at
+                alert.quantity == first.quantity, alert.at == first.at, alert.epoch == first.epoch
             else { return nil }
             entries.append(Entry(sequence: sequence, customer: alert.customer, position: alert.position))
         }
-        self.init(store: first.store, sku: first.sku, quantity: first.quantity, at: first.at, entries: entries)
+        self.init(store: first.store, sku: first.sku, quantity: first.quantity, at: first.at, epoch: first.epoch, entries: entries)
     }
 
-    init(store: StoreID, sku: SKU, quantity: Int, at: Date, entries: [Entry]) {
+    init(store: StoreID, sku: SKU, quantity: Int, at: Date, epoch: String?, entries: [Entry]) {
+        self.epoch = epoch
         self.store = store
         self.sku = sku
         self.quantity = quantity
@@ -48,14 +51,15 @@ package struct AlertBatch: Sendable, Hashable {
     package func alert(_ index: Int) -> RestockAlert {
         let entry = entries[index]
         return RestockAlert(
-            store: store, sequence: entry.sequence, customer: entry.customer, sku: sku, quantity: quantity,
+            store: store, epoch: epoch, sequence: entry.sequence, customer: entry.customer, sku: sku, quantity: quantity,
             position: entry.position, at: at)
     }
 
-    /// Text lines: `store sku quantity at-bits`, then `sequence customer position` per alert. Identifiers
-    /// hold no spaces or newlines; the time is its exact bit pattern.
+    /// Text lines: `store sku quantity at-bits [epoch]`, then `sequence customer position` per alert. Identifiers
+    /// and epochs hold no spaces or newlines; the time is its exact bit pattern. A record without an epoch (written
+    /// before epochs) reads as one.
     package func encoded() -> [UInt8] {
-        var text = "\(store) \(sku) \(quantity) \(at.timeIntervalSinceReferenceDate.bitPattern)\n"
+        var text = "\(store) \(sku) \(quantity) \(at.timeIntervalSinceReferenceDate.bitPattern)\(epoch.map { " \($0)" } ?? "")\n"
         text.reserveCapacity(text.utf8.count + entries.count * 32)
         for entry in entries {
             text += String(entry.sequence)
@@ -73,9 +77,10 @@ package struct AlertBatch: Sendable, Hashable {
         let lines = bytes.split(separator: UInt8(ascii: "\n"))
         guard let header = lines.first else { return nil }
         let fields = header.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
-        guard fields.count == 4, let store = try? StoreID(fields[0]), let sku = try? SKU(fields[1]),
+        guard fields.count == 4 || fields.count == 5, let store = try? StoreID(fields[0]), let sku = try? SKU(fields[1]),
             let quantity = Int(fields[2]), let bits = UInt64(fields[3])
         else { return nil }
+        let epoch = fields.count == 5 ? fields[4] : nil
         var entries: [Entry] = []
         entries.reserveCapacity(lines.count - 1)
         for line in lines.dropFirst() {
@@ -88,6 +93,6 @@ package struct AlertBatch: Sendable, Hashable {
         }
         self.init(
             store: store, sku: sku, quantity: quantity, at: Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)),
-            entries: entries)
+            epoch: epoch, entries: entries)
     }
 }
