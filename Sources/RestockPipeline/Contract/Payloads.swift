@@ -5,16 +5,25 @@ import RestockCore
 public struct SubscriptionsMirror: Codable, Sendable, Hashable {
     /// One watch as the mirror shows it.
     public struct Entry: Codable, Sendable, Hashable {
+        /// The SKU watched.
         public var sku: String
+        /// `once` or `every`, as requested.
         public var mode: WatchMode
+        /// The on-hand quantity at which the watch is satisfied.
         public var minQuantity: Int
+        /// The watch's place in signup order.
         public var position: UInt64
+        /// When the watch was first created (RFC 3339).
         public var since: String
     }
 
+    /// The store.
     public var store: String
+    /// The customer.
     public var customer: String
+    /// The customer's watches in position order; empty when none.
     public var watching: [Entry]
+    /// When the store published this mirror (RFC 3339).
     public var updatedAt: String
 
     /// The mirror of `watches`.
@@ -32,11 +41,16 @@ public struct SubscriptionsMirror: Codable, Sendable, Hashable {
 
 /// `P/{store}/inventory/{sku}`, retained.
 public struct InventoryRecord: Codable, Sendable, Hashable {
+    /// The store.
     public var store: String
+    /// The SKU.
     public var sku: String
+    /// On hand after the last applied stock change.
     public var quantity: Int
+    /// When the store published it (RFC 3339).
     public var updatedAt: String
 
+    /// The record of `sku` at `quantity`, published at `updatedAt`.
     public init(store: StoreID, sku: SKU, quantity: Int, updatedAt: Date) {
         self.store = store.rawValue
         self.sku = sku.rawValue
@@ -57,11 +71,15 @@ public struct StoreStatus: Codable, Sendable, Hashable {
 
     /// Whether the store says it is online.
     public enum State: String, Codable, Sendable, Hashable {
+        /// The store owns its id and runs (see ``StoreStatus/paused``).
         case online
+        /// The store stopped, or its connection was lost.
         case offline
     }
 
+    /// The store.
     public var store: String
+    /// Online or offline.
     public var state: State
     /// `online`: when the store (re)connected; `offline` after a clean stop: when it stopped. Absent in the will,
     /// which is written when the store connects and cannot know when the connection will be lost.
@@ -124,11 +142,16 @@ public struct StoreStatus: Codable, Sendable, Hashable {
 
 /// The answer to a refused request, on the customer's or the admin's errors topic.
 public struct ErrorReport: Codable, Sendable, Hashable {
+    /// The refusal code (``RefusalCode``'s raw value; a consumer treats a code it does not know as a refusal).
     public var error: String
+    /// One sentence naming the problem and the limit.
     public var detail: String
+    /// The topic the refused request was published on.
     public var topic: String
+    /// When the store refused it (RFC 3339).
     public var at: String
 
+    /// The report of `refusal` of a request on `topic`.
     public init(refusal: RequestRefusal, topic: String, at: Date) {
         self.error = refusal.code.rawValue
         self.detail = refusal.detail
@@ -140,6 +163,7 @@ public struct ErrorReport: Codable, Sendable, Hashable {
 /// A store instance's claim on its store id, published retained on `P/{store}/claim` when it starts, before it
 /// takes the store's session: of instances starting at the same moment, the last to claim goes on.
 public struct StoreClaim: Codable, Sendable, Hashable {
+    /// The store id claimed.
     public var store: String
     /// The store process that claims it.
     public var instance: String
@@ -150,6 +174,7 @@ public struct StoreClaim: Codable, Sendable, Hashable {
     /// seeing it change.
     public static let renewInterval = Duration.seconds(1)
 
+    /// `instance`'s claim on `store`, made at `at`.
     public init(store: StoreID, instance: String, at: Date) {
         self.store = store.rawValue
         self.instance = instance

@@ -5,8 +5,11 @@ import RestockCore
 
 /// A subscribe request: what `P/{store}/subscribe/{customer}` carries.
 public struct SubscribeRequest: Sendable, Hashable {
+    /// The SKU to watch.
     public let sku: SKU
+    /// `once` (the default) or `every`.
     public let mode: WatchMode
+    /// The on-hand quantity at which the watch is satisfied (1 by default).
     public let minQuantity: Int
 
     /// - Throws: `invalid-min-quantity` when `minQuantity` is outside ``RequestLimits/minQuantity``.
@@ -103,7 +106,9 @@ public enum UnsubscribeRequest: Sendable, Hashable {
 
 /// A stock change by the admin: what `P/{store}/admin/stock` carries.
 public struct StockRequest: Sendable, Hashable {
+    /// The SKU whose stock changes.
     public let sku: SKU
+    /// Set to a quantity, or add (or remove) some.
     public let change: StockChange
 
     /// - Throws: `stock-change-out-of-range` when the number is outside ``RequestLimits/stockSet`` or

@@ -27,6 +27,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     /// named like the customer may use it.
     case listeningSessionRefused(customer: String, clientID: String, reason: String)
 
+    /// One sentence: what went wrong and what to do.
     public var description: String {
         switch self {
         case .invalidPrefix(let prefix, let reason): "invalid topic prefix \(String(reflecting: prefix)): \(reason)"

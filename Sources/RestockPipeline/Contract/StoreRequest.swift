@@ -11,12 +11,16 @@ public enum StoreRequest: Sendable, Hashable {
 
 /// Why a request was refused: a stable code and one human sentence, as published on the errors topics.
 public struct RequestRefusal: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The stable code the error report carries.
     public let code: RefusalCode
+    /// One sentence naming the problem and the limit.
     public let detail: String
+    /// A refusal with `code` and `detail`.
     public init(code: RefusalCode, detail: String) {
         self.code = code
         self.detail = detail
     }
+    /// `code: detail`.
     public var description: String { "\(code.rawValue): \(detail)" }
 
     /// The refusal of a request the core refused with `error` (``RestockError/refusalCode`` is set for every error a
