@@ -8,10 +8,6 @@ public enum MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidClientID(String, reason: String)
     /// The broker address or another setting is not usable.
     case invalidConfiguration(String)
-    /// The client was used in a way its API does not allow, such as ``MQTTClient/connect()`` on a client that is
-    /// connected or connecting, or one publication's ``MQTTPublication/acknowledged()`` awaited by two tasks at
-    /// once. The client itself is unharmed; the call had no effect.
-    case misuse(String)
     /// The broker could not be reached (refused, unresolvable, TLS failure, timeout).
     case connectionFailed(String)
     /// The broker answered the CONNECT with a refusal, such as bad credentials or not authorized.
@@ -28,6 +24,11 @@ public enum MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut(String)
     /// libmosquitto returned an error code.
     case library(code: Int32, message: String)
+    // Last, so that the cases before it keep their tags for code built against an earlier version.
+    /// The client was used in a way its API does not allow, such as ``MQTTClient/connect()`` on a client that is
+    /// connected or connecting, or one publication's ``MQTTPublication/acknowledged()`` awaited by two tasks at
+    /// once. The client itself is unharmed; the call had no effect.
+    case misuse(String)
 
     /// A human message naming what went wrong.
     public var description: String {
