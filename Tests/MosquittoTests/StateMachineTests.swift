@@ -145,25 +145,43 @@ struct StateMachineTests {
         let all = try messageSink(in: &machine, filter: "#")
         let other = try messageSink(in: &machine, filter: "other/+")
         let first = MQTTMessage(topic: "orders/1", payload: [1], qos: .atLeastOnce, retain: false)
-        let delivered = machine.received(first, disposition: .recorded)
+        let delivered = machine.received([first], dispositions: [.recorded])
         #expect(summary(delivered) == ["deliver orders/1 to 1"])
         perform(delivered)
         let refused = MQTTMessage(topic: "orders/2", payload: [2], qos: .atLeastOnce, retain: false)
-        #expect(summary(machine.received(refused, disposition: .refused)) == ["shut socket"])
+        #expect(summary(machine.received([refused], dispositions: [.refused])) == ["shut socket"])
         #expect(!machine.mayReconnect)
-        #expect(summary(machine.received(refused, disposition: .refused)) == ["shut socket"], "a later message of the same read")
+        #expect(summary(machine.received([refused], dispositions: [.refused])) == ["shut socket"], "a later message of the same read")
         perform(machine.disconnected(requested: false, reason: "connection lost"))
         #expect(!machine.mayReconnect)
         perform(machine.allowReconnect())
         #expect(machine.mayReconnect, "the refusal and the loss it caused are one loss")
-        perform(machine.received(first, disposition: .recorded))
+        perform(machine.received([first], dispositions: [.recorded]))
         #expect(await all.collected().elements.map(\.topic) == ["orders/1", "orders/1"])
         #expect(await other.collected().elements.isEmpty)
     }
 
+    @Test("a read phase's messages wait for the journal as one batch; its recorded ones reach the streams, one refusal shuts the socket")
+    func batch() async throws {
+        var machine = try await connected(.automatic)
+        let all = try messageSink(in: &machine, filter: "#")
+        let messages = (0..<4).map { MQTTMessage(topic: "orders/\($0)", payload: [], qos: .atLeastOnce, retain: false) }
+        for message in messages { machine.messageRead(message) }
+        #expect(machine.inboundCount == 4)
+        let batch = machine.takeInbound()
+        #expect(batch == messages && machine.inboundCount == 0 && machine.takeInbound().isEmpty)
+        // The third is refused and the fourth has no disposition: both count as refused, once.
+        let actions = machine.received(batch, dispositions: [.recorded, .recorded, .refused])
+        #expect(summary(actions) == ["deliver orders/0 to 1", "deliver orders/1 to 1", "shut socket"])
+        perform(actions)
+        #expect(!machine.mayReconnect)
+        #expect(await all.collected().elements.map(\.topic) == ["orders/0", "orders/1"])
+    }
+
     @Test("acknowledgements reach their own owner; one nobody owns is dropped; a displaced owner fails")
     func acknowledgements() async throws {
-        var machine = try await connected(.automatic)
+        let thread = FakeThread()  // the machine holds it weakly, as a running thread holds itself
+        var machine = try await connected(.automatic, thread: thread)
         let publish = machine.operationQueued(in: Machine.publishTable, mid: 7, failsOnDisconnect: false).ticket
         let subscribe = machine.operationQueued(in: Machine.subscribeTable, mid: 7, failsOnDisconnect: true).ticket
         #expect(summary(machine.publishAnswered(mid: 8, .success(()))).isEmpty)
@@ -174,7 +192,7 @@ struct StateMachineTests {
         #expect(state(of: subscribe) == refusal.description && state(of: publish) == "done")
         let old = machine.operationQueued(in: Machine.unsubscribeTable, mid: 9, failsOnDisconnect: true).ticket
         let (new, displaced) = machine.operationQueued(in: Machine.unsubscribeTable, mid: 9, failsOnDisconnect: true)
-        #expect(summary(displaced) == ["fail 1 operations"])
+        #expect(summary(displaced) == ["fail 1 operations", "wake thread"], "the thread is woken to write it")
         perform(displaced + machine.unsubscribeAnswered(mid: 9))
         #expect(state(of: old) == "not connected to the broker" && state(of: new) == "done")
     }

@@ -55,8 +55,8 @@ public final class MQTTClient: Sendable {
 
     deinit {
         // Released without `disconnect()`: the connection drops without DISCONNECT, as if the process had
-        // died, so the broker sends the will. The network thread ends within its loop timeout, then the handle
-        // is destroyed.
+        // died, so the broker sends the will. The network thread, woken, ends at once (or after the TCP connect it
+        // is in), then the handle is destroyed.
         handle.context.requestStop(.abruptly)?.wake()
     }
 
@@ -151,7 +151,7 @@ public final class MQTTClient: Sendable {
     /// `sendingDisconnect` false leaves the DISCONNECT to the thread, after what it has queued.
     private func stopNetworkThread(within timeout: Duration, sendingDisconnect: Bool = true) async {
         guard let thread = context.requestStop(.cleanly) else { return }
-        // Queues DISCONNECT, which also wakes the thread's select; the thread sends one itself if this finds no
+        // Queues DISCONNECT and wakes the thread, which writes it; the thread sends one itself if this finds no
         // connection (it may be reconnecting).
         if sendingDisconnect { mosquitto_disconnect_v5(pointer, 0, nil) }
         thread.wake()

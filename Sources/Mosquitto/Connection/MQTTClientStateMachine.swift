@@ -1,20 +1,3 @@
-/// The `connect()` call waiting for the first CONNACK.
-typealias ConnectWaiter = CheckedContinuation<Bool, any Error>
-/// A stream made by ``MQTTClient/messages(matching:)``.
-typealias MessageSink = AsyncStream<MQTTMessage>.Continuation
-/// A stream made by ``MQTTClient/connectionEvents()``.
-typealias EventSink = AsyncStream<MQTTConnectionEvent>.Continuation
-
-/// What the state machine knows of the thread that runs a connection (``LibMosquittoNetworkThread``).
-protocol NetworkThreadControl: AnyObject, Sendable {
-    /// Starts it.
-    func start()
-    /// Cuts a wait of the thread short, so that it looks at the state again.
-    func wake()
-    /// Waits until it has ended, or `timeout` has passed; returns whether it has ended.
-    @discardableResult func waitForEnd(within timeout: Duration) async -> Bool
-}
-
 /// All of an ``MQTTClient``'s mutable state, and its transitions: the phase of the connection, the stop request,
 /// the reconnect permission, the operations awaiting acknowledgement, the active subscriptions, the session
 /// being prepared and the streams.
@@ -24,87 +7,6 @@ protocol NetworkThreadControl: AnyObject, Sendable {
 /// nothing itself: no lock, no libmosquitto, no continuation resumed. ``LibMosquittoContext`` holds it under its
 /// mutex (and is the only code that mutates it) and performs the actions after releasing the lock.
 struct MQTTClientStateMachine {
-    /// Where the connection is.
-    enum Phase {
-        /// Not connected and not trying: before `connect()`, after `disconnect()`, or after a failed connect.
-        case idle
-        /// `connect()` waits for the first CONNACK.
-        case connecting(ConnectWaiter)
-        /// Connected: a CONNACK accepted the connection.
-        case connected
-        /// Connected once, then lost; the network thread reconnects (when allowed).
-        case reconnecting
-    }
-
-    /// What the network thread is told to do.
-    enum Stop: Equatable {
-        /// Keep the connection, reconnecting after a loss.
-        case no
-        /// Disconnect cleanly (DISCONNECT, no will) and end.
-        case cleanly
-        /// End at once without DISCONNECT, as if the process had died: the broker sends the will.
-        case abruptly
-    }
-
-    /// What the network thread does next (``directive``).
-    enum Directive: Equatable {
-        /// Run the connection; `connections` counts the CONNACKs so far (the backoff starts afresh after one).
-        case run(connections: UInt64)
-        /// End without DISCONNECT.
-        case endAbruptly
-        /// Send DISCONNECT after what is queued, and end.
-        case endCleanly
-        /// SUBSCRIBE and DISCONNECT went out around libmosquitto: wait for the broker to close, and end.
-        case awaitBrokerClose
-    }
-
-    /// A subscription as made, to make again after a reconnect.
-    struct ActiveSubscription: Sendable, Equatable {
-        var qos: MQTTQoS
-        /// The options byte as sent (0 on a 3.1.1 connection).
-        var options: Int32
-    }
-
-    /// A session being prepared (``MQTTClient/prepareSession(subscribingTo:qos:)``): on CONNACK, subscribe to
-    /// `filter` and disconnect at once, before any queued message is read.
-    struct Preparation: Sendable, Equatable {
-        var filter: String
-        var qos: MQTTQoS
-        /// Whether SUBSCRIBE and DISCONNECT can be written straight to the socket (not over TLS).
-        var plainTCP: Bool
-    }
-
-    /// What to do after a transition, in order, outside the lock.
-    enum Action: Sendable {
-        /// Resume `connect()`.
-        case resumeConnect(ConnectWaiter, Result<Bool, any Error>)
-        /// Yield `event` to these event streams.
-        case emit(MQTTConnectionEvent, to: [EventSink])
-        /// Yield `message` to these message streams.
-        case deliver(MQTTMessage, to: [MessageSink])
-        /// Hand a publish its answer.
-        case answerPublish(LibMosquittoAckTicket<Void>, Result<Void, MQTTError>)
-        /// Hand a subscribe its answer.
-        case answerSubscribe(LibMosquittoAckTicket<MQTTQoS>, Result<MQTTQoS, MQTTError>)
-        /// Hand an unsubscribe its answer.
-        case answerUnsubscribe(LibMosquittoAckTicket<Void>)
-        /// Fail these operations with ``MQTTError/notConnected``.
-        case failOperations([any FailableOwner])
-        /// Yield ``MQTTConnectionEvent/disconnected`` to these event streams and end them, and end these message streams.
-        case endStreams(events: [EventSink], messages: [MessageSink])
-        /// Start this network thread.
-        case startThread(any NetworkThreadControl)
-        /// Wake this network thread.
-        case wake(any NetworkThreadControl)
-        /// On the network thread, in the CONNACK callback: make these subscriptions again.
-        case resubscribe([String: ActiveSubscription])
-        /// On the network thread, in the CONNACK callback: subscribe and disconnect at once.
-        case prepareSession(Preparation)
-        /// On the network thread, in the message callback: shut the socket, so that the acknowledgement
-        /// libmosquitto has queued is never written.
-        case shutSocket
-    }
-
     /// One of the three tables of operations awaiting an acknowledgement.
     struct AckTable<Value: Sendable> {
         fileprivate let keyPath: WritableKeyPath<MQTTClientStateMachine, LibMosquittoPendingAcks<Value>>
@@ -132,6 +34,9 @@ struct MQTTClientStateMachine {
     private(set) var preparation: Preparation?
     /// SUBSCRIBE and DISCONNECT of a session being prepared went out around libmosquitto.
     private var preparedAroundLibrary = false
+    /// The messages read since the journal was last handed them: all from one read phase of the network thread,
+    /// whose acknowledgements libmosquitto has queued and not written.
+    private var inbound: [MQTTMessage] = []
     private var nextSinkID: UInt64 = 0
     private var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: MessageSink)] = [:]
     private var eventSinks: [UInt64: EventSink] = [:]
@@ -281,18 +186,41 @@ struct MQTTClientStateMachine {
 
     // MARK: Messages
 
-    /// A message arrived and the journal (if any) recorded it, or refused it.
-    mutating func received(_ message: MQTTMessage, disposition: MQTTInboundDisposition) -> [Action] {
-        switch disposition {
-        case .refused:
-            // Drop the connection before the acknowledgement is written; reconnect only when the owner allows it.
+    /// libmosquitto read a message (and queued its acknowledgement): it waits for the end of the read phase.
+    mutating func messageRead(_ message: MQTTMessage) {
+        inbound.append(message)
+    }
+
+    /// How many messages wait for the journal.
+    var inboundCount: Int { inbound.count }
+
+    /// The read phase ended (or the connection closed): the messages read, for the journal.
+    mutating func takeInbound() -> [MQTTMessage] {
+        defer { inbound = [] }
+        return inbound
+    }
+
+    /// The journal (if any) recorded the messages of one read phase, or refused some: `dispositions` holds one per
+    /// message, in order (a missing one counts as refused). The recorded ones go to the streams; a refusal drops
+    /// the connection before any acknowledgement of the phase is written.
+    mutating func received(_ messages: [MQTTMessage], dispositions: [MQTTInboundDisposition]) -> [Action] {
+        var actions: [Action] = []
+        var refused = false
+        for (index, message) in messages.enumerated() {
+            guard index < dispositions.count, dispositions[index] == .recorded else {
+                refused = true
+                continue
+            }
+            let sinks = messageSinks.values.filter { $0.filter.matches(message.topic) }.map(\.sink)
+            if !sinks.isEmpty { actions.append(.deliver(message, to: sinks)) }
+        }
+        if refused {
+            // Reconnect only when the owner allows it.
             if !lossCounted { awaitingReconnectPermission = true }
             lossCounted = true
-            return [.shutSocket]
-        case .recorded:
-            let sinks = messageSinks.values.filter { $0.filter.matches(message.topic) }.map(\.sink)
-            return sinks.isEmpty ? [] : [.deliver(message, to: sinks)]
+            actions.append(.shutSocket)
         }
+        return actions
     }
 
     // MARK: Operations
@@ -302,13 +230,15 @@ struct MQTTClientStateMachine {
     static var subscribeTable: AckTable<MQTTQoS> { AckTable(keyPath: \.subscribes) }
     static var unsubscribeTable: AckTable<Void> { AckTable(keyPath: \.unsubscribes) }
 
-    /// libmosquitto queued an operation and gave it `mid`: makes its owner. An owner still holding the same id
-    /// (more than 65,535 outstanding) can no longer be told apart, and fails.
+    /// libmosquitto queued an operation and gave it `mid`: makes its owner, and wakes the network thread to write
+    /// it. An owner still holding the same id (more than 65,535 outstanding) can no longer be told apart, and fails.
     mutating func operationQueued<Value: Sendable>(
         in table: AckTable<Value>, mid: Int32, failsOnDisconnect: Bool
     ) -> (ticket: LibMosquittoAckTicket<Value>, actions: [Action]) {
         let (owner, displaced) = self[keyPath: table.keyPath].register(mid, failsOnDisconnect: failsOnDisconnect)
-        return (owner, displaced.map { [.failOperations([$0])] } ?? [])
+        var actions: [Action] = displaced.map { [.failOperations([$0])] } ?? []
+        if let network { actions.append(.wake(network)) }
+        return (owner, actions)
     }
 
     /// A publish was acknowledged (QoS 1, 2) or written (QoS 0), or refused.

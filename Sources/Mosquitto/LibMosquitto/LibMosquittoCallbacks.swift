@@ -48,8 +48,9 @@ extension LibMosquittoCallbacks {
                 prepareSession(preparation, on: mosq, context: context)
             case .shutSocket:
                 // The journal could not record a message: close the socket now, while libmosquitto has only queued the
-                // PUBACK, so that it is never written and the broker keeps the message for the session.
-                shutdown(mosquitto_socket(mosq), Int32(SHUT_RDWR))
+                // PUBACKs of the read phase, so that none is written and the broker keeps the messages for the session.
+                let socket = mosquitto_socket(mosq)
+                if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
             default:
                 break  // performed by the context
             }
@@ -81,7 +82,11 @@ private func onDisconnect(
     _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ reasonCode: Int32, _ properties: OpaquePointer?
 ) {
     guard let userdata else { return }
-    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().disconnected(reasonCode: reasonCode)
+    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
+    // The messages read before the connection closed reach the journal first, as they did before it closed.
+    let actions = context.journalInbound()
+    if let mosq { LibMosquittoCallbacks.perform(actions, on: mosq, context: context) }
+    context.disconnected(reasonCode: reasonCode)
 }
 
 private func onPublish(
@@ -122,9 +127,8 @@ private func onMessage(
         topic: String(cString: topic), payload: payload,
         qos: MQTTQoS(rawValue: message.pointee.qos) ?? .atMostOnce, retain: message.pointee.retain,
         properties: LibMosquittoProperties.read(properties))
-    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
-    let actions = context.received(copied)
-    if let mosq { LibMosquittoCallbacks.perform(actions, on: mosq, context: context) }
+    // Journaled with the other messages of the read phase, before any of their acknowledgements is written.
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().messageRead(copied)
 }
 
 /// libmosquitto's log goes to the client's logger at the matching level; nothing is copied out of a line the

@@ -201,11 +201,22 @@ final class LibMosquittoContext: Sendable {
         transition { $0.unsubscribeAnswered(mid: mid) }
     }
 
-    /// A message arrived: the journal (if any) records it, outside the lock. Returns `[.shutSocket]` when the journal
-    /// refused it: the caller drops the connection before the acknowledgement is written.
-    func received(_ message: MQTTMessage) -> [Action] {
-        let disposition = journal?.record(message) ?? .recorded
-        return transition { $0.received(message, disposition: disposition) }
+    /// libmosquitto read a message: it waits for the end of the read phase (``journalInbound()``).
+    func messageRead(_ message: MQTTMessage) {
+        state.withLock { $0.messageRead(message) }
+    }
+
+    /// How many messages read wait for the journal.
+    var inboundCount: Int { state.withLock { $0.inboundCount } }
+
+    /// The read phase ended, or the connection closed: the journal (if any) records the messages read, as one batch,
+    /// outside the lock; the recorded ones go to the streams. Returns `[.shutSocket]` when the journal refused one:
+    /// the caller drops the connection before any acknowledgement is written.
+    func journalInbound() -> [Action] {
+        let messages = state.withLock { $0.takeInbound() }
+        guard !messages.isEmpty else { return [] }
+        let dispositions = journal?.record(batch: messages) ?? Array(repeating: .recorded, count: messages.count)
+        return transition { $0.received(messages, dispositions: dispositions) }
     }
 
     // MARK: Performing

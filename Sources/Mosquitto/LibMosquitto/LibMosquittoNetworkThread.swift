@@ -1,6 +1,5 @@
 import CMosquitto
 import Deadlines
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -8,27 +7,25 @@ import Glibc
 import Darwin
 #endif
 
-/// The thread that runs one connection of a client: it connects, runs `mosquitto_loop`, and after a loss
+/// The thread that runs one connection of a client: it connects, runs its loop (``LibMosquittoLoop``: libmosquitto's
+/// read and write phases, with the journal in between), and after a loss
 /// waits by the client's ``MQTTReconnectPolicy`` (in milliseconds, with jitter, which libmosquitto's own
 /// reconnect in `loop_forever` cannot do: it counts whole seconds) and calls `mosquitto_reconnect`, until the
 /// context says stop. libmosquitto then resends the QoS 1 and 2 messages in flight, and the CONNACK callback
 /// makes the subscriptions again when the broker lost the session, as before.
 ///
 /// It is a thread of its own, never one of Swift's cooperative pool: the TCP connect blocks. The handle is
-/// marked threaded (`mosquitto_threaded_set`), so other threads only queue packets and wake its `select`.
+/// marked threaded (`mosquitto_threaded_set`), so other threads only queue packets and wake its `poll`.
 /// It keeps the handle alive until it ends, so `mosquitto_destroy` never runs under it.
 final class LibMosquittoNetworkThread: NetworkThreadControl {
     private let handle: LibMosquittoHandle
     private let configuration: MQTTConfiguration
     private let connectProperties: LibMosquittoProperties.List
-    /// Signalled to cut a reconnect wait short when the client stops.
-    private let wakeup = DispatchSemaphore(value: 0)
+    /// Signalled when an operation is queued, to cut a wait short, and when the client stops. `nil` when the
+    /// process had no file descriptor left for it: the thread then fails to start.
+    private let wakeup = LibMosquittoWakeup()
     /// Opened when the thread ends.
     private let exit = Latch()
-
-    /// How long `mosquitto_loop` waits in `select` at most: how soon an abrupt stop (a client released without
-    /// `disconnect()`) is noticed. Everything else wakes it at once.
-    private static let loopTimeoutMilliseconds: Int32 = 100
 
     init(handle: LibMosquittoHandle, configuration: MQTTConfiguration) {
         self.handle = handle
@@ -38,6 +35,11 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
 
     /// Starts the thread.
     func start() {
+        guard wakeup != nil else {
+            handle.context.failConnecting(MQTTError.connectionFailed("cannot start the network thread: no file descriptor left"))
+            exit.open()
+            return
+        }
         let box = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let code = pthread_create(&thread, nil, { raw in
@@ -54,8 +56,8 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
         }
     }
 
-    /// Cuts a reconnect wait short, so that the thread sees a stop at once.
-    func wake() { wakeup.signal() }
+    /// Cuts a wait of the thread short: it writes what was queued, or sees a stop, at once.
+    func wake() { wakeup?.signal() }
 
     /// Waits until the thread has ended, or `timeout` has passed (a TCP connect to an unreachable host blocks
     /// it for as long as the kernel tries; it ends by itself afterwards).
@@ -64,13 +66,14 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
     func waitForEnd(within timeout: Duration) async -> Bool {
         // The latch's timer holds the latch, not the thread: holding the thread, and so the handle and its sockets,
         // for the whole timeout after it ended would make a client that connects and disconnects often pile up file
-        // descriptors (and libmosquitto's select cannot watch one past 1,024).
+        // descriptors.
         let exit = self.exit
         return await exit.wait(timeout: timeout)
     }
 
     private func run() {
         defer { exit.open() }
+        guard let wakeup else { return }
         let pointer = handle.pointer, context = handle.context, broker = configuration.broker
         var code = mosquitto_connect_bind_v5(
             pointer, broker.host, Int32(broker.port), Int32(configuration.keepAliveSeconds), nil, connectProperties.head)
@@ -79,6 +82,7 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
             context.failConnecting(MQTTError.connectionFailed("\(broker): \(detail)"))
             return
         }
+        let loop = LibMosquittoLoop(pointer: pointer, context: context, wakeup: wakeup)
         var attempt = 0
         var connections: UInt64 = 0
         while true {
@@ -103,24 +107,24 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
                     attempt = 0
                 }
             }
-            code = mosquitto_loop(pointer, Self.loopTimeoutMilliseconds, 1)
+            code = loop.turn()
             if code == MOSQ_ERR_SUCCESS.rawValue { continue }
             // Not connected: the connection was lost or closed, or the last attempt failed.
-            guard waitToReconnect(attempt: attempt) else { return }
+            guard waitToReconnect(attempt: attempt, wakeup: wakeup) else { return }
             attempt += 1
-            _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next mosquitto_loop
+            _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next turn
         }
     }
 
     /// Waits before reconnect attempt `attempt` by the policy, then, after a loss the owner must allow a reconnect
     /// after, until it does — touching nothing through libmosquitto. Returns `false` when the client stops instead.
-    private func waitToReconnect(attempt: Int) -> Bool {
+    private func waitToReconnect(attempt: Int, wakeup: LibMosquittoWakeup) -> Bool {
         let context = handle.context
         if context.stopRequested { return false }
         let delay = configuration.reconnect.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
-        _ = wakeup.wait(timeout: .now() + delay.seconds)
+        wakeup.wait(seconds: delay.seconds)
         while !context.mayReconnect, !context.stopRequested {
-            _ = wakeup.wait(timeout: .now() + 0.1)
+            wakeup.wait(seconds: 0.1)
         }
         return !context.stopRequested
     }
