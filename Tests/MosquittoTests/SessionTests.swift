@@ -87,6 +87,23 @@ struct SessionTests {
         await publisher.disconnect()
     }
 
+    @Test("an idle connection is kept alive: the client's loop sends PINGREQ within the keepalive")
+    func keepalive() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try MQTTClient(
+            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: uniqueName("idle"), keepAliveSeconds: 5))
+        let events = client.connectionEvents()
+        try await client.connect()
+        // Idle past one and a half keepalives, when the broker drops a client that sent nothing (not a condition
+        // to wait for: the silence itself is the test).
+        try await ContinuousClock().sleep(for: .seconds(8))
+        #expect(client.isConnected)
+        await client.disconnect()
+        var seen: [MQTTConnectionEvent] = []
+        for await event in events { seen.append(event) }
+        #expect(seen == [.connected(sessionPresent: false), .disconnected])
+    }
+
     @Test("connect fails clearly when nothing listens")
     func unreachable() async throws {
         let port = try freeLoopbackPort()

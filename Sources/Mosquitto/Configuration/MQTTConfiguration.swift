@@ -172,9 +172,13 @@ public struct MQTTTLSConfiguration: Sendable, Hashable {
 
 /// A last will: what the broker publishes for a client that dies without disconnecting.
 public struct MQTTWill: Sendable, Hashable {
+    /// The topic the broker publishes it on.
     public var topic: MQTTTopic
+    /// The payload.
     public var payload: [UInt8]
+    /// The QoS it is published with.
     public var qos: MQTTQoS
+    /// Whether the broker keeps it as the topic's retained message.
     public var retain: Bool
 
     /// Creates a will.

@@ -44,13 +44,12 @@ extension MQTTClient {
     ) throws(MQTTError) -> MQTTPublication {
         let topic = try MQTTTopic(topic)
         guard payload.count <= Self.maximumPayloadSize else { throw MQTTError.payloadTooLarge(payload.count) }
-        try requireSession()
         let list =
             configuration.protocolVersion == .v5 && !properties.isEmpty ? LibMosquittoProperties.publish(properties) : nil
         let pointer = self.pointer
         // The id is assigned and its owner made in one critical section: see LibMosquittoPendingAcks.
         let owner = try context.register(
-            in: \.publishes, failsOnDisconnect: qos == .atMostOnce, queuedWhileDisconnected: qos != .atMostOnce
+            in: MQTTClientStateMachine.publishTable, failsOnDisconnect: qos == .atMostOnce, queuedWhileDisconnected: qos != .atMostOnce
         ) { mid in
             payload.withUnsafeBytes { bytes in
                 mosquitto_publish_v5(

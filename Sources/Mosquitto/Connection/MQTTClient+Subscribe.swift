@@ -14,18 +14,17 @@ extension MQTTClient {
         to filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscriptionOptions = .init()
     ) async throws -> MQTTQoS {
         let filter = try MQTTTopicFilter(filter)
-        try requireSession()
-        let subscription = LibMosquittoContext.ActiveSubscription(
+        let subscription = MQTTClientStateMachine.ActiveSubscription(
             qos: qos, options: context.protocolVersion == .v5 ? options.libMosquittoValue : 0)
-        let previous = context.state.withLock { $0.activeSubscriptions.updateValue(subscription, forKey: filter.filter) }
         let pointer = self.pointer
+        // The filter becomes an active subscription as the SUBSCRIBE is queued, in one critical section.
+        let (owner, previous) = try context.subscribe(to: filter.filter, subscription) { mid in
+            mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, subscription.options, nil)
+        }
         do {
-            let owner = try context.register(in: \.subscribes, failsOnDisconnect: true) { mid in
-                mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, subscription.options, nil)
-            }
             return try await owner.value()
         } catch {
-            context.state.withLock { $0.activeSubscriptions[filter.filter] = previous }
+            context.subscribeFailed(filter.filter, restoring: previous)
             if case MQTTError.subscribeRefused(_, let reasonCode, let reason) = error {
                 throw MQTTError.subscribeRefused(filter: filter.filter, reasonCode: reasonCode, reason: reason)
             }
@@ -37,10 +36,8 @@ extension MQTTClient {
     /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)`` before anything is sent.
     public func unsubscribe(from filter: String) async throws {
         let filter = try MQTTTopicFilter(filter)
-        try requireSession()
-        context.state.withLock { $0.activeSubscriptions[filter.filter] = nil }
         let pointer = self.pointer
-        let owner = try context.register(in: \.unsubscribes, failsOnDisconnect: true) { mid in
+        let owner = try context.unsubscribe(from: filter.filter) { mid in
             mosquitto_unsubscribe_v5(pointer, &mid, filter.filter, nil)
         }
         try await owner.value()
@@ -55,7 +52,5 @@ extension MQTTClient {
     }
 
     /// The filters the client is subscribed to, and their QoS.
-    public var subscriptions: [String: MQTTQoS] {
-        context.state.withLock { $0.activeSubscriptions.mapValues(\.qos) }
-    }
+    public var subscriptions: [String: MQTTQoS] { context.subscriptions }
 }

@@ -1,9 +1,7 @@
 import CMosquitto
 import Deadlines
 import Dispatch
-import Glibc
 import Logging
-import Synchronization
 
 /// An MQTT client over libmosquitto, for Swift concurrency.
 ///
@@ -26,10 +24,8 @@ public final class MQTTClient: Sendable {
     public let configuration: MQTTConfiguration
 
     private let handle: LibMosquittoHandle
-    /// The network thread of the current (or last) connection.
-    private let network = Synchronization.Mutex<LibMosquittoNetworkThread?>(nil)
 
-    /// Shared with the callbacks; internal so the `MQTTClient+…` extensions reach it.
+    /// The client's state, shared with the callbacks; internal so the `MQTTClient+…` extensions reach it.
     var context: LibMosquittoContext { handle.context }
     var pointer: OpaquePointer { handle.pointer }
 
@@ -59,12 +55,9 @@ public final class MQTTClient: Sendable {
 
     deinit {
         // Released without `disconnect()`: the connection drops without DISCONNECT, as if the process had
-        // died, so the broker sends the will. The network thread ends within its loop timeout, then the handle
-        // is destroyed.
-        handle.context.state.withLock { state in
-            if state.stop == .no { state.stop = .abruptly }
-        }
-        network.withLock { $0 }?.wake()
+        // died, so the broker sends the will. The network thread, woken, ends at once (or after the TCP connect it
+        // is in), then the handle is destroyed.
+        handle.context.requestStop(.abruptly)?.wake()
     }
 
     // MARK: Connection
@@ -78,27 +71,20 @@ public final class MQTTClient: Sendable {
     ///   `CancellationError`. The client is then idle and may try again.
     @discardableResult
     public func connect() async throws -> Bool {
+        try await connect(preparing: nil)
+    }
+
+    private func connect(preparing: MQTTClientStateMachine.Preparation?) async throws -> Bool {
         let context = self.context, configuration = self.configuration
-        let idle = context.state.withLock { state in
-            if case .idle = state.phase { return true }
-            return false
-        }
-        guard idle else { throw MQTTError.invalidConfiguration("connect() called on a client that is already connected") }
+        let (idle, previous) = context.connectCheck
+        guard idle else { throw MQTTError.misuse("connect() called on a client that is already connected") }
         // A previous connection's thread may still be in a TCP connect to an unreachable host.
-        if let previous = network.withLock({ $0 }) { await previous.waitForEnd(within: .seconds(3600)) }
+        if let previous { await previous.waitForEnd(within: .seconds(3600)) }
         let thread = LibMosquittoNetworkThread(handle: handle, configuration: configuration)
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Bool, any Error>) in
-                    let alreadyActive = context.state.withLock { state -> Bool in
-                        guard case .idle = state.phase else { return true }
-                        state.phase = .connecting(waiter)
-                        state.stop = .no
-                        return false
-                    }
-                    if alreadyActive { return waiter.resume(throwing: AlreadyConnecting()) }
-                    network.withLock { $0 = thread }
-                    thread.start()
+                    context.connect(waiter, on: thread, preparing: preparing)
                     if Task.isCancelled { context.failConnecting(CancellationError()) }
                     let seconds = configuration.connectTimeout.seconds
                     DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
@@ -108,8 +94,8 @@ public final class MQTTClient: Sendable {
             } onCancel: {
                 context.failConnecting(CancellationError())
             }
-        } catch is AlreadyConnecting {
-            throw MQTTError.invalidConfiguration("connect() called on a client that is already connected")
+        } catch MQTTError.misuse(let detail) {
+            throw MQTTError.misuse(detail)  // a second connect() raced the first: that one goes on
         } catch {
             await stopNetworkThread(within: Self.stopTimeout)
             throw error
@@ -128,10 +114,8 @@ public final class MQTTClient: Sendable {
         guard configuration.session.isPersistent else {
             throw MQTTError.invalidConfiguration("prepareSession needs a persistent session")
         }
-        let plainTCP = !configuration.broker.usesTLS
-        context.state.withLock { $0.preparing = (filter.filter, qos, plainTCP) }
-        defer { context.state.withLock { $0.preparing = nil } }
-        let present = try await connect()
+        let present = try await connect(
+            preparing: .init(filter: filter.filter, qos: qos, plainTCP: !configuration.broker.usesTLS))
         // The CONNACK callback has queued SUBSCRIBE and DISCONNECT: the thread writes them and ends.
         await stopNetworkThread(within: .seconds(10), sendingDisconnect: false)
         context.shutDown()
@@ -153,16 +137,10 @@ public final class MQTTClient: Sendable {
     /// while connected allows nothing more: the next loss waits for the next call.
     public func allowReconnect() {
         context.allowReconnect()
-        network.withLock { $0 }?.wake()
     }
 
     /// Whether the client is connected right now.
-    public var isConnected: Bool {
-        context.state.withLock { state in
-            if case .online(let connected) = state.phase { return connected }
-            return false
-        }
-    }
+    public var isConnected: Bool { context.isConnected }
 
     /// Connection changes from now on: connected, connection lost, disconnected.
     public func connectionEvents() -> AsyncStream<MQTTConnectionEvent> {
@@ -172,26 +150,11 @@ public final class MQTTClient: Sendable {
     /// Tells the network thread to disconnect cleanly and end, and waits for that up to `timeout`.
     /// `sendingDisconnect` false leaves the DISCONNECT to the thread, after what it has queued.
     private func stopNetworkThread(within timeout: Duration, sendingDisconnect: Bool = true) async {
-        context.state.withLock { state in
-            if state.stop == .no { state.stop = .cleanly }
-        }
-        guard let thread = network.withLock({ $0 }) else { return }
-        // Queues DISCONNECT, which also wakes the thread's select; the thread sends one itself if this finds no
+        guard let thread = context.requestStop(.cleanly) else { return }
+        // Queues DISCONNECT and wakes the thread, which writes it; the thread sends one itself if this finds no
         // connection (it may be reconnecting).
         if sendingDisconnect { mosquitto_disconnect_v5(pointer, 0, nil) }
         thread.wake()
         await thread.waitForEnd(within: timeout)
     }
-
-    /// Throws ``MQTTError/notConnected`` unless `connect()` has succeeded and `disconnect()` not been called.
-    func requireSession() throws(MQTTError) {
-        let online = context.state.withLock { state in
-            if case .online = state.phase { return true }
-            return false
-        }
-        guard online else { throw .notConnected }
-    }
 }
-
-/// A second `connect()` raced the first.
-private struct AlreadyConnecting: Error {}

@@ -9,17 +9,32 @@ public enum MQTTConnectionEvent: Sendable, Hashable {
     case disconnected
 }
 
-/// Receives each incoming message synchronously on libmosquitto's network thread, before the client
-/// acknowledges it to the broker: libmosquitto writes the PUBACK of a QoS 1 message only after the
-/// message callback returns. A journal that durably records the message therefore never loses one the
-/// broker considers delivered.
+/// Receives the incoming messages synchronously on the client's network thread, before the client acknowledges
+/// them to the broker. The thread runs libmosquitto's read and write phases itself: it reads what has arrived
+/// (libmosquitto queues each QoS 1 message's PUBACK as it reads it), hands those messages to the journal as one
+/// batch, and only then writes what is queued. A journal that durably records the messages therefore never loses
+/// one the broker considers delivered, and may commit a whole burst in one transaction.
 ///
 /// Keep it short: a local write, no network I/O, no waiting on Swift concurrency.
 public protocol MQTTInboundJournal: Sendable {
-    /// Records `message`; called once per delivery, in arrival order.
+    /// Records `message`; called once per delivery, in arrival order (by the default ``record(batch:)``).
     /// - Returns: ``MQTTInboundDisposition/refused`` when it could not be recorded: the client then drops the
     ///   connection before acknowledging it.
     func record(_ message: MQTTMessage) -> MQTTInboundDisposition
+
+    /// Records the messages of one read, in arrival order, before any of their acknowledgements is written. The
+    /// default calls ``record(_:)`` for each; a journal that can commit them together (one transaction) does so here.
+    /// - Returns: One disposition per message, in the same order (a missing one counts as refused). One refusal drops
+    ///   the connection before any acknowledgement of the batch is written; the recorded messages of the batch still
+    ///   reach the message streams, and the broker delivers them all again on the next connection.
+    func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition]
+}
+
+extension MQTTInboundJournal {
+    /// Records each message with ``record(_:)``, in order.
+    public func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
+        messages.map { record($0) }
+    }
 }
 
 /// What an ``MQTTInboundJournal`` did with a message.
@@ -27,7 +42,7 @@ public enum MQTTInboundDisposition: Sendable, Hashable {
     /// Recorded: the client acknowledges it to the broker and hands it to its message streams.
     case recorded
     /// Not recorded (the journal cannot write): the client closes the connection at once, so the acknowledgement
-    /// is never written and a persistent session keeps the message (and every later one) on the broker, which
-    /// delivers it again on the next connection. The client then waits for ``MQTTClient/allowReconnect()``.
+    /// (and those of the other messages of its batch) is never written and a persistent session keeps the message
+    /// (and every later one) on the broker, which delivers it again on the next connection. The client then waits for ``MQTTClient/allowReconnect()``.
     case refused
 }

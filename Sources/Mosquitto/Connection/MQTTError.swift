@@ -24,13 +24,20 @@ public enum MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut(String)
     /// libmosquitto returned an error code.
     case library(code: Int32, message: String)
+    // Last, so that the cases before it keep their tags for code built against an earlier version.
+    /// The client was used in a way its API does not allow, such as ``MQTTClient/connect()`` on a client that is
+    /// connected or connecting, or one publication's ``MQTTPublication/acknowledged()`` awaited by two tasks at
+    /// once. The client itself is unharmed; the call had no effect.
+    case misuse(String)
 
+    /// A human message naming what went wrong.
     public var description: String {
         switch self {
         case .invalidTopic(let topic, let reason): "invalid topic \(Self.quoted(topic)): \(reason)"
         case .invalidTopicFilter(let filter, let reason): "invalid topic filter \(Self.quoted(filter)): \(reason)"
         case .invalidClientID(let id, let reason): "invalid client id \(Self.quoted(id)): \(reason)"
         case .invalidConfiguration(let detail): "invalid configuration: \(detail)"
+        case .misuse(let detail): "misuse of the MQTT client: \(detail)"
         case .connectionFailed(let detail): "cannot connect to the broker: \(detail)"
         case .connectionRefused(let code, let reason):
             // 3.1.1: 4 bad user name or password, 5 not authorised; 5: 0x86 and 0x87 likewise.

@@ -21,7 +21,6 @@ enum LibMosquittoCallbacks {
         mosquitto_message_v5_callback_set(mosq, onMessage)
         mosquitto_log_callback_set(mosq, onLog)
     }
-
 }
 
 private func onConnect(
@@ -30,31 +29,52 @@ private func onConnect(
 ) {
     guard let mosq, let userdata else { return }
     let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
-    let resubscribe = context.connected(reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags))
-    if reasonCode == 0, let preparing = context.state.withLock({ $0.preparing }) {
-        // SUBSCRIBE and DISCONNECT must reach the broker before anything the session holds is read: a message
-        // read is acknowledged by libmosquitto, and would be lost. libmosquitto writes nothing during the CONNACK
-        // callback and may read on in the same loop (a PUBLISH read while disconnecting is a protocol error to
-        // it, and it closes the socket with both packets unsent). So over plain TCP the two packets are written
-        // here, straight to the socket, which is then shut for writing: an acknowledgement libmosquitto makes of
-        // a message it reads afterwards never leaves. Over
-        // TLS (the bytes cannot bypass libmosquitto) they are queued, which holds when the session has nothing
-        // queued.
-        context.state.withLock { $0.stop = .cleanly }
-        if preparing.plainTCP, LibMosquittoRawPackets.subscribeAndDisconnect(
-            socket: mosquitto_socket(mosq), filter: preparing.filter, qos: preparing.qos, version: context.protocolVersion)
+    let actions = context.connected(reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags))
+    LibMosquittoCallbacks.perform(actions, on: mosq, context: context)
+}
+
+extension LibMosquittoCallbacks {
+    /// Performs the actions of the state machine that need the handle, on the network thread, inside a callback.
+    static func perform(_ actions: [LibMosquittoContext.Action], on mosq: OpaquePointer, context: LibMosquittoContext) {
+        for action in actions {
+            switch action {
+            case .resubscribe(let subscriptions):
+                // The broker lost our session: make the subscriptions again. These calls only queue packets; nobody
+                // owns them, so their acknowledgements are dropped.
+                for (filter, subscription) in subscriptions {
+                    mosquitto_subscribe_v5(mosq, nil, filter, subscription.qos.rawValue, subscription.options, nil)
+                }
+            case .prepareSession(let preparation):
+                prepareSession(preparation, on: mosq, context: context)
+            case .shutSocket:
+                // The journal could not record a message: close the socket now, while libmosquitto has only queued the
+                // PUBACKs of the read phase, so that none is written and the broker keeps the messages for the session.
+                let socket = mosquitto_socket(mosq)
+                if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+            default:
+                break  // performed by the context
+            }
+        }
+    }
+
+    /// SUBSCRIBE and DISCONNECT must reach the broker before anything the session holds is read: a message read is
+    /// acknowledged by libmosquitto, and would be lost. libmosquitto writes nothing during the CONNACK callback and
+    /// may read on in the same loop (a PUBLISH read while disconnecting is a protocol error to it, and it closes
+    /// the socket with both packets unsent). So over plain TCP the two packets are written here, straight to the
+    /// socket, which is then shut for writing: an acknowledgement libmosquitto makes of a message it reads
+    /// afterwards never leaves. Over TLS (the bytes cannot bypass libmosquitto) they are queued, which holds when
+    /// the session has nothing queued. The state machine has already told the thread to stop cleanly.
+    private static func prepareSession(
+        _ preparation: MQTTClientStateMachine.Preparation, on mosq: OpaquePointer, context: LibMosquittoContext
+    ) {
+        if preparation.plainTCP, LibMosquittoRawPackets.subscribeAndDisconnect(
+            socket: mosquitto_socket(mosq), filter: preparation.filter, qos: preparation.qos, version: context.protocolVersion)
         {
-            context.state.withLock { $0.preparedAroundLibrary = true }
+            context.preparedSessionAroundLibrary()
             return
         }
-        mosquitto_subscribe_v5(mosq, nil, preparing.filter, preparing.qos.rawValue, 0, nil)
+        mosquitto_subscribe_v5(mosq, nil, preparation.filter, preparation.qos.rawValue, 0, nil)
         mosquitto_disconnect_v5(mosq, 0, nil)
-        return
-    }
-    // The broker lost our session: make the subscriptions again. These calls only queue packets; nobody
-    // owns them, so their acknowledgements are dropped.
-    for (filter, subscription) in resubscribe {
-        mosquitto_subscribe_v5(mosq, nil, filter, subscription.qos.rawValue, subscription.options, nil)
     }
 }
 
@@ -62,7 +82,11 @@ private func onDisconnect(
     _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ reasonCode: Int32, _ properties: OpaquePointer?
 ) {
     guard let userdata else { return }
-    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().disconnected(reasonCode: reasonCode)
+    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
+    // The messages read before the connection closed reach the journal first, as they did before it closed.
+    let actions = context.journalInbound()
+    if let mosq { LibMosquittoCallbacks.perform(actions, on: mosq, context: context) }
+    context.disconnected(reasonCode: reasonCode)
 }
 
 private func onPublish(
@@ -103,12 +127,8 @@ private func onMessage(
         topic: String(cString: topic), payload: payload,
         qos: MQTTQoS(rawValue: message.pointee.qos) ?? .atMostOnce, retain: message.pointee.retain,
         properties: LibMosquittoProperties.read(properties))
-    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
-    if !context.received(copied), let mosq {
-        // The journal could not record it: close the socket now, while libmosquitto has only queued the PUBACK, so
-        // that it is never written and the broker keeps the message for the session.
-        shutdown(mosquitto_socket(mosq), Int32(SHUT_RDWR))
-    }
+    // Journaled with the other messages of the read phase, before any of their acknowledgements is written.
+    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().messageRead(copied)
 }
 
 /// libmosquitto's log goes to the client's logger at the matching level; nothing is copied out of a line the

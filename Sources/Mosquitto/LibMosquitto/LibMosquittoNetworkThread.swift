@@ -1,29 +1,31 @@
 import CMosquitto
 import Deadlines
-import Dispatch
-import Glibc
-import Synchronization
 
-/// The thread that runs one connection of a client: it connects, runs `mosquitto_loop`, and after a loss
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The thread that runs one connection of a client: it connects, runs its loop (``LibMosquittoLoop``: libmosquitto's
+/// read and write phases, with the journal in between), and after a loss
 /// waits by the client's ``MQTTReconnectPolicy`` (in milliseconds, with jitter, which libmosquitto's own
 /// reconnect in `loop_forever` cannot do: it counts whole seconds) and calls `mosquitto_reconnect`, until the
 /// context says stop. libmosquitto then resends the QoS 1 and 2 messages in flight, and the CONNACK callback
 /// makes the subscriptions again when the broker lost the session, as before.
 ///
 /// It is a thread of its own, never one of Swift's cooperative pool: the TCP connect blocks. The handle is
-/// marked threaded (`mosquitto_threaded_set`), so other threads only queue packets and wake its `select`.
+/// marked threaded (`mosquitto_threaded_set`), so other threads only queue packets and wake its `poll`.
 /// It keeps the handle alive until it ends, so `mosquitto_destroy` never runs under it.
-final class LibMosquittoNetworkThread: Sendable {
+final class LibMosquittoNetworkThread: NetworkThreadControl {
     private let handle: LibMosquittoHandle
     private let configuration: MQTTConfiguration
     private let connectProperties: LibMosquittoProperties.List
-    /// Signalled to cut a reconnect wait short when the client stops.
-    private let wakeup = DispatchSemaphore(value: 0)
-    private let exit = Mutex<(ended: Bool, waiters: [UInt64: CheckedContinuation<Void, Never>], next: UInt64)>((false, [:], 0))
-
-    /// How long `mosquitto_loop` waits in `select` at most: how soon an abrupt stop (a client released without
-    /// `disconnect()`) is noticed. Everything else wakes it at once.
-    private static let loopTimeoutMilliseconds: Int32 = 100
+    /// Signalled when an operation is queued, to cut a wait short, and when the client stops. `nil` when the
+    /// process had no file descriptor left for it: the thread then fails to start.
+    private let wakeup = LibMosquittoWakeup()
+    /// Opened when the thread ends.
+    private let exit = Latch()
 
     init(handle: LibMosquittoHandle, configuration: MQTTConfiguration) {
         self.handle = handle
@@ -33,6 +35,11 @@ final class LibMosquittoNetworkThread: Sendable {
 
     /// Starts the thread.
     func start() {
+        guard wakeup != nil else {
+            handle.context.failConnecting(MQTTError.connectionFailed("cannot start the network thread: no file descriptor left"))
+            exit.open()
+            return
+        }
         let box = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let code = pthread_create(&thread, nil, { raw in
@@ -45,48 +52,28 @@ final class LibMosquittoNetworkThread: Sendable {
         } else {
             Unmanaged<LibMosquittoNetworkThread>.fromOpaque(box).release()
             handle.context.failConnecting(MQTTError.connectionFailed("cannot start the network thread: \(String(cString: strerror(code)))"))
-            ended()
+            exit.open()
         }
     }
 
-    /// Cuts a reconnect wait short, so that the thread sees a stop at once.
-    func wake() { wakeup.signal() }
+    /// Cuts a wait of the thread short: it writes what was queued, or sees a stop, at once.
+    func wake() { wakeup?.signal() }
 
     /// Waits until the thread has ended, or `timeout` has passed (a TCP connect to an unreachable host blocks
     /// it for as long as the kernel tries; it ends by itself afterwards).
     /// - Returns: Whether it has ended.
     @discardableResult
     func waitForEnd(within timeout: Duration) async -> Bool {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let id: UInt64? = exit.withLock { exit in
-                guard !exit.ended else { return nil }
-                defer { exit.next += 1 }
-                exit.waiters[exit.next] = done
-                return exit.next
-            }
-            guard let id else { return done.resume() }
-            let seconds = timeout.seconds
-            // Weakly: a strong reference would keep the thread, and so the handle and its sockets, alive for the
-            // whole timeout after the thread ended; a client that connects and disconnects often would pile up
-            // file descriptors (and libmosquitto's select cannot watch one past 1,024).
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
-                self?.exit.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-            }
-        }
-        return exit.withLock { $0.ended }
-    }
-
-    private func ended() {
-        let waiters = exit.withLock { exit in
-            exit.ended = true
-            defer { exit.waiters = [:] }
-            return Array(exit.waiters.values)
-        }
-        for waiter in waiters { waiter.resume() }
+        // The latch's timer holds the latch, not the thread: holding the thread, and so the handle and its sockets,
+        // for the whole timeout after it ended would make a client that connects and disconnects often pile up file
+        // descriptors.
+        let exit = self.exit
+        return await exit.wait(timeout: timeout)
     }
 
     private func run() {
-        defer { ended() }
+        defer { exit.open() }
+        guard let wakeup else { return }
         let pointer = handle.pointer, context = handle.context, broker = configuration.broker
         var code = mosquitto_connect_bind_v5(
             pointer, broker.host, Int32(broker.port), Int32(configuration.keepAliveSeconds), nil, connectProperties.head)
@@ -95,18 +82,18 @@ final class LibMosquittoNetworkThread: Sendable {
             context.failConnecting(MQTTError.connectionFailed("\(broker): \(detail)"))
             return
         }
+        let loop = LibMosquittoLoop(pointer: pointer, context: context, wakeup: wakeup)
         var attempt = 0
-        var connections = context.state.withLock { $0.connections }
+        var connections: UInt64 = 0
         while true {
-            let (stop, connectionsNow) = context.state.withLock { ($0.stop, $0.connections) }
-            switch stop {
-            case .abruptly: return
-            case .cleanly where context.state.withLock({ $0.preparedAroundLibrary }):
+            switch context.directive {
+            case .endAbruptly: return
+            case .awaitBrokerClose:
                 // SUBSCRIBE and DISCONNECT went out around libmosquitto: wait for the broker to close, discarding
                 // what it sends, so that closing here can never reset the connection before it read them.
                 LibMosquittoRawPackets.awaitClose(socket: mosquitto_socket(pointer), within: 2_000)
                 return
-            case .cleanly:
+            case .endCleanly:
                 // Also when `disconnect()` came while a reconnect was under way and its DISCONNECT found no socket.
                 mosquitto_disconnect_v5(pointer, 0, nil)
                 // Write what is queued — DISCONNECT last — and read nothing more: a message read now would be
@@ -114,26 +101,32 @@ final class LibMosquittoNetworkThread: Sendable {
                 // prepared must keep every queued message).
                 flushWrites(pointer)
                 return
-            case .no: break
+            case .run(let connectionsNow):
+                if connectionsNow != connections {
+                    connections = connectionsNow
+                    attempt = 0
+                }
             }
-            if connectionsNow != connections {
-                connections = connectionsNow
-                attempt = 0
-            }
-            code = mosquitto_loop(pointer, Self.loopTimeoutMilliseconds, 1)
+            code = loop.turn()
             if code == MOSQ_ERR_SUCCESS.rawValue { continue }
             // Not connected: the connection was lost or closed, or the last attempt failed.
-            if context.state.withLock({ $0.stop }) != .no { return }
-            let delay = configuration.reconnect.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
+            guard waitToReconnect(attempt: attempt, wakeup: wakeup) else { return }
             attempt += 1
-            _ = wakeup.wait(timeout: .now() + delay.seconds)
-            // A loss the owner must allow a reconnect after: wait, touching nothing, until it does or the client stops.
-            while !context.mayReconnect, context.state.withLock({ $0.stop }) == .no {
-                _ = wakeup.wait(timeout: .now() + 0.1)
-            }
-            if context.state.withLock({ $0.stop }) != .no { return }
-            _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next mosquitto_loop
+            _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next turn
         }
+    }
+
+    /// Waits before reconnect attempt `attempt` by the policy, then, after a loss the owner must allow a reconnect
+    /// after, until it does — touching nothing through libmosquitto. Returns `false` when the client stops instead.
+    private func waitToReconnect(attempt: Int, wakeup: LibMosquittoWakeup) -> Bool {
+        let context = handle.context
+        if context.stopRequested { return false }
+        let delay = configuration.reconnect.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
+        wakeup.wait(seconds: delay.seconds)
+        while !context.mayReconnect, !context.stopRequested {
+            wakeup.wait(seconds: 0.1)
+        }
+        return !context.stopRequested
     }
 
     /// Writes the queued packets, waiting for the socket to take them, for at most two seconds; writing

@@ -65,7 +65,7 @@ final class LibMosquittoAckTicket<Value: Sendable>: Sendable {
                 let outcome: Result<Value, any Error>? = state.withLock { state in
                     switch state {
                     case .finished(let result): return result.mapError { $0 as any Error }
-                    case .waiting: return .failure(MQTTError.invalidConfiguration("an acknowledgement is awaited twice at once"))
+                    case .waiting: return .failure(MQTTError.misuse("an acknowledgement is awaited by two tasks at once"))
                     case .pending:
                         if Task.isCancelled { return .failure(CancellationError()) }
                         state = .waiting(waiter)
@@ -88,7 +88,7 @@ final class LibMosquittoAckTicket<Value: Sendable>: Sendable {
 /// The operations waiting for the broker's acknowledgement, by message id. Guarded by the context's lock.
 ///
 /// An owner is registered in the same critical section as the libmosquitto call that assigns the message id
-/// (see ``LibMosquittoContext/register(_:failsOnDisconnect:_:)``), and the acknowledgement callback takes
+/// (see ``LibMosquittoContext/register(in:failsOnDisconnect:queuedWhileDisconnected:_:)``), and the acknowledgement callback takes
 /// the same lock, so an acknowledgement can never come before its owner: one that finds no owner belongs
 /// to an operation nobody owns any more (a resubscription, a message sent before `disconnect()`), and is
 /// dropped. It is never kept, so a later operation that gets the same id after the ids wrap at 65,535

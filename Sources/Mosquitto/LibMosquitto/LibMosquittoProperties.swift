@@ -1,5 +1,9 @@
 import CMosquitto
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// MQTT v5 property lists: built for CONNECT and PUBLISH, read from incoming messages.
 enum LibMosquittoProperties {

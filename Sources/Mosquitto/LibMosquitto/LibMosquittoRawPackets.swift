@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// SUBSCRIBE and DISCONNECT written straight to a plain TCP socket, for ``MQTTClient/prepareSession(subscribingTo:qos:)``
 /// (see the CONNACK callback in ``LibMosquittoCallbacks``): the only packets this client ever writes around
@@ -21,7 +25,7 @@ enum LibMosquittoRawPackets {
         packet += [0xE0, 0x00]  // DISCONNECT, normal
         var sent = 0
         while sent < packet.count {
-            let written = packet.withUnsafeBytes { send(socket, $0.baseAddress! + sent, packet.count - sent, Int32(MSG_NOSIGNAL)) }
+            let written = packet[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, noSignal) }
             if written > 0 {
                 sent += written
             } else if written < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
@@ -34,6 +38,13 @@ enum LibMosquittoRawPackets {
         shutdown(socket, Int32(SHUT_WR))
         return true
     }
+
+    /// `send` flags: no SIGPIPE when the broker has closed the connection (Linux; Darwin has no such flag).
+    #if os(Linux)
+    private static let noSignal = Int32(MSG_NOSIGNAL)
+    #else
+    private static let noSignal: Int32 = 0
+    #endif
 
     /// Reads and discards until the peer closes the connection, or `milliseconds` pass.
     static func awaitClose(socket: Int32, within milliseconds: Int) {

@@ -57,8 +57,11 @@ public struct MQTTMessageProperties: Sendable, Hashable {
 
 /// An MQTT v5 user property: a name and a value.
 public struct MQTTUserProperty: Sendable, Hashable {
+    /// The property's name.
     public var name: String
+    /// The property's value.
     public var value: String
+    /// Creates a user property.
     public init(name: String, value: String) {
         self.name = name
         self.value = value

@@ -7,5 +7,6 @@ public enum MQTTQoS: Int32, Sendable, Comparable, CaseIterable {
     /// Exactly once: the four-step handshake.
     case exactlyOnce = 2
 
+    /// Orders by the guarantee: at most once, at least once, exactly once.
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -27,6 +27,7 @@ public struct MQTTTopic: Sendable, Hashable, CustomStringConvertible {
         try self.init(name)
     }
 
+    /// The topic as text.
     public var description: String { name }
 }
 
@@ -53,7 +54,10 @@ public struct MQTTTopicFilter: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The filter that matches every topic.
-    public static let all = try! MQTTTopicFilter("#")
+    public static let all = MQTTTopicFilter(valid: "#")
+
+    /// A filter known to be valid, unchecked.
+    private init(valid filter: String) { self.filter = filter }
 
     /// Whether `topic` matches this filter, by libmosquitto's own matcher.
     public func matches(_ topic: String) -> Bool {
@@ -61,6 +65,7 @@ public struct MQTTTopicFilter: Sendable, Hashable, CustomStringConvertible {
         return mosquitto_topic_matches_sub(filter, topic, &result) == MOSQ_ERR_SUCCESS.rawValue && result
     }
 
+    /// The filter as text.
     public var description: String { filter }
 }
 

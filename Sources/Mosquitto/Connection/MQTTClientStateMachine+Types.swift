@@ -1,0 +1,99 @@
+/// The `connect()` call waiting for the first CONNACK.
+typealias ConnectWaiter = CheckedContinuation<Bool, any Error>
+/// A stream made by ``MQTTClient/messages(matching:)``.
+typealias MessageSink = AsyncStream<MQTTMessage>.Continuation
+/// A stream made by ``MQTTClient/connectionEvents()``.
+typealias EventSink = AsyncStream<MQTTConnectionEvent>.Continuation
+
+/// What the state machine knows of the thread that runs a connection (``LibMosquittoNetworkThread``).
+protocol NetworkThreadControl: AnyObject, Sendable {
+    /// Starts it.
+    func start()
+    /// Cuts a wait of the thread short, so that it looks at the state again.
+    func wake()
+    /// Waits until it has ended, or `timeout` has passed; returns whether it has ended.
+    @discardableResult func waitForEnd(within timeout: Duration) async -> Bool
+}
+
+extension MQTTClientStateMachine {
+    /// Where the connection is.
+    enum Phase {
+        /// Not connected and not trying: before `connect()`, after `disconnect()`, or after a failed connect.
+        case idle
+        /// `connect()` waits for the first CONNACK.
+        case connecting(ConnectWaiter)
+        /// Connected: a CONNACK accepted the connection.
+        case connected
+        /// Connected once, then lost; the network thread reconnects (when allowed).
+        case reconnecting
+    }
+
+    /// What the network thread is told to do.
+    enum Stop: Equatable {
+        /// Keep the connection, reconnecting after a loss.
+        case no
+        /// Disconnect cleanly (DISCONNECT, no will) and end.
+        case cleanly
+        /// End at once without DISCONNECT, as if the process had died: the broker sends the will.
+        case abruptly
+    }
+
+    /// What the network thread does next (``directive``).
+    enum Directive: Equatable {
+        /// Run the connection; `connections` counts the CONNACKs so far (the backoff starts afresh after one).
+        case run(connections: UInt64)
+        /// End without DISCONNECT.
+        case endAbruptly
+        /// Send DISCONNECT after what is queued, and end.
+        case endCleanly
+        /// SUBSCRIBE and DISCONNECT went out around libmosquitto: wait for the broker to close, and end.
+        case awaitBrokerClose
+    }
+
+    /// A subscription as made, to make again after a reconnect.
+    struct ActiveSubscription: Sendable, Equatable {
+        var qos: MQTTQoS
+        /// The options byte as sent (0 on a 3.1.1 connection).
+        var options: Int32
+    }
+
+    /// A session being prepared (``MQTTClient/prepareSession(subscribingTo:qos:)``): on CONNACK, subscribe to
+    /// `filter` and disconnect at once, before any queued message is read.
+    struct Preparation: Sendable, Equatable {
+        var filter: String
+        var qos: MQTTQoS
+        /// Whether SUBSCRIBE and DISCONNECT can be written straight to the socket (not over TLS).
+        var plainTCP: Bool
+    }
+
+    /// What to do after a transition, in order, outside the lock.
+    enum Action: Sendable {
+        /// Resume `connect()`.
+        case resumeConnect(ConnectWaiter, Result<Bool, any Error>)
+        /// Yield `event` to these event streams.
+        case emit(MQTTConnectionEvent, to: [EventSink])
+        /// Yield `message` to these message streams.
+        case deliver(MQTTMessage, to: [MessageSink])
+        /// Hand a publish its answer.
+        case answerPublish(LibMosquittoAckTicket<Void>, Result<Void, MQTTError>)
+        /// Hand a subscribe its answer.
+        case answerSubscribe(LibMosquittoAckTicket<MQTTQoS>, Result<MQTTQoS, MQTTError>)
+        /// Hand an unsubscribe its answer.
+        case answerUnsubscribe(LibMosquittoAckTicket<Void>)
+        /// Fail these operations with ``MQTTError/notConnected``.
+        case failOperations([any FailableOwner])
+        /// Yield ``MQTTConnectionEvent/disconnected`` to these event streams and end them, and end these message streams.
+        case endStreams(events: [EventSink], messages: [MessageSink])
+        /// Start this network thread.
+        case startThread(any NetworkThreadControl)
+        /// Wake this network thread.
+        case wake(any NetworkThreadControl)
+        /// On the network thread, in the CONNACK callback: make these subscriptions again.
+        case resubscribe([String: ActiveSubscription])
+        /// On the network thread, in the CONNACK callback: subscribe and disconnect at once.
+        case prepareSession(Preparation)
+        /// On the network thread, between its read and write phases: shut the socket, so that the acknowledgements
+        /// libmosquitto has queued are never written.
+        case shutSocket
+    }
+}

@@ -1,0 +1,123 @@
+import CMosquitto
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The network thread's loop over one connection: what `mosquitto_loop` does — wait on the socket, read, write,
+/// keep alive — with the journal in between the read and the write phases.
+///
+/// libmosquitto queues the PUBACK of a QoS 1 message as it reads it and writes queued packets only in its write
+/// phase (other threads only queue, the handle being threaded). So the messages read in one phase — as many as
+/// have arrived, up to ``batchLimit`` — go to the journal as one batch (``LibMosquittoContext/journalInbound()``),
+/// which may commit them in one transaction, before any of their acknowledgements is written. A refusal shuts the
+/// socket before the write phase: none of the batch's acknowledgements is written.
+///
+/// It waits with `poll` on the socket and on the thread's own wakeup pipe (``LibMosquittoWakeup``), which the
+/// client signals when it queues an operation or stops; `poll` also has no limit on descriptor numbers, unlike
+/// libmosquitto's `select`.
+struct LibMosquittoLoop {
+    let pointer: OpaquePointer
+    let context: LibMosquittoContext
+    let wakeup: LibMosquittoWakeup
+
+    /// How long a turn waits at most: how soon a keepalive is sent when nothing else happens.
+    static let timeoutMilliseconds: Int32 = 100
+    /// The most messages in one batch: a read phase ends there, to write their acknowledgements.
+    static let batchLimit = 1_000
+
+    private static let success = MOSQ_ERR_SUCCESS.rawValue
+
+    /// One turn: wait, read (and journal), write, keep alive.
+    /// - Returns: `MOSQ_ERR_SUCCESS`, or the error that ended the connection (`MOSQ_ERR_NO_CONN` when there is none),
+    ///   as `mosquitto_loop` returns them.
+    func turn() -> Int32 {
+        let socket = mosquitto_socket(pointer)
+        guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
+        let events = Int16(POLLIN) | (mosquitto_want_write(pointer) ? Int16(POLLOUT) : 0)
+        var entries = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
+        let tlsPending = LibMosquittoTLS.hasPendingData(pointer)
+        if poll(&entries, 2, tlsPending ? 0 : Self.timeoutMilliseconds) < 0 {
+            return errno == EINTR ? Self.success : MOSQ_ERR_ERRNO.rawValue
+        }
+        if entries[1].revents != 0 { wakeup.drain() }
+        if tlsPending || entries[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            let (code, refused) = readPhase(socket)
+            if code != Self.success || mosquitto_socket(pointer) < 0 { return code }
+            if refused { return readToTheEnd() }
+        }
+        // Also when nothing woke the socket for writing: an operation queued since the poll (as mosquitto_loop does
+        // when its socket pair wakes it). Writing to a socket that cannot take more writes nothing.
+        if mosquitto_want_write(pointer) {
+            let code = mosquitto_loop_write(pointer, 1)
+            if code != Self.success || mosquitto_socket(pointer) < 0 { return code }
+        }
+        return mosquitto_loop_misc(pointer)
+    }
+
+    /// Reads what has arrived — a TLS handshake step, or packets — then hands the messages read to the journal.
+    /// Ends when nothing more is there, at ``batchLimit`` messages, or when the client stops (a session being
+    /// prepared must read nothing after its CONNACK).
+    private func readPhase(_ socket: Int32) -> (code: Int32, refused: Bool) {
+        var code = Self.success
+        var reads = 0
+        repeat {
+            errno = 0  // libmosquitto ends its own read loop on a stale EAGAIN
+            code = mosquitto_loop_read(pointer, 1)
+            reads += 1
+        } while code == Self.success && reads < Self.batchLimit && mosquitto_socket(pointer) == socket
+            && context.inboundCount < Self.batchLimit && !context.stopRequested
+            && (Self.readable(socket) || LibMosquittoTLS.hasPendingData(pointer))
+        return (code, journal())
+    }
+
+    /// After a refusal shut the socket: libmosquitto reads on to the end of the connection — what the kernel still
+    /// holds, then the end — closing it and calling the disconnect callback, with nothing written meanwhile.
+    private func readToTheEnd() -> Int32 {
+        var code = Self.success
+        var reads = 0
+        while code == Self.success, mosquitto_socket(pointer) >= 0, reads < 100_000 {
+            errno = 0
+            code = mosquitto_loop_read(pointer, 1)
+            reads += 1
+            _ = journal()
+        }
+        return code == Self.success ? MOSQ_ERR_CONN_LOST.rawValue : code
+    }
+
+    /// Hands the messages read to the journal and the streams; returns whether the journal refused one (the socket is
+    /// shut then).
+    private func journal() -> Bool {
+        let actions = context.journalInbound()
+        LibMosquittoCallbacks.perform(actions, on: pointer, context: context)
+        return actions.contains { if case .shutSocket = $0 { true } else { false } }
+    }
+
+    /// Whether the kernel holds more bytes of the connection.
+    private static func readable(_ socket: Int32) -> Bool {
+        var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
+    }
+}
+
+/// OpenSSL's `SSL_pending`, found at run time (libmosquitto links OpenSSL; this module does not): over TLS, OpenSSL
+/// may hold decrypted bytes that `poll` cannot see, and `mosquitto_loop_read` may leave some behind.
+enum LibMosquittoTLS {
+    private typealias Pending = @convention(c) (UnsafeMutableRawPointer?) -> Int32
+
+    private static let pending: Pending? = {
+        guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "SSL_pending") else { return nil }
+        return unsafeBitCast(symbol, to: Pending.self)
+    }()
+
+    /// Whether `SSL_pending` was found (it is wherever libmosquitto was built with TLS).
+    static var isAvailable: Bool { pending != nil }
+
+    /// Whether OpenSSL holds bytes of the connection not yet read by libmosquitto.
+    static func hasPendingData(_ pointer: OpaquePointer) -> Bool {
+        guard let ssl = mosquitto_ssl_get(pointer), let pending else { return false }
+        return pending(ssl) > 0
+    }
+}
