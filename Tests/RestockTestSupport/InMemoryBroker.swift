@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Mosquitto
 import RestockMQTT
@@ -411,47 +412,19 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
 }
 
 /// Set once (with or without an error), awaited by any number of tasks; a cancelled wait ends at once with
-/// `CancellationError`.
+/// `CancellationError`. A ``Latch`` and the error it was set with.
 final class Completion: Sendable {
-    private struct State {
-        var done = false
-        var error: (any Error)?
-        var next: UInt64 = 0
-        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
-    }
-
-    private let state = Mutex(State())
+    private let latch = Latch()
+    private let error = Mutex<(any Error)?>(nil)
 
     func complete(throwing error: (any Error)?) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            guard !state.done else { return [] }
-            state.done = true
-            state.error = error
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters {
-            if let error { waiter.resume(throwing: error) } else { waiter.resume() }
-        }
+        guard !latch.isOpen else { return }
+        self.error.withLock { $0 = $0 ?? error }
+        latch.open()
     }
 
     func wait() async throws {
-        let id = state.withLock { state in
-            defer { state.next += 1 }
-            return state.next
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
-                let result: Result<Void, any Error>? = state.withLock { state in
-                    if state.done { return state.error.map { .failure($0) } ?? .success(()) }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    state.waiters[id] = waiter
-                    return nil
-                }
-                if let result { waiter.resume(with: result) }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
-        }
+        guard await latch.wait() else { throw CancellationError() }
+        if let error = error.withLock({ $0 }) { throw error }
     }
 }
