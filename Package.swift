@@ -9,9 +9,10 @@ let package = Package(
         .library(name: "Mosquitto", targets: ["Mosquitto"]),
         .library(name: "RestockMQTT", targets: ["RestockMQTT"]),
         .executable(name: "restock", targets: ["restock"]),
-        // For the benchmarks' own package (Benchmarks/Package.swift) only: the private broker, the store as a
-        // process and the request helpers the tests use. Not an API.
-        .library(name: "RestockTestSupport", targets: ["RestockTestSupport"]),
+        // Not an API (the underscore says so, as swift-nio's `_NIO…` products do): the private broker, the store as a
+        // process and the request helpers of the tests, for the benchmarks' own package (Benchmarks/Package.swift),
+        // which can reach a target of this package only through a product.
+        .library(name: "_RestockTestSupport", targets: ["RestockTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -29,7 +29,7 @@ let package = Package(
                 .product(name: "RestockCore", package: "RestockAlerter"),
                 .product(name: "Mosquitto", package: "RestockAlerter"),
                 .product(name: "RestockMQTT", package: "RestockAlerter"),
-                .product(name: "RestockTestSupport", package: "RestockAlerter"),
+                .product(name: "_RestockTestSupport", package: "RestockAlerter"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],

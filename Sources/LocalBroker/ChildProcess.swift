@@ -5,6 +5,7 @@ import Glibc
 import Darwin
 #endif
 import Synchronization
+import Deadlines
 
 /// What a finished command printed, and how it ended.
 public struct CommandResult: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import Deadlines
 
 /// A private mosquitto on a free loopback port, in a directory of its own, for the demo and the tests:
 /// it never touches a broker someone else runs, and it is killed when released.

@@ -5,6 +5,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import Synchronization
+import Deadlines
 
 /// The whole story in one run (`restock demo`): a store, three customers, two restocks, an unsubscribe,
 /// told step by step in human words, with each alert shown as it arrives.

@@ -1,3 +1,4 @@
+import Deadlines
 import RestockTestSupport
 @testable import Mosquitto
 import Synchronization

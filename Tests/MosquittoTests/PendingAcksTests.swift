@@ -2,6 +2,8 @@ import RestockTestSupport
 import Synchronization
 import Testing
 @testable import Mosquitto
+import Deadlines
+import SeededRandom
 
 /// The table of operations waiting for the broker, without a broker: each has one owner from the moment its
 /// message id is assigned until its own acknowledgement, a lost connection that libmosquitto forgets it at,

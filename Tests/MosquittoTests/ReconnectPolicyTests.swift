@@ -1,6 +1,7 @@
 import RestockTestSupport
 import Testing
 @testable import Mosquitto
+import LocalBroker
 
 /// The waits between reconnection attempts, without a broker.
 @Suite("Reconnect policy")

@@ -3,6 +3,8 @@ import Mosquitto
 import RestockTestSupport
 import Synchronization
 import Testing
+import Deadlines
+import LocalBroker
 
 /// Broker restarts, unresponsive brokers and messages sent while the connection is down, against a real
 /// mosquitto.

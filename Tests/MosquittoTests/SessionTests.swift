@@ -1,6 +1,8 @@
 import Mosquitto
 import RestockTestSupport
 import Testing
+import Deadlines
+import LocalBroker
 
 @Suite("Sessions, wills and reconnection", .timeLimit(.minutes(2)))
 struct SessionTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Mosquitto
 import RestockTestSupport
+import Deadlines
 
 /// A name unique to this test run, for client ids and topics, so tests never see each other's traffic.
 func uniqueName(_ prefix: String = "t") -> String {

@@ -2,6 +2,7 @@ import Mosquitto
 import RestockTestSupport
 import Synchronization
 import Testing
+import Deadlines
 
 @Suite("Volume", .timeLimit(.minutes(3)))
 struct VolumeTests {

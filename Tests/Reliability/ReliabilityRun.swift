@@ -1,5 +1,6 @@
 import Foundation
 import LocalBroker
+import Deadlines
 
 /// `make reliability`: runs every scenario with real processes, prints the table, and exits non-zero when
 /// anything was lost, an intruder got anywhere, or a scenario could not finish.

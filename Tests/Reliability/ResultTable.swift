@@ -1,5 +1,6 @@
 import Foundation
 import LocalBroker
+import Deadlines
 
 /// The reliability table as markdown, and the page of docs/reliability.md around it.
 enum ResultTable {

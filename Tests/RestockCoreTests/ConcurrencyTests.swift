@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 @testable import RestockCore
+import SeededRandom
 
 @Suite("Concurrency")
 struct ConcurrencyTests {

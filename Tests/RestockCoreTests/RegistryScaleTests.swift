@@ -1,5 +1,6 @@
 import Testing
 @testable import RestockCore
+import SeededRandom
 
 @Suite("Registry at scale")
 struct RegistryScaleTests {

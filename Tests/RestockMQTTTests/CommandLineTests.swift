@@ -3,6 +3,8 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import Deadlines
+import LocalBroker
 
 /// The `restock` tool as a user runs it.
 @Suite("The restock command line", .timeLimit(.minutes(3)))

@@ -5,6 +5,8 @@ import RestockMQTT
 import RestockTestSupport
 import Synchronization
 import Testing
+import Deadlines
+import LocalBroker
 
 /// docs/contract.md, "Durability and redelivery": a restart of the store, of the broker, or of both loses no watch and no alert.
 @Suite("Durability: nothing is lost", .timeLimit(.minutes(3)))

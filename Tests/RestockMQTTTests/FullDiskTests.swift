@@ -5,6 +5,7 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import Deadlines
 
 /// A full disk pauses the store, never stops it (docs/operations.md, "A full disk"): with `RESTOCK_FAULT=disk-full-while:FILE`
 /// every write to its request log and state fails as SQLite fails on a full disk while FILE exists (`make reliability`

@@ -5,6 +5,7 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import Deadlines
 
 /// One customer cannot take the store from the others (docs/contract.md, "Limits"): a watch limit per customer,
 /// and a request rate per customer whose refusals are cheap and answered at most once a second.

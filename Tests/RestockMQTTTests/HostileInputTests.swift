@@ -4,6 +4,7 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import Deadlines
 
 /// Nothing a client sends can stop or corrupt the store: numbers at the edges, retained requests, and a
 /// request that crashes the store (a bug not found yet, stood in for by a fault point).

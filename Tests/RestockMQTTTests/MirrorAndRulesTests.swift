@@ -4,6 +4,7 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import Deadlines
 
 /// The in-process store mirrors what customers asked for through the broker, and the rules of docs/contract.md, "Semantics"
 /// hold end to end.

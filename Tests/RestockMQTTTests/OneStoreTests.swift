@@ -4,6 +4,7 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import Deadlines
 
 /// One live store per store id on a broker: a second instance refuses to start, a store whose session is
 /// taken stops rather than fights, and a standby on the same data directory takes over when the live one dies.

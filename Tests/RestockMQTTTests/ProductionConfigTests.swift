@@ -4,6 +4,7 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import LocalBroker
 
 /// The mosquitto configuration we ship (deploy/mosquitto), run for real on a private port.
 @Suite("The shipped production configuration", .timeLimit(.minutes(3)))

@@ -4,6 +4,7 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Testing
+import Deadlines
 
 /// A stage of the running store that fails ends the service with its real error: `restock serve` exits
 /// non-zero naming it, instead of running on, online, without that stage. Rows of the database that hold no

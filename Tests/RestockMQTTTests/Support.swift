@@ -5,6 +5,8 @@ import RestockCore
 import RestockMQTT
 import RestockTestSupport
 import Synchronization
+import Deadlines
+import LocalBroker
 
 func customer(_ raw: String) -> CustomerID { try! CustomerID(raw) }
 func sku(_ raw: String) -> SKU { try! SKU(raw) }

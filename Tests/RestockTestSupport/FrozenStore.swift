@@ -1,6 +1,7 @@
 import Foundation
 import RestockCore
 import RestockMQTT
+import Deadlines
 
 extension StoreProcess {
     /// The frozen-store takeover (R7d and its test): freezes this live store (SIGSTOP: a stalled process, or a

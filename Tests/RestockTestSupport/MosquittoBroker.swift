@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import Deadlines
+import LocalBroker
 
 /// A private mosquitto for one test: its own temporary directory, a generated configuration and a free
 /// loopback port. It is killed, and its directory removed, when released.

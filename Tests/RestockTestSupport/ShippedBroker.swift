@@ -1,4 +1,5 @@
 import Foundation
+import LocalBroker
 
 extension MosquittoBroker {
     /// The shipped configuration directory, deploy/mosquitto.

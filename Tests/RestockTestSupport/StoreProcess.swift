@@ -4,6 +4,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import Synchronization
+import Deadlines
 
 /// `restock serve` of store `apple` as a real process, on its own data directory.
 public final class StoreProcess: Sendable {

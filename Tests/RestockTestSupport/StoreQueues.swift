@@ -1,6 +1,7 @@
 import Foundation
 import LocalBroker
 import RestockMQTT
+import Deadlines
 
 /// Waits on the store's database, read alongside the running store.
 public enum StoreQueues {

@@ -1,4 +1,5 @@
 import Foundation
+import LocalBroker
 
 /// A certificate authority and a server certificate for the name `localhost` only, made with openssl, plus
 /// a second, unrelated authority to show that a wrong CA is refused. Connecting to `127.0.0.1` reaches the

@@ -1,5 +1,6 @@
 import Foundation
 import LocalBroker
+import Deadlines
 
 /// `mosquitto_sub` as a real process, printing `topic payload` lines.
 public final class TopicWatcher: Sendable {

@@ -3,6 +3,7 @@ import Histogram
 import Mosquitto
 import RestockCore
 import RestockTestSupport
+import Deadlines
 
 /// B4: one restock to one customer, 1,000 times at a steady rate: from the stock command written to
 /// `mosquitto_pub -l` to the alert printed by the customer's `mosquitto_sub`; next to the same two tools

@@ -1,6 +1,7 @@
 import Foundation
 import RestockCore
 import RestockTestSupport
+import SeededRandom
 
 /// B2: adds 1,000,000 watches to a Store, then removes them all in random order; the time per operation in
 /// each decade of size, and the heap the watches take.

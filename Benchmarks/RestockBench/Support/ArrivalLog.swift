@@ -1,6 +1,7 @@
 import Foundation
 import RestockTestSupport
 import Synchronization
+import Deadlines
 
 /// What a subscriber (a `mosquitto_sub` read through ``PipedProcess``) has received: deliveries,
 /// distinct message ids, and when a target count of distinct ids was reached.

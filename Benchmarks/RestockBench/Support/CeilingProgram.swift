@@ -1,6 +1,7 @@
 import Foundation
 import RestockTestSupport
 import Synchronization
+import Deadlines
 
 /// The C ceiling: `restock-ceiling` (Benchmarks/MQTTCeiling/ceiling.c), built beside `restock-bench` by
 /// `make bench`. One run publishes `count` QoS 1 messages of `size` bytes with up to 1,000 in flight and

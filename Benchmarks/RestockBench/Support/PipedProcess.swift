@@ -1,6 +1,8 @@
 import Foundation
 import RestockTestSupport
 import Synchronization
+import Deadlines
+import LocalBroker
 
 /// A child process (mosquitto_pub -l, mosquitto_sub) whose standard input the benchmark writes and whose
 /// standard output it reads line by line on a thread of its own, each line stamped with when it was read.

@@ -1,6 +1,7 @@
 import Foundation
 import RestockCore
 import RestockTestSupport
+import LocalBroker
 
 /// A data directory holding `count` watches of `sku`, written straight through the store's database
 /// (``StoreSeeding``; B2, B3), so a benchmark starts from a large registry without sending a request for each watch.

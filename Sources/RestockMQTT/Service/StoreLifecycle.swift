@@ -1,6 +1,7 @@
 import Logging
 import RestockPipeline
 import Synchronization
+import Deadlines
 
 /// The running store's state, in one place (docs/architecture.md, "Who owns which state"): whether its session
 /// with the broker is up, which stages are paused because the data directory cannot be written, whether a stage

@@ -4,6 +4,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// S2: the shipped password file and ACL against a customer (alice) going after another's (bob's) topics,
 /// anonymous and wrong-password clients, and users whose names contain `/`. Meanwhile bob's and alice's own

@@ -2,6 +2,7 @@ import Foundation
 import LocalBroker
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R1, R2: the broker (persistence on) stopped and restarted while restocks stream to 200 `every` customers.
 enum BrokerRestart {

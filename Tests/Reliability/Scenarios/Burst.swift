@@ -2,6 +2,7 @@ import Foundation
 import LocalBroker
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R6: 50 restocks alert 1,000 offline customers (50,000 alerts) through the shipped broker configuration,
 /// with its password file and ACL; each customer then comes back for its 50.

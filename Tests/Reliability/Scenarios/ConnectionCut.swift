@@ -2,6 +2,7 @@ import Foundation
 import LocalBroker
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R5: the store and the alert collector reach the broker through a TCP proxy that cuts every link three
 /// times while restocks stream to 200 `every` customers.

@@ -4,6 +4,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R9–R11: the edges of issue #12 — a broker that loses everything, a clean stop in the middle of a fan-out,
 /// and an alert raised before the customer's first listen.

@@ -3,6 +3,7 @@ import LocalBroker
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R13: the data directory on a small file system (tmpfs) that fills up under a stream of subscribe requests, then
 /// grows again: the store pauses — it stays up, says why in its status, takes no request it cannot journal (they

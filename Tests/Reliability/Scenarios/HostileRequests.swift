@@ -4,6 +4,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// S1: hostile requests. Each is refused with an answer on the errors topic (or, with no valid customer id
 /// to answer, logged only), the state does not change, and the store stays up, also under a flood.

@@ -4,6 +4,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// S4: 50,000 generated requests, most of them hostile (mutated payloads, boundary integers, odd JSON,
 /// retained, QoS 0 and 2, topics with extra levels), at a running store, then two restarts. It passes when the

@@ -2,6 +2,7 @@ import Foundation
 import LocalBroker
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R4: a customer away (persistent session, disconnected) while 5,000 alerts are raised for it, then back.
 enum OfflineCustomer {

@@ -3,6 +3,7 @@ import LocalBroker
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R8: a store with 100,000 watches (1,000 customers × 100 SKUs) stopped and started again: every watch back
 /// with its position, and the restored store alerts in those positions.

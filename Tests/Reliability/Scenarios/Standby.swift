@@ -3,6 +3,7 @@ import LocalBroker
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R12: a standby on the live store's data directory takes over when the live process is SIGKILLed in the middle
 /// of a stream of requests and a fan-out: every request applied, every alert delivered, duplicates only with

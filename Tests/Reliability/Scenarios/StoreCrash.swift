@@ -2,6 +2,7 @@ import Foundation
 import LocalBroker
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R3: the store dies (SIGKILL, injected) right after the transaction that raised 500 alerts commits and
 /// before any is published; restarted, it publishes them all from its outbox with their ids.

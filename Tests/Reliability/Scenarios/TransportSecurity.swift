@@ -3,6 +3,7 @@ import LocalBroker
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// S3: the shipped configuration with its TLS listener turned on: the store and the `restock` CLI work over
 /// mqtts://, and a client with a wrong CA, a wrong host name, or no TLS at all is refused.

@@ -3,6 +3,7 @@ import LocalBroker
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Deadlines
 
 /// R7: a second `restock serve` for a store that is already running.
 enum TwoStores {

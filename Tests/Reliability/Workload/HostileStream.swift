@@ -3,6 +3,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import SeededRandom
 
 /// A seeded stream of requests, most of them hostile, and what a store must make of them.
 ///

@@ -3,6 +3,7 @@ import LocalBroker
 import Mosquitto
 import RestockCore
 import RestockMQTT
+import Deadlines
 
 /// An admin restocking one SKU again and again: each rise is `set 0` then `set quantity`, each confirmed
 /// by the store's inventory answer before the next, and retried while the broker or the link is down.

@@ -1,2 +1,0 @@
-// The tools that start a broker wait with deadlines; whoever uses them waits the same way.
-@_exported import Deadlines
