@@ -133,8 +133,9 @@ extension RestockAlert {
     /// The alert as compact JSON with sorted keys: the bytes published on the customer's alerts topic.
     public func jsonData() -> Data {
         guard idText == nil, messageText == nil else {
-            // Given text may need escaping: the encoder's way. Encoding strings and integers cannot fail.
-            return try! PayloadCoding.encoder.encode(self)
+            // Given text may need escaping: the encoder's way. Encoding strings and integers cannot fail: the empty
+            // result is never taken.
+            return (try? PayloadCoding.encoder.encode(self)) ?? Data()
         }
         // A store's own alert holds identifiers (`[A-Za-z0-9._-]`), numbers, a timestamp and the standard
         // sentence: nothing to escape, so it is written directly, byte for byte what the encoder writes.

@@ -192,7 +192,7 @@ public struct StoreClaim: Codable, Sendable, Hashable {
 extension Encodable {
     /// Compact JSON with sorted keys, the encoding of every payload.
     package func payloadBytes() -> [UInt8] {
-        // These payloads hold only strings and integers, which always encode.
-        Array(try! PayloadCoding.encoder.encode(self))
+        // These payloads hold only strings and integers, which always encode: the empty result is never taken.
+        (try? PayloadCoding.encoder.encode(self)).map(Array.init) ?? []
     }
 }
