@@ -7,16 +7,24 @@ import RestockCore
 ///
 /// A restock that reaches 100,000 customers then commits one row of a few MB, not 100,000 rows.
 package struct AlertBatch: Sendable, Hashable {
+    /// The store that raised them.
     package let store: StoreID
+    /// The SKU whose stock changed.
     package let sku: SKU
+    /// The on-hand quantity after the change.
     package let quantity: Int
+    /// When the stock changed.
     package let at: Date
     /// (sequence, customer, position) of each alert, in the order they are published.
     package let entries: [Entry]
 
+    /// What one alert of the batch has of its own.
     package struct Entry: Sendable, Hashable {
+        /// The alert's sequence number (its id, with the store's).
         package let sequence: UInt64
+        /// The customer alerted.
         package let customer: CustomerID
+        /// The position of the customer's watch.
         package let position: UInt64
     }
 
@@ -42,6 +50,7 @@ package struct AlertBatch: Sendable, Hashable {
         self.entries = entries
     }
 
+    /// How many alerts the batch holds.
     package var count: Int { entries.count }
 
     /// Alert `index`, as it was raised.
