@@ -7,10 +7,10 @@ import RestockCore
 ///
 /// Unlike the other tables it has no record type that GRDB decodes or encodes row by row, on purpose (measured in
 /// a release build, 200,000 watches restored, 20,000 saved in one commit):
-/// - The restore reads each value straight from the statement, at an index looked up by name once per restore
-///   (650 ms). A `FetchableRecord` decoding each row by column name took a third longer (865 ms).
-/// - A commit writes many rows to a statement (``BulkStatement``): 80–100 ms. Records inserted one at a time took
-///   3 times as long with `INSERT OR REPLACE` (which also rewrites both indexes), 11 times with GRDB's `upsert`.
+/// - The restore reads each value straight from the statement, at an index looked up by name once per restore: as
+///   fast as fixed indexes. A `FetchableRecord` decoding each row by column name took a third longer.
+/// - A commit writes many rows to a statement (``BulkStatement``). Records inserted one at a time took 3 times as
+///   long with `INSERT OR REPLACE` (which also rewrites both indexes), 10 times with GRDB's `upsert`.
 ///
 /// The names of the columns are still in one place, ``Columns``, and every statement is built from them.
 enum WatchTable {
