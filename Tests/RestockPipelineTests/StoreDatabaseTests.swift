@@ -76,4 +76,23 @@ struct StoreDatabaseTests {
         try database.commit(again)
         #expect(try database.loadSnapshot().watches.map(\.isWaiting) == [false])
     }
+
+    @Test("the state reads from beside a running store, without its lock: the snapshot and the queue lengths")
+    func readsBesideARunningStore() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("db-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try StoreDatabase(directory: directory)
+        #expect(StoreDatabase.isInUse(directory))
+        let watch = Watch(customer: try CustomerID("alice"), sku: try SKU("ipad"), mode: .once, minQuantity: 1, position: 1, since: Date(timeIntervalSinceReferenceDate: 0))
+        var changes = StoreChanges()
+        changes.save(watch)
+        changes.publications = [Publication(key: "k", topic: "t", payload: [1], retain: true)]
+        try database.commit(changes)
+        try database.journal(topic: "t", payload: [2])
+        #expect(try StoreDatabase.snapshot(readingOnly: directory).watches == [watch])
+        let queues = try StoreDatabase.queueLengths(readingOnly: directory)
+        #expect([queues.inbox, queues.outbox, queues.watches] as [Int] == [1, 1, 1])
+        let own = try database.queueLengths()
+        #expect([own.inbox, own.outbox, own.watches] as [Int] == [1, 1, 1])
+    }
 }

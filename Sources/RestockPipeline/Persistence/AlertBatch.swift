@@ -7,18 +7,26 @@ import RestockCore
 ///
 /// A restock that reaches 100,000 customers then commits one row of a few MB, not 100,000 rows.
 package struct AlertBatch: Sendable, Hashable {
+    /// The store that raised them.
     package let store: StoreID
+    /// The SKU whose stock changed.
     package let sku: SKU
+    /// The on-hand quantity after the change.
     package let quantity: Int
+    /// When the stock changed.
     package let at: Date
     /// The epoch of the store that raised them (``RestockCore/Store/alertEpoch``), part of each id.
     package let epoch: String?
     /// (sequence, customer, position) of each alert, in the order they are published.
     package let entries: [Entry]
 
+    /// What one alert of the batch has of its own.
     package struct Entry: Sendable, Hashable {
+        /// The alert's sequence number (its id, with the store's).
         package let sequence: UInt64
+        /// The customer alerted.
         package let customer: CustomerID
+        /// The position of the customer's watch.
         package let position: UInt64
     }
 
@@ -45,6 +53,7 @@ package struct AlertBatch: Sendable, Hashable {
         self.entries = entries
     }
 
+    /// How many alerts the batch holds.
     package var count: Int { entries.count }
 
     /// Alert `index`, as it was raised.

@@ -20,7 +20,7 @@ final class AttemptRecord: Sendable {
     private static let size = 3 * MemoryLayout<Int64>.size
 
     init(directory: URL) throws {
-        path = directory.appendingPathComponent("attempt").path
+        path = directory.appendingPathComponent(DataDirectory.attemptFileName).path
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw StorageError.system(.open, path, errno: errno) }
         FaultMarker.install()

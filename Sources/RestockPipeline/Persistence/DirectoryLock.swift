@@ -5,9 +5,11 @@ import Glibc
 /// when the process dies, however it dies), so two store processes never share one database.
 final class DirectoryLock: Sendable {
     private let descriptor: Int32
+    /// The lock's file name in the data directory.
+    static let fileName = "store.lock"
 
     init(directory: URL) throws {
-        let path = directory.appendingPathComponent("store.lock").path
+        let path = directory.appendingPathComponent(Self.fileName).path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw StorageError.system(.open, path, errno: errno) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
@@ -19,7 +21,7 @@ final class DirectoryLock: Sendable {
 
     /// Whether a store process holds the lock on `directory` now.
     static func isHeld(on directory: URL) -> Bool {
-        let descriptor = open(directory.appendingPathComponent("store.lock").path, O_RDWR | O_CLOEXEC)
+        let descriptor = open(directory.appendingPathComponent(fileName).path, O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return true }

@@ -2,7 +2,9 @@ import Foundation
 
 /// A request as journaled: its place in the request log, topic and payload.
 package struct JournaledRequest: Sendable, Hashable {
+    /// Its place in the request log.
     package let seq: Int64
+    /// The topic it came on.
     package let topic: String
     /// The payload, or its first bytes when it was larger than any request may be.
     package let payload: [UInt8]
@@ -11,6 +13,7 @@ package struct JournaledRequest: Sendable, Hashable {
     /// Whether it came with the retain flag (a retained request is never applied).
     package let retained: Bool
 
+    /// A request as journaled; `size` is the payload's size as received, at least `payload.count`.
     package init(seq: Int64, topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false) {
         self.seq = seq
         self.topic = topic
@@ -29,11 +32,14 @@ package struct JournaledRequest: Sendable, Hashable {
 /// own (`suspectsThrough` says up to where). A suspect that kills the store again, applied alone, is set aside.
 package struct Attempt: Sendable, Hashable {
     /// The first and last request of the batch (the same when one is applied alone).
+    /// The first request of the batch.
     package var first: Int64
+    /// The last request of the batch.
     package var last: Int64
     /// Requests up to this one are applied one at a time: the store died while applying a batch that held them.
     package var suspectsThrough: Int64
 
+    /// An attempt at the requests `first` through `last`, those up to `suspectsThrough` applied one at a time.
     package init(first: Int64, last: Int64, suspectsThrough: Int64) {
         self.first = first
         self.last = last

@@ -6,15 +6,20 @@ package struct Publication: Sendable, Hashable {
     /// The key of an alert's publication is this prefix and the alert id.
     package static let alertKeyPrefix = "alert:"
 
+    /// What makes it unique in the outbox.
     package var key: String
+    /// The topic to publish on (empty for a batch of alerts, whose alerts each have their own).
     package var topic: String
+    /// The payload, or the encoded ``AlertBatch``.
     package var payload: [UInt8]
+    /// Whether it is published with the retain flag.
     package var retain: Bool
     /// How many alerts it holds when it is an ``AlertBatch``; 0 for a single message.
     package var alertCount = 0
     /// The alerts, when it is a batch made in this process (passed on in memory, not decoded again).
     package var alerts: AlertBatch?
 
+    /// A single message.
     package init(key: String, topic: String, payload: [UInt8], retain: Bool) {
         self.key = key
         self.topic = topic
@@ -37,15 +42,21 @@ package struct Publication: Sendable, Hashable {
 
 /// A message as committed to the outbox, with its place there.
 package struct CommittedPublication: Sendable, Hashable {
+    /// Its place in the outbox.
     package let seq: Int64
+    /// The message.
     package let publication: Publication
 }
 
 /// A message waiting in the outbox, or a batch of alerts (`alertCount` > 0: the payload is an ``AlertBatch``).
 package struct PendingPublication: Sendable, Hashable {
+    /// Its place in the outbox.
     package let seq: Int64
+    /// The topic to publish on (empty for a batch).
     package let topic: String
+    /// The payload, or the encoded ``AlertBatch``.
     package let payload: [UInt8]
+    /// Whether it is published with the retain flag.
     package let retain: Bool
     /// How many alerts the batch holds; 0 for a single message.
     package let alertCount: Int

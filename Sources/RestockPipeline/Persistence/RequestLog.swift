@@ -10,57 +10,42 @@ import GRDB
 /// whatever stopped the process; applied entries are trimmed from the log afterwards. The log is read back
 /// only at start-up, to recover what was journaled but not yet applied.
 package final class RequestLog: Sendable {
-    private let pool: DatabasePool
-    /// The log's file.
-    package let path: String
+    private let file: StorageFile
 
+    /// The log's file.
+    package var path: String { file.path }
+
+    /// The log's file name in the data directory.
     package static let fileName = "journal.sqlite"
 
     /// Opens (creating if need be) the log in `directory`.
-    package init(directory: URL) throws(StorageError) {
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-        let path = directory.appendingPathComponent(Self.fileName).path
-        self.path = path
-        pool = try storageAccess(.open, path) {
-            let pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
-            return pool
-        }
+    package convenience init(directory: URL) throws(StorageError) {
+        try self.init(DataDirectory(directory).openLog())
     }
 
-    private init(readingOnly directory: URL) throws {
-        var configuration = Configuration()
-        configuration.readonly = true
-        path = directory.appendingPathComponent(Self.fileName).path
-        pool = try DatabasePool(path: path, configuration: configuration)
+    /// The log in `writer` (a `DatabaseQueue` in memory in the tests); makes its schema ready.
+    /// - Parameter path: The path errors name; the writer's own when `nil`.
+    init(_ writer: any DatabaseWriter, path: String? = nil) throws(StorageError) {
+        file = StorageFile(writer, path: path)
+        try storageAccess(.open, file.path) { try Self.migrator.migrate(writer) }
     }
 
-    /// Reads the log; a failure names the file.
-    private func read<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
-        try storageAccess(.read, path) { try pool.read(body) }
+    /// The log in `pool`, opened read-only: its schema is left as it is.
+    private init(readingOnly pool: DatabasePool) {
+        file = StorageFile(pool)
     }
 
-    /// Writes the log in one transaction; a failure names the file and keeps SQLite's result code.
-    private func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
-        try FaultInjection.failIfDiskFull(writing: path)
-        return try storageAccess(.write, path) { try pool.write(body) }
+    /// The log of `directory` opened for reading while a store may write it; `nil` when there is none yet.
+    static func readingOnly(_ directory: URL) throws(StorageError) -> RequestLog? {
+        try DataDirectory(directory).openLogReadOnly().map { RequestLog(readingOnly: $0) }
     }
 
     /// Limits the log to `pages` pages of its file from now on (`nil`: no limit), as a full disk would: a write that
     /// needs more fails with `SQLITE_FULL`. For tests.
-    package func limitSize(toPages pages: Int?) throws {
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = \(pages ?? 4_294_967_294)") }
-    }
+    package func limitSize(toPages pages: Int?) throws { try file.limitSize(toPages: pages) }
 
     /// How many pages the log's file holds now.
-    package func pageCount() throws -> Int { try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0 } }
-
-    /// The log of `directory` opened for reading while a store may write it; `nil` when there is none yet.
-    static func readingOnly(_ directory: URL) throws -> RequestLog? {
-        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent(fileName).path) else { return nil }
-        return try RequestLog(readingOnly: directory)
-    }
+    package func pageCount() throws -> Int { try file.pageCount() }
 
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -83,72 +68,74 @@ package final class RequestLog: Sendable {
     }
 
     /// The log's identity, given when it was made.
-    func identity() throws -> String {
-        try read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'id'") ?? "" }
+    func identity() throws(StorageError) -> String {
+        try file.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'id'") ?? "" }
     }
 
     /// Appends a request; returns its place in the log. Blocking, on purpose: the caller acknowledges the
     /// request only after this returns.
-    package func append(topic: String, payload: [UInt8], size: Int, retained: Bool) throws -> Int64 {
-        // One statement in SQLite's autocommit mode: a transaction of its own, without BEGIN and COMMIT to run.
-        try FaultInjection.failIfDiskFull(writing: path)
-        return try storageAccess(.write, path) {
-            try pool.writeWithoutTransaction { db in
-                try db.cachedStatement(sql: "INSERT INTO request (topic, payload, size, retained) VALUES (?, ?, ?, ?)")
-                    .execute(arguments: [topic, Data(payload), size, retained])
-                return db.lastInsertedRowID
-            }
+    package func append(topic: String, payload: [UInt8], size: Int, retained: Bool) throws(StorageError) -> Int64 {
+        // One statement in SQLite's autocommit mode. The network thread appends every request: a cached
+        // statement bound by position, without a record to encode by name first.
+        try file.writeWithoutTransaction { db in
+            try db.cachedStatement(sql: Self.insert).execute(arguments: [topic, Data(payload), size, retained])
+            return db.lastInsertedRowID
         }
     }
 
+    private static let insert: String = {
+        typealias Columns = RequestRecord.Columns
+        let columns = [Columns.topic, Columns.payload, Columns.size, Columns.retained].map(\.name)
+        return "INSERT INTO \(RequestRecord.databaseTableName) (\(columns.joined(separator: ", "))) VALUES (?, ?, ?, ?)"
+    }()
+
     /// Carries over requests journaled by an earlier version of the store (in `store.sqlite`), keeping their places.
-    func adopt(_ requests: [JournaledRequest]) throws {
+    func adopt(_ requests: [JournaledRequest]) throws(StorageError) {
         guard !requests.isEmpty else { return }
-        try write { db in
-            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO request (seq, topic, payload, size, retained) VALUES (?, ?, ?, ?, ?)")
-            for request in requests {
-                try insert.execute(arguments: [request.seq, request.topic, Data(request.payload), request.size, request.retained])
-            }
+        try file.write { db in
+            for request in requests { try RequestRecord(request).insert(db, onConflict: .ignore) }
         }
     }
 
     /// The last place given out (entries trimmed since included); 0 before the first.
-    func lastPlace() throws -> Int64 {
-        try read { db in
-            max(
-                try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'") ?? 0,
-                try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM request") ?? 0)
+    func lastPlace() throws(StorageError) -> Int64 {
+        try file.read { db in
+            max(try Self.sequence(db) ?? 0, try RequestRecord.select(max(RequestRecord.Columns.seq), as: Int64.self).fetchOne(db) ?? 0)
         }
     }
 
+    /// The last place SQLite has given out, trimmed or not (`sqlite_sequence`); `nil` before the first.
+    private static func sequence(_ db: Database) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [RequestRecord.databaseTableName])
+    }
+
     /// Makes the next place given out come after `seq`.
-    func `continue`(after seq: Int64) throws {
+    func `continue`(after seq: Int64) throws(StorageError) {
         guard seq > 0 else { return }
-        try write { db in
-            let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'")
-            if let used {
-                if used < seq { try db.execute(sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'request'", arguments: [seq]) }
+        try file.write { db in
+            let table = RequestRecord.databaseTableName
+            if let used = try Self.sequence(db) {
+                if used < seq { try db.execute(sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = ?", arguments: [seq, table]) }
             } else {
-                try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('request', ?)", arguments: [seq])
+                try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", arguments: [table, seq])
             }
         }
     }
 
     /// The oldest requests after `seq`, in the order received (recovery at start-up).
-    package func requests(after seq: Int64, limit: Int) throws -> [JournaledRequest] {
-        try read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT seq, topic, payload, size, retained FROM request WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit]
-            ).map { JournaledRequest(seq: $0[0], topic: $0[1], payload: Array($0[2] as Data), size: $0[3], retained: $0[4]) }
+    package func requests(after seq: Int64, limit: Int) throws(StorageError) -> [JournaledRequest] {
+        try file.read { db in
+            try RequestRecord.filter(RequestRecord.Columns.seq > seq).order(RequestRecord.Columns.seq).limit(limit).fetchAll(db)
+                .map(\.request)
         }
     }
 
     /// The last place the log has forgotten (trimmed): every place up to it was applied by the store's state that
     /// the log was trimmed for. 0 when it has forgotten nothing.
     func forgottenThrough() throws(StorageError) -> Int64 {
-        try read { db in
-            if let first = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM request") { return first - 1 }
-            return try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'request'") ?? 0
+        try file.read { db in
+            if let first = try RequestRecord.select(min(RequestRecord.Columns.seq), as: Int64.self).fetchOne(db) { return first - 1 }
+            return try Self.sequence(db) ?? 0
         }
     }
 
@@ -156,17 +143,51 @@ package final class RequestLog: Sendable {
     /// in a transaction of its own, so that SQLite needs room for both. Throws what the write throws.
     package func probe() throws(StorageError) {
         let filler = String(repeating: "x", count: 8 * 1024)
-        try write { db in try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)", arguments: [filler]) }
-        try write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'probe'") }
+        try file.write { db in try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)", arguments: [filler]) }
+        try file.write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'probe'") }
     }
 
     /// Forgets the entries up to `seq`: the store's state has recorded them as applied.
-    package func trim(through seq: Int64) throws {
-        try write { db in try db.execute(sql: "DELETE FROM request WHERE seq <= ?", arguments: [seq]) }
+    package func trim(through seq: Int64) throws(StorageError) {
+        try file.write { db in _ = try RequestRecord.filter(RequestRecord.Columns.seq <= seq).deleteAll(db) }
     }
 
     /// How many entries follow `seq`.
-    package func count(after seq: Int64) throws -> Int {
-        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM request WHERE seq > ?", arguments: [seq]) ?? 0 }
+    package func count(after seq: Int64) throws(StorageError) -> Int {
+        try file.read { db in try RequestRecord.filter(RequestRecord.Columns.seq > seq).fetchCount(db) }
+    }
+}
+
+/// A row of the log's `request` table: a request as journaled, at its place.
+struct RequestRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "request"
+
+    var seq: Int64
+    var topic: String
+    var payload: Data
+    /// The payload's size as received.
+    var size: Int
+    var retained: Bool
+
+    /// The table's columns.
+    enum Columns {
+        static let seq = Column(CodingKeys.seq)
+        static let topic = Column(CodingKeys.topic)
+        static let payload = Column(CodingKeys.payload)
+        static let size = Column(CodingKeys.size)
+        static let retained = Column(CodingKeys.retained)
+    }
+
+    init(_ request: JournaledRequest) {
+        seq = request.seq
+        topic = request.topic
+        payload = Data(request.payload)
+        size = request.size
+        retained = request.retained
+    }
+
+    /// The request as it was journaled.
+    var request: JournaledRequest {
+        JournaledRequest(seq: seq, topic: topic, payload: Array(payload), size: size, retained: retained)
     }
 }

@@ -26,6 +26,7 @@ public struct StorageError: Error, CustomStringConvertible {
     /// What SQLite or the system said: a GRDB `DatabaseError`, or a `POSIXError`.
     public let cause: any Error
 
+    /// A failure to do `action` with the file at `path`, for `cause`.
     package init(_ action: Action, _ path: String, cause: any Error) {
         self.action = action
         self.path = path
@@ -98,6 +99,7 @@ public struct StorageError: Error, CustomStringConvertible {
 }
 
 extension StorageError: Equatable {
+    /// The same file, action, SQLite result code and system error number.
     public static func == (lhs: StorageError, rhs: StorageError) -> Bool {
         lhs.path == rhs.path && lhs.action == rhs.action && lhs.resultCode == rhs.resultCode && lhs.errno == rhs.errno
     }

@@ -17,14 +17,18 @@ package struct StoreChanges: Sendable {
 
     /// The changes to watches, applied in this order.
     package private(set) var watchChanges: [WatchChange] = []
+    /// The new on-hand quantity of each SKU whose stock changed.
     package var inventory: [SKU: Int] = [:]
+    /// The position the next new watch takes and the sequence number the next alert takes, when they changed.
     package var counters: (nextPosition: UInt64, nextAlertSequence: UInt64)?
+    /// The messages to publish, in order.
     package var publications: [Publication] = []
     /// The customers whose mirror this batch publishes: the store owns that retained topic from then on.
     package var mirrored: Set<CustomerID> = []
     /// The last inbox entry this batch consumed.
     package var processedThrough: Int64?
 
+    /// No change yet.
     package init() {}
 
     /// A watch made or changed.
@@ -45,9 +49,12 @@ package struct StoreChanges: Sendable {
 
 /// Identifies a watch: one customer, one SKU.
 package struct WatchKey: Sendable, Hashable {
+    /// The customer.
     package let customer: CustomerID
+    /// The SKU.
     package let sku: SKU
 
+    /// The watch of `customer` on `sku`.
     package init(customer: CustomerID, sku: SKU) {
         self.customer = customer
         self.sku = sku

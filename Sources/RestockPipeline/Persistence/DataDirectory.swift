@@ -1,0 +1,68 @@
+import Foundation
+import GRDB
+
+/// A store's data directory: where its files are, its lock, and the connections to its two SQLite files — the
+/// store's state (`store.sqlite`) and the request log (`journal.sqlite`, ``RequestLog``) — which the storage types
+/// then take as GRDB `DatabaseWriter`s.
+///
+/// Both files use WAL mode with `synchronous=NORMAL`: a committed transaction survives the process being killed.
+struct DataDirectory: Sendable {
+    /// The directory.
+    let url: URL
+
+    /// The store's state's file name.
+    static let stateFileName = "store.sqlite"
+    /// The file of the requests being applied (``AttemptRecord``).
+    static let attemptFileName = "attempt"
+
+    init(_ url: URL) {
+        self.url = url
+    }
+
+    /// The path of the store's state.
+    var statePath: String { path(Self.stateFileName) }
+    /// The path of the request log.
+    var logPath: String { path(RequestLog.fileName) }
+
+    private func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Creates the directory if need be, and takes its lock for the life of the process.
+    /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it.
+    func claim() throws -> DirectoryLock {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw StorageError(.open, url.path, cause: error)
+        }
+        return try DirectoryLock(directory: url)
+    }
+
+    /// Whether a store process holds the directory's lock now.
+    var isInUse: Bool { DirectoryLock.isHeld(on: url) }
+
+    /// Opens (creating if need be) the store's state for reading and writing; its schema is the caller's to prepare.
+    func openState() throws(StorageError) -> DatabasePool { try open(statePath) }
+
+    /// Opens (creating if need be) the request log for reading and writing.
+    func openLog() throws(StorageError) -> DatabasePool { try open(logPath) }
+
+    /// Opens the store's state read-only, without the lock, while a store may be running on it (WAL readers never
+    /// block the writer).
+    func openStateReadOnly() throws(StorageError) -> DatabasePool { try open(statePath, readOnly: true) }
+
+    /// Opens the request log read-only, as ``openStateReadOnly()``; `nil` when there is none yet.
+    func openLogReadOnly() throws(StorageError) -> DatabasePool? {
+        guard FileManager.default.fileExists(atPath: logPath) else { return nil }
+        return try open(logPath, readOnly: true)
+    }
+
+    private func open(_ path: String, readOnly: Bool = false) throws(StorageError) -> DatabasePool {
+        var configuration = Configuration()
+        if readOnly {
+            configuration.readonly = true
+        } else {
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        }
+        return try storageAccess(.open, path) { try DatabasePool(path: path, configuration: configuration) }
+    }
+}

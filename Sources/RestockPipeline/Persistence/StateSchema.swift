@@ -1,0 +1,72 @@
+import GRDB
+
+/// The schema of the store's state (`store.sqlite`), in one `DatabaseMigrator`.
+///
+/// Each file records the names of the migrations it has run: a migration is never renamed nor changed once
+/// released, and a change of the schema is a new migration at the end. A new file runs them all, a file of an
+/// earlier version the ones it has not run yet; both end with the same schema (StateSchemaTests).
+enum StateSchema {
+    /// Prepares the state in `writer` for use: runs the migrations it has not run yet.
+    /// - Returns: Whether it held none of the store's tables before (a new file, or one emptied to 0 bytes).
+    @discardableResult
+    static func prepare(_ writer: any DatabaseWriter) throws -> Bool {
+        let isNew = try writer.read { db in try !db.tableExists(MetaRecord.databaseTableName) && !db.tableExists(WatchTable.name) }
+        try migrator.migrate(writer)
+        return isNew
+    }
+
+    /// Every migration, oldest first.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE counter (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+                    CREATE TABLE watch (
+                        customer TEXT NOT NULL, sku TEXT NOT NULL, mode TEXT NOT NULL,
+                        minQuantity INTEGER NOT NULL, position INTEGER NOT NULL UNIQUE,
+                        since REAL NOT NULL, -- seconds since 2001-01-01, as Date keeps them (exact round trip)
+                        waiting INTEGER NOT NULL,
+                        PRIMARY KEY (customer, sku));
+                    CREATE TABLE inventory (sku TEXT PRIMARY KEY NOT NULL, quantity INTEGER NOT NULL);
+                    CREATE TABLE inbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, payload BLOB NOT NULL);
+                    CREATE TABLE outbox (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
+                        payload BLOB NOT NULL, retain INTEGER NOT NULL);
+                    """)
+        }
+        migrator.registerMigration("v2: alert batches in the outbox") { db in
+            // A row with `batch` > 0 holds that many alerts of one stock change (an ``AlertBatch``), of which
+            // the first `sent` are acknowledged.
+            try db.execute(
+                sql: """
+                    ALTER TABLE outbox ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE outbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;
+                    """)
+        }
+        migrator.registerMigration("v3: owner, request sizes, retain flags, attempts, dead letters") { db in
+            // `size` is the payload's size as received (only its first bytes are kept); `attempts` counted the
+            // times applying the request began (the `attempt` file does that now, see AttemptRecord.swift).
+            try db.execute(
+                sql: """
+                    CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+                    ALTER TABLE inbox ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE inbox ADD COLUMN retained INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE inbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE deadLetter (
+                        seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL,
+                        size INTEGER NOT NULL, retained INTEGER NOT NULL, failedAt REAL NOT NULL);
+                    """)
+        }
+        migrator.registerMigration("v4: customers with a mirror") { db in
+            // Every customer the store has published a mirror for, also one now watching nothing (`"watching":[]`):
+            // after a broker lost its retained messages, each of them gets its mirror back.
+            try db.execute(
+                sql: """
+                    CREATE TABLE mirror (customer TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                    INSERT OR IGNORE INTO mirror (customer) SELECT DISTINCT customer FROM watch;
+                    """)
+        }
+        return migrator
+    }
+}

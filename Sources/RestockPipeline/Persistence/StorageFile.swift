@@ -1,0 +1,51 @@
+import GRDB
+
+/// One SQLite file of the data directory as the storage types use it: a connection to it (any GRDB
+/// `DatabaseWriter`: a `DatabasePool` on the file, or a `DatabaseQueue` in memory in the tests) and the path its
+/// errors name.
+///
+/// Every access goes through here, so that every failure is a ``StorageError`` that names the file and keeps what
+/// SQLite said, and every write first passes `FaultInjection.failIfDiskFull(writing:)`.
+struct StorageFile: Sendable {
+    /// The connection.
+    let writer: any DatabaseWriter
+    /// The file, as its errors name it.
+    let path: String
+
+    /// - Parameter path: The path errors name; the writer's own (`:memory:` for a database in memory) when `nil`.
+    init(_ writer: any DatabaseWriter, path: String? = nil) {
+        self.writer = writer
+        self.path = path ?? writer.path
+    }
+
+    /// Reads the file; a failure names it.
+    func read<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        try storageAccess(.read, path) { try writer.read(body) }
+    }
+
+    /// Writes the file in one transaction; a failure names it and keeps SQLite's result code.
+    func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        try FaultInjection.failIfDiskFull(writing: path)
+        return try storageAccess(.write, path) { try writer.write(body) }
+    }
+
+    /// Writes the file outside a transaction: one statement then runs in SQLite's autocommit mode, a transaction of
+    /// its own without BEGIN and COMMIT to run.
+    func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        try FaultInjection.failIfDiskFull(writing: path)
+        return try storageAccess(.write, path) { try writer.writeWithoutTransaction(body) }
+    }
+
+    /// Limits the file to `pages` pages from now on (`nil`: no limit), as a full disk would: a write that needs more
+    /// fails with `SQLITE_FULL`. For tests.
+    func limitSize(toPages pages: Int?) throws(StorageError) {
+        try storageAccess(.write, path) {
+            try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = \(pages ?? 4_294_967_294)") }
+        }
+    }
+
+    /// How many pages the file holds now.
+    func pageCount() throws(StorageError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0 }
+    }
+}

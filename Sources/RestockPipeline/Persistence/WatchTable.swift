@@ -1,0 +1,194 @@
+import Foundation
+import GRDB
+import RestockCore
+
+/// The `watch` table of the store's state, and its two hot paths: the restore of every watch at start-up (up to
+/// 1,000,000 of them) and the writes of a commit (thousands of rows in one transaction).
+///
+/// Unlike the other tables it has no record type that GRDB decodes or encodes row by row, on purpose (measured in
+/// a release build, 200,000 watches restored, 20,000 saved in one commit):
+/// - The restore reads each value straight from the statement, at an index looked up by name once per restore: as
+///   fast as fixed indexes. A `FetchableRecord` decoding each row by column name took a third longer.
+/// - A commit writes many rows to a statement (``BulkStatement``). Records inserted one at a time took 3 times as
+///   long with `INSERT OR REPLACE` (which also rewrites both indexes), 10 times with GRDB's `upsert`.
+///
+/// The names of the columns are still in one place, ``Columns``, and every statement is built from them.
+enum WatchTable {
+    /// The table's name.
+    static let name = "watch"
+
+    /// The table's columns, in the order the restore selects them and a commit writes them.
+    enum Columns: String, ColumnExpression, CaseIterable {
+        case customer, sku, mode, minQuantity, position, since, waiting
+
+        /// The storage classes (SQLite's `typeof`) of a valid value: `since` is seconds since 2001-01-01, as
+        /// `Date` keeps them (an exact round trip); `waiting` is 0 or 1.
+        var storageClasses: [String] {
+            switch self {
+            case .customer, .sku, .mode: ["text"]
+            case .minQuantity, .position, .waiting: ["integer"]
+            case .since: ["real", "integer"]
+            }
+        }
+    }
+
+    /// The columns that identify a watch: one customer, one SKU.
+    private static let key: [Columns] = [.customer, .sku]
+    private static let columnList = Columns.allCases.map(\.rawValue).joined(separator: ", ")
+
+    // MARK: Restore
+
+    /// Where each value is in the rows of the restore: looked up by name once, then read by index for every row.
+    private struct Layout {
+        let customer, sku, mode, minQuantity, position, since, waiting, valid: Int
+
+        init(_ statement: Statement) throws {
+            func index(_ name: String) throws -> Int {
+                guard let index = statement.index(ofColumn: name) else {
+                    throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no column \(name) in \(statement.sql)")
+                }
+                return index
+            }
+            (customer, sku, mode) = (try index(Columns.customer.name), try index(Columns.sku.name), try index(Columns.mode.name))
+            (minQuantity, position) = (try index(Columns.minQuantity.name), try index(Columns.position.name))
+            (since, waiting, valid) = (try index(Columns.since.name), try index(Columns.waiting.name), try index("valid"))
+        }
+    }
+
+    /// Every valid watch, in position order; a row that holds no valid watch (a file changed by hand, or damaged) is
+    /// left out and described in `skipped`. Each value is converted without trapping: the file is outside input.
+    static func load(_ db: Database, skipped: inout [String]) throws -> [Watch] {
+        var watches: [Watch] = []
+        watches.reserveCapacity(try count(db))
+        // SQLite checks each value's type (a file changed by hand may hold anything), so that a valid row's values
+        // are read straight from the statement, without a DatabaseValue each.
+        let valid = Columns.allCases.map { column in
+            "typeof(\(column.rawValue)) IN (\(column.storageClasses.map { "'\($0)'" }.joined(separator: ", ")))"
+        }
+        let statement = try db.makeStatement(
+            sql: "SELECT \(columnList), \(valid.joined(separator: " AND ")) AS valid FROM \(name) ORDER BY \(Columns.position.name)")
+        let at = try Layout(statement)
+        let rows = try Row.fetchCursor(statement)
+        // Watches of one SKU come in runs: its identifier is checked once per run, and shared.
+        var lastSKU: SKU?
+        while let row = try rows.next() {
+            guard try row.decode(Bool.self, atIndex: at.valid),
+                let customer = try? CustomerID(try row.decode(String.self, atIndex: at.customer)),
+                let sku = sku(try row.decode(String.self, atIndex: at.sku), reusing: &lastSKU),
+                let mode = WatchMode(rawValue: try row.decode(String.self, atIndex: at.mode)),
+                case let minQuantity = try row.decode(Int64.self, atIndex: at.minQuantity),
+                RequestLimits.minQuantity.contains(Int(truncatingIfNeeded: minQuantity)),
+                case let position = try row.decode(Int64.self, atIndex: at.position), position > 0,
+                case let since = try row.decode(Double.self, atIndex: at.since), since.isFinite
+            else {
+                let values = Columns.allCases.map { row[$0.name] as DatabaseValue }
+                skipped.append("watch \(values.map(\.description).joined(separator: ", "))")
+                continue
+            }
+            watches.append(
+                Watch(
+                    customer: customer, sku: sku, mode: mode, minQuantity: Int(minQuantity), position: UInt64(position),
+                    since: Date(timeIntervalSinceReferenceDate: since), isWaiting: try row.decode(Int64.self, atIndex: at.waiting) != 0))
+        }
+        return watches
+    }
+
+    /// `text` as a SKU: the last one read when it is the same text (checked once for a run of watches of one SKU).
+    private static func sku(_ text: String, reusing last: inout SKU?) -> SKU? {
+        if let last, last.rawValue == text { return last }
+        last = try? SKU(text)
+        return last
+    }
+
+    /// How many rows the table holds, valid or not.
+    static func count(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(name)") ?? 0
+    }
+
+    /// The highest position a row holds, skipped ones included (they keep their place in the table); 0 when none.
+    static func highestPosition(_ db: Database) throws -> Int64 {
+        let position = Columns.position.name
+        return try Int64.fetchOne(db, sql: "SELECT MAX(\(position)) FROM \(name) WHERE typeof(\(position)) = 'integer'") ?? 0
+    }
+
+    // MARK: Commit
+
+    /// Applies watch changes in the order they were made; runs of saves or deletes go many to a statement.
+    static func apply(_ changes: [StoreChanges.WatchChange], in db: Database) throws {
+        var run = Run()
+        for change in changes {
+            switch change {
+            case .save(let watch):
+                if !run.deletes.isEmpty { try run.write(in: db) }
+                run.saves.append(watch)
+            case .remove(let key):
+                if !run.saves.isEmpty { try run.write(in: db) }
+                run.deletes.append(key)
+            case .setWaiting(let waiting, let positions):
+                try run.write(in: db)
+                // One statement for a whole line of watches: a restock to 100,000 `every` customers flips
+                // 100,000 flags, which one row at a time was most of its commit.
+                try db.cachedStatement(sql: setWaiting).execute(arguments: [waiting, jsonArray(positions)])
+            case .removePositions(let positions):
+                try run.write(in: db)
+                try db.cachedStatement(sql: removePositions).execute(arguments: [jsonArray(positions)])
+            }
+        }
+        try run.write(in: db)
+    }
+
+    private static let setWaiting =
+        "UPDATE \(name) SET \(Columns.waiting.name) = ? WHERE \(Columns.position.name) IN (SELECT value FROM json_each(?))"
+    private static let removePositions = "DELETE FROM \(name) WHERE \(Columns.position.name) IN (SELECT value FROM json_each(?))"
+
+    /// An upsert changes a known watch's row in place (a REPLACE would delete it and insert it again, rewriting
+    /// both of its indexes). Every column is set: a watch dropped and made again within one batch comes back
+    /// with a new position.
+    private static let upsert = BulkStatement(
+        head: "INSERT INTO \(name) (\(columnList)) VALUES ",
+        columns: Columns.allCases.count,
+        tail: " ON CONFLICT (\(key.map(\.rawValue).joined(separator: ", "))) DO UPDATE SET "
+            + Columns.allCases.filter { !key.contains($0) }.map { "\($0.rawValue) = excluded.\($0.rawValue)" }.joined(separator: ", "))
+
+    private static let delete = BulkStatement(
+        head: "DELETE FROM \(name) WHERE (\(key.map(\.rawValue).joined(separator: ", "))) IN (VALUES ", columns: key.count, tail: ")")
+
+    /// A run of saves or of deletes, written many rows to a statement.
+    private struct Run {
+        var saves: [Watch] = []
+        var deletes: [WatchKey] = []
+
+        /// Writes the run (saves in key order; a key saved twice keeps its last version) and empties it.
+        mutating func write(in db: Database) throws {
+            if !saves.isEmpty {
+                // The sort is stable, so a later save of a key stays later.
+                let rows = saves.sorted { ($0.customer, $0.sku) < ($1.customer, $1.sku) }.map(WatchTable.values)
+                try upsert.execute(rows, in: db)
+            }
+            if !deletes.isEmpty {
+                try delete.execute(deletes.map { [$0.customer.rawValue, $0.sku.rawValue] }, in: db)
+            }
+            self = Run()
+        }
+    }
+
+    /// A watch's values, in the order of ``Columns``.
+    private static func values(_ watch: Watch) -> [(any DatabaseValueConvertible)?] {
+        Columns.allCases.map { column in
+            switch column {
+            case .customer: watch.customer.rawValue
+            case .sku: watch.sku.rawValue
+            case .mode: watch.mode.rawValue
+            case .minQuantity: watch.minQuantity
+            case .position: Int64(watch.position)
+            case .since: watch.since.timeIntervalSinceReferenceDate
+            case .waiting: watch.isWaiting
+            }
+        }
+    }
+
+    /// `[1,2,3]`: positions for `json_each`.
+    private static func jsonArray(_ positions: [UInt64]) -> String {
+        "[" + positions.map(String.init).joined(separator: ",") + "]"
+    }
+}
