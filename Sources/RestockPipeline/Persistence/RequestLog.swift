@@ -83,6 +83,23 @@ package final class RequestLog: Sendable {
         }
     }
 
+    /// Appends the requests of one read in one transaction (group commit): all are in the log when it returns, or
+    /// none is. Returns their places, in order. Blocking, on purpose, as ``append(topic:payload:size:retained:)``.
+    package func append(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws(StorageError) -> [Int64] {
+        guard requests.count > 1 else {
+            return try requests.map { request throws(StorageError) in
+                try append(topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
+            }
+        }
+        return try file.write { db in
+            let insert = try db.cachedStatement(sql: Self.insert)
+            return try requests.map { request in
+                try insert.execute(arguments: [request.topic, Data(request.payload), request.size, request.retained])
+                return db.lastInsertedRowID
+            }
+        }
+    }
+
     private static let insert: String = {
         typealias Columns = RequestRecord.Columns
         let columns = [Columns.topic, Columns.payload, Columns.size, Columns.retained].map(\.name)

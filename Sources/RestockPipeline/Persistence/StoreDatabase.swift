@@ -118,6 +118,15 @@ package final class StoreDatabase: Sendable {
         return JournaledRequest(seq: seq, topic: topic, payload: payload, size: size, retained: retained)
     }
 
+    /// Records the requests of one read in the request log in one transaction, before any of them is acknowledged;
+    /// returns them with their places, in order. All are recorded, or none (the error says why).
+    package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
+        let places = try log.append(batch: requests)
+        return zip(places, requests).map { seq, request in
+            JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
+        }
+    }
+
     /// The place in the request log of the last request applied (or set aside); 0 before the first.
     package func processedThrough() throws -> Int64 { try reader.processedThrough() }
 

@@ -22,21 +22,41 @@ struct RequestJournal: MQTTInboundJournal {
     let requests: HandOff<JournaledRequest>
     let lifecycle: StoreLifecycle
 
-    func record(_ message: MQTTMessage) -> MQTTInboundDisposition {
-        guard topics.request(for: message.topic) != nil else { return .recorded }
-        // Paused or failed: refuse at once (the session is being dropped; later messages of the same read still come).
-        guard !lifecycle.isPaused(.journal), lifecycle.failure == nil else { return .refused }
-        let payload = Array(message.payload.prefix(RequestDecoder.maximumPayloadSize + 1))
+    /// Journals the requests of one read in one transaction (group commit): all of them, or — when the log cannot be
+    /// written — none, refused together, so that the broker delivers the whole burst again and none of it is applied
+    /// twice. The requests then pass to the applying stage in memory.
+    func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
+        let entries = messages.filter { topics.request(for: $0.topic) != nil }.map(Self.entry)
+        guard !entries.isEmpty else { return messages.map { _ in .recorded } }
+        // Paused or failed: refuse at once (the session is being dropped).
+        guard !lifecycle.isPaused(.journal), lifecycle.failure == nil else { return messages.map { _ in .refused } }
         do {
-            requests.append(try database.journal(topic: message.topic, payload: payload, size: message.payload.count, retained: message.retain))
-            return .recorded
-        } catch let error as StorageError where error.isPassable {
-            lifecycle.pause(.journal, because: error)
-            return .refused
+            requests.append(try database.journal(batch: entries))
+            return messages.map { _ in .recorded }
         } catch {
-            // The log is damaged: nothing more can be journaled. Refused, so the broker keeps it; the store stops.
+            refuse(because: error)
+            return messages.map { _ in .refused }
+        }
+    }
+
+    /// Journals one request (a client that hands messages one at a time).
+    func record(_ message: MQTTMessage) -> MQTTInboundDisposition {
+        record(batch: [message])[0]
+    }
+
+    /// A request as the log keeps it: the payload cut to just over the limit (a 1 MiB payload costs 4 KiB on disk and
+    /// is still refused as too large), with its size as received.
+    private static func entry(_ message: MQTTMessage) -> (topic: String, payload: [UInt8], size: Int, retained: Bool) {
+        (message.topic, Array(message.payload.prefix(RequestDecoder.maximumPayloadSize + 1)), message.payload.count, message.retain)
+    }
+
+    /// The log could not be written: a full disk (or another error that may pass) pauses the journal; anything else
+    /// means the log is damaged, and the store stops. Either way the burst stays with the broker.
+    private func refuse(because error: any Error) {
+        if let error = error as? StorageError, error.isPassable {
+            lifecycle.pause(.journal, because: error)
+        } else {
             lifecycle.fail(StoreStageError(stage: StoreLifecycle.Stage.journal.rawValue, cause: error))
-            return .refused
         }
     }
 }
