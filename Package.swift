@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "RestockAlerter",
-    platforms: [.macOS(.v15)],
+    // Linux only (Debian with Swift 6): the C boundary uses Glibc's pthreads and sockets.
     products: [
         .library(name: "RestockCore", targets: ["RestockCore"]),
         .library(name: "Mosquitto", targets: ["Mosquitto"]),
@@ -69,17 +69,18 @@ let package = Package(
         // A seeded random number generator, so that a generated stream replays from its seed.
         .target(name: "SeededRandom", path: "Tests/SeededRandom"),
         .target(
-            name: "RestockTestSupport", dependencies: ["SeededRandom", "LocalBroker", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore"],
+            name: "RestockTestSupport", dependencies: ["SeededRandom", "LocalBroker", "Deadlines", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore"],
             path: "Tests/RestockTestSupport"),
         // `make reliability`: faults and attacks on real processes, and the table of what came of them.
         .executableTarget(
-            name: "restock-reliability", dependencies: ["RestockTestSupport", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore"],
+            name: "restock-reliability",
+            dependencies: ["RestockTestSupport", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore", "LocalBroker", "Deadlines", "SeededRandom"],
             path: "Tests/Reliability"),
         // `make bench` is a package of its own: Benchmarks/Package.swift.
         // Unit tests of the core: no broker, no libmosquitto.
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "Deadlines"]),
         .testTarget(
-            name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport", .product(name: "Logging", package: "swift-log")]),
+            name: "MosquittoTests", dependencies: ["Mosquitto", "RestockTestSupport", "LocalBroker", "Deadlines", "SeededRandom", .product(name: "Logging", package: "swift-log")]),
         // Unit tests of the pipeline: no broker, no libmosquitto.
         .testTarget(
             name: "RestockPipelineTests",
@@ -89,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "RestockServiceTests",
             dependencies: [
-                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport",
+                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines",
                 .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -97,7 +98,7 @@ let package = Package(
         .testTarget(
             name: "RestockMQTTTests",
             dependencies: [
-                "RestockMQTT", "RestockTestSupport", .product(name: "Logging", package: "swift-log"),
+                "RestockMQTT", "RestockPipeline", "RestockTestSupport", "LocalBroker", "Deadlines", .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
     ],

@@ -6,7 +6,6 @@ import PackageDescription
 
 let package = Package(
     name: "RestockBenchmarks",
-    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "RestockAlerter", path: ".."),
         // The alternatives B1 compares against, and latency histograms.

@@ -9,7 +9,6 @@ let fuzzTarget: [SwiftSetting] = [.unsafeFlags(["-parse-as-library"])]
 
 let package = Package(
     name: "RestockFuzz",
-    platforms: [.macOS(.v15)],
     dependencies: [.package(name: "RestockAlerter", path: "..")],
     targets: [
         // What every target shares: the hand-over to libFuzzer's driver, reading the fuzzer's bytes, checks that trap.

@@ -12,9 +12,9 @@ import Deadlines
 struct DemoStory: Sendable {
     /// What the demo found: alerts expected, delivered, and whether each customer got exactly its own.
     struct Summary: Sendable {
-        public var expected: [String: Int]
-        public var delivered: [String: Int]
-        public var succeeded: Bool { expected == delivered }
+        var expected: [String: Int]
+        var delivered: [String: Int]
+        var succeeded: Bool { expected == delivered }
     }
 
     let connection: BrokerSettings
@@ -38,46 +38,10 @@ struct DemoStory: Sendable {
         let (alice, bob, carol) = (try CustomerID("alice"), try CustomerID("bob"), try CustomerID("carol"))
         let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("restock-demo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dataDirectory) }
-
-        var logger = Logger(label: "restock.demo.store")
-        logger.logLevel = .warning
-        let service = try StoreService(
-            configuration: .init(connection: connection, store: topics.store, prefix: topics.prefix, dataDirectory: dataDirectory),
-            logger: logger)
-        let failure = Mutex<(any Error)?>(nil)
-        let serving = Task {
-            do {
-                try await service.run()
-            } catch {
-                failure.withLock { $0 = error }
-                throw error
-            }
-        }
+        let serving = try await startStore(in: dataDirectory)
         defer { serving.cancel() }
         let client = StoreClient(connection: connection, topics: topics)
-        // Online means this demo's own store: another live store of the same id (`--store` naming a real one) makes
-        // the demo's refuse to start, and the demo stops with that error instead of talking to the real store.
-        let ownInstance = service.instance
-        try await waitUntil("store \(topics.store) to come online", within: 30) {
-            if let error = failure.withLock({ $0 }) { throw error }
-            let status = try? await client.status()
-            return status?.isOnline == true && status?.instance == ownInstance
-        }
-        say("▶ Store \"\(topics.store)\" is online, keeping its state in \(dataDirectory.path)")
-
-        // Each customer listens on its own topic, through a persistent session.
-        let delivered = DeliveryTally()
-        var listeners: [Task<Void, any Error>] = []
-        for customer in [alice, bob, carol] {
-            let alerts = try await client.alerts(for: customer)
-            listeners.append(
-                Task { [say] in
-                    for try await alert in alerts {
-                        delivered.count(alert.customer.rawValue)
-                        say("  🔔 \(alert.customer) got an alert: \(alert.message) [position \(alert.position)]")
-                    }
-                })
-        }
+        let (delivered, listeners) = try await listen(client, for: [alice, bob, carol])
         defer { for listener in listeners { listener.cancel() } }
 
         say("▶ alice and bob ask to hear each time \(sku) is back; carol once, when at least 2 are in")
@@ -101,6 +65,70 @@ struct DemoStory: Sendable {
         try await client.changeStock(of: sku, .add(5))
         try await waitForDeliveries(delivered, total: 4)
 
+        let summary = try await summarize(delivered, client: client, sku: sku)
+        if cleansUp {
+            for listener in listeners { listener.cancel() }
+            serving.cancel()
+            _ = try? await serving.value
+            try await cleanUp(customers: [alice, bob, carol], skus: [sku])
+            say("▶ Removed the demo store's retained topics and its customers' sessions from the broker")
+        }
+        return summary
+    }
+
+    /// Starts the demo's own store service and waits until it is online: this demo's, not another live store of the
+    /// same id (`--store` naming a real one makes the demo's refuse to start, and the demo stops with that error
+    /// instead of talking to the real store).
+    private func startStore(in dataDirectory: URL) async throws -> Task<Void, any Error> {
+        var logger = Logger(label: "restock.demo.store")
+        logger.logLevel = .warning
+        let service = try StoreService(
+            configuration: .init(connection: connection, store: topics.store, prefix: topics.prefix, dataDirectory: dataDirectory),
+            logger: logger)
+        let failure = Mutex<(any Error)?>(nil)
+        let serving = Task {
+            do {
+                try await service.run()
+            } catch {
+                failure.withLock { $0 = error }
+                throw error
+            }
+        }
+        let client = StoreClient(connection: connection, topics: topics)
+        let ownInstance = service.instance
+        do {
+            try await waitUntil("store \(topics.store) to come online", within: 30) {
+                if let error = failure.withLock({ $0 }) { throw error }
+                let status = try? await client.status()
+                return status?.isOnline == true && status?.instance == ownInstance
+            }
+        } catch {
+            serving.cancel()
+            throw error
+        }
+        say("▶ Store \"\(topics.store)\" is online, keeping its state in \(dataDirectory.path)")
+        return serving
+    }
+
+    /// Each customer listens on its own topic, through a persistent session; every alert is printed and counted.
+    private func listen(_ client: StoreClient, for customers: [CustomerID]) async throws -> (DeliveryTally, [Task<Void, any Error>]) {
+        let delivered = DeliveryTally()
+        var listeners: [Task<Void, any Error>] = []
+        for customer in customers {
+            let alerts = try await client.alerts(for: customer)
+            listeners.append(
+                Task { [say] in
+                    for try await alert in alerts {
+                        delivered.count(alert.customer.rawValue)
+                        say("  🔔 \(alert.customer) got an alert: \(alert.message) [position \(alert.position)]")
+                    }
+                })
+        }
+        return (delivered, listeners)
+    }
+
+    /// Prints and returns what arrived against what the story expects.
+    private func summarize(_ delivered: DeliveryTally, client: StoreClient, sku: SKU) async throws -> Summary {
         let inventory = try await client.inventory(sku).first?.quantity ?? 0
         let expected = ["alice": 2, "bob": 1, "carol": 1]
         let summary = Summary(expected: expected, delivered: delivered.byCustomer)
@@ -110,13 +138,6 @@ struct DemoStory: Sendable {
             say("  \(name): \(summary.delivered[name, default: 0]) of \(expected[name]!) expected alert(s)")
         }
         say(summary.succeeded ? "Every alert arrived, and none twice." : "Some alerts did not arrive as expected.")
-        if cleansUp {
-            for listener in listeners { listener.cancel() }
-            serving.cancel()
-            _ = try? await serving.value
-            try await cleanUp(customers: [alice, bob, carol], skus: [sku])
-            say("▶ Removed the demo store's retained topics and its customers' sessions from the broker")
-        }
         return summary
     }
 

@@ -66,6 +66,7 @@ extension Restock {
             var logger = Logger(label: "restock.store")
             logger.logLevel = .info
             logger.info("store \(store) keeps its state in \(directory.path)")
+            StoreService.installCrashContainment()
             let service = StoreLauncher(
                 configuration: .init(
                     connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,

@@ -89,6 +89,23 @@ struct StoreServiceTests {
         await first.stop()
     }
 
+    @Test("a store stopped between its claim and going online withdraws its claim: another starts at once")
+    func stoppedDuringClaim() async throws {
+        let broker = InMemoryBroker()
+        var slowClaim = fast
+        slowClaim.claimSettle = .seconds(30)  // the stop always lands while it waits after its claim
+        let first = try RunningStore(on: broker, timing: slowClaim)
+        try await waitUntil("the first store's claim", within: 10, pollEvery: .milliseconds(5)) {
+            broker.retainedMessage(on: appleTopics.claim) != nil
+        }
+        try await first.stop().get()
+        #expect(first.log.text.contains("stopped before it was online"), "\(first.log.text)")
+        #expect(broker.retainedMessage(on: appleTopics.claim) == nil, "the claim was left behind")
+        let second = try await Self.started(on: broker)
+        #expect(broker.status?.instance == second.service.instance)
+        await second.stop()
+    }
+
     @Test("a graceful stop drains the outbox while the broker holds its acknowledgements, then says offline")
     func drains() async throws {
         let broker = InMemoryBroker()

@@ -24,7 +24,10 @@ final class RunningStore: Sendable {
     /// Whether it made its data directory (and removes it when done).
     private let ownsDataDirectory: Bool
 
-    init(on broker: InMemoryBroker, dataDirectory: URL? = nil, drainTimeout: Duration = .seconds(5), prepare: (URL) throws -> Void = { _ in }) throws {
+    init(
+        on broker: InMemoryBroker, dataDirectory: URL? = nil, drainTimeout: Duration = .seconds(5), timing: StoreTiming = fast,
+        prepare: (URL) throws -> Void = { _ in }
+    ) throws {
         ownsDataDirectory = dataDirectory == nil
         let dataDirectory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("service-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
@@ -38,7 +41,7 @@ final class RunningStore: Sendable {
             configuration: .init(
                 connection: BrokerSettings(broker: .hostname("in-memory")), store: apple, dataDirectory: dataDirectory,
                 drainTimeout: drainTimeout, customerRequestRate: nil),
-            logger: logger, connector: broker, timing: fast)
+            logger: logger, connector: broker, timing: timing)
         group = ServiceGroup(configuration: .init(services: [service], logger: logger))
         run = Task { [group] in try await group.run() }
     }

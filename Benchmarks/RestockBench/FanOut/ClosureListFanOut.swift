@@ -8,7 +8,7 @@ final class ClosureListFanOut {
     }
     private let observers = Mutex<[@Sendable (StockEvent) -> Void]>([])
 
-    init(observers count: Int, tally: DeliveryTally) {
+    init(observers count: Int, tally: FanOutCounter) {
         observers.withLock { list in
             for _ in 0..<count { list.append { event in tally.record(quantity: event.quantity) } }
         }

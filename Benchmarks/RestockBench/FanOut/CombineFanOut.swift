@@ -9,7 +9,7 @@ final class CombineFanOut {
     private let subject = PassthroughSubject<StockEvent, Never>()
     private var cancellables: [AnyCancellable] = []
 
-    init(observers: Int, tally: DeliveryTally) {
+    init(observers: Int, tally: FanOutCounter) {
         cancellables = (0..<observers).map { _ in subject.sink { event in tally.record(quantity: event.quantity) } }
     }
 

@@ -41,7 +41,7 @@ struct FanOutBench {
         var perContender: [String: [(x: Double, y: Double)]] = [:]
         var worst = (floor: 0.0, combine: 0.0, center: Double.infinity)
         for count in observerCounts {
-            let tally = DeliveryTally()
+            let tally = FanOutCounter()
             let built = try contenders.map { try $0.make(count, tally) }
             let iterations = max(5, alertsPerRun / count)
             var samples = Array(repeating: Samples(), count: built.count)
@@ -76,7 +76,7 @@ struct FanOutBench {
     }
 
     /// ns per delivered alert over `iterations` restocks, after one untimed warm-up.
-    private func measure(_ contender: FanOutContender, observers: Int, iterations: Int, tally: DeliveryTally) throws -> Double {
+    private func measure(_ contender: FanOutContender, observers: Int, iterations: Int, tally: FanOutCounter) throws -> Double {
         contender.restock()
         contender.soldOut()
         let before = tally.deliveries

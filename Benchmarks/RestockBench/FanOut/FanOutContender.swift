@@ -13,7 +13,7 @@ struct FanOutContender {
     struct Kind: Sendable {
         let name: String
         /// Registers N observers, each recording what it is told in the tally.
-        let make: @Sendable (_ observers: Int, _ tally: DeliveryTally) throws -> FanOutContender
+        let make: @Sendable (_ observers: Int, _ tally: FanOutCounter) throws -> FanOutContender
     }
 }
 
@@ -25,7 +25,7 @@ struct StockEvent: Sendable {
 
 /// Counts what observers were told, so no contender can skip a delivery unnoticed.
 /// Touched only from the benchmark's one thread, like a plain variable; hence unchecked.
-final class DeliveryTally: @unchecked Sendable {
+final class FanOutCounter: @unchecked Sendable {
     var deliveries = 0
     var quantities = 0
 

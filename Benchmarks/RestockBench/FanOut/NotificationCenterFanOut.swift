@@ -10,7 +10,7 @@ final class NotificationCenterFanOut {
     private let center = NotificationCenter()
     private var observers: [any NSObjectProtocol] = []
 
-    init(observers: Int, tally: DeliveryTally) {
+    init(observers: Int, tally: FanOutCounter) {
         self.observers = (0..<observers).map { _ in
             center.addObserver(forName: Self.restocked, object: nil, queue: nil) { notification in
                 tally.record(quantity: notification.userInfo?["quantity"] as? Int ?? 0)

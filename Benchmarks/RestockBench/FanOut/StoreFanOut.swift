@@ -10,7 +10,7 @@ final class StoreFanOut {
     private let store: Store
     private var tokens: [ObservationToken] = []
 
-    init(observers: Int, tally: DeliveryTally) throws {
+    init(observers: Int, tally: FanOutCounter) throws {
         store = try Store(id: StoreID("apple"))
         tokens.reserveCapacity(observers)
         for index in 0..<observers {

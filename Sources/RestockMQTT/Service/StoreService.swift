@@ -59,6 +59,12 @@ public final class StoreService: Service, Sendable {
         }
     }
 
+    /// Installs the process's crash containment, once: signal handlers that mark the request being applied when a
+    /// fault (a trap, a bad access, an abort) kills the store, so that the next start sets it aside after one more
+    /// failure instead of many (docs/contract.md, "Durability and redelivery"). The executable that runs a store calls
+    /// it; a library never installs process-wide handlers by itself.
+    public static func installCrashContainment() { CrashContainment.install() }
+
     /// The MQTT client id of a store's persistent session: `restock:{store}` (``SessionClientIDs``).
     public static func clientID(for store: StoreID) -> String { SessionClientIDs.store(store) }
 
@@ -67,17 +73,17 @@ public final class StoreService: Service, Sendable {
     /// before the store says it is online. For tests, which read it; it changes only through MQTT.
     package let store: Store
     public let topics: RestockTopics
-    private let database: StoreDatabase
-    private let logger: Logger
-    private let clock: @Sendable () -> Date
+    let database: StoreDatabase
+    let logger: Logger
+    let clock: @Sendable () -> Date
     /// This store process, in its status: one live instance per store id.
     public let instance: String
     /// The process that used the data directory before this one (stopped or dead: this one holds the lock).
     private let previousInstance: String?
     private let rateLimit: CustomerRateLimiter.Configuration
     /// Where the connections come from: libmosquitto, or (tests) a broker in memory.
-    private let connector: any BrokerConnector
-    private let timing: StoreTiming
+    let connector: any BrokerConnector
+    let timing: StoreTiming
 
     /// Opens the data directory and restores the store.
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process runs on it;
@@ -355,85 +361,4 @@ public final class StoreService: Service, Sendable {
 
     /// How many requests and messages wait in the queues, and how many watches are stored.
     public func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) { try database.queueLengths() }
-
-    // MARK: Wiring
-
-    /// The connections, hand-offs and shared state of one run, made before anything connects (so that no event or
-    /// retained message is missed).
-    private struct Wiring: Sendable {
-        let lifecycle: StoreLifecycle
-        let liveness: StoreLiveness
-        let session: any BrokerConnection
-        let sessionEvents: AsyncStream<MQTTConnectionEvent>
-        let publisher: any BrokerConnection
-        let publisherEvents: AsyncStream<MQTTConnectionEvent>
-        let statusAndClaim: AsyncStream<MQTTMessage>
-        let journaled: HandOff<JournaledRequest>
-        let committed: HandOff<CommittedPublication>
-        let requestWakeups: AsyncStream<Void>
-        let requestArrived: AsyncStream<Void>.Continuation
-        let outboxWakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
-        var outboxGrew: AsyncStream<Void>.Continuation { outboxWakeups.continuation }
-        let republish = Flag()
-        /// Whether this instance has sent its claim (a start stopped before online withdraws it).
-        let claimPublished = Flag()
-        let heartbeat: Heartbeat
-
-        init(service: StoreService) throws {
-            let topics = service.topics, store = service.store.id
-            lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing)
-            liveness = StoreLiveness(topics: topics, timing: service.timing)
-            (requestWakeups, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            journaled = HandOff(capacity: StoreService.handOffCapacity, wakeup: requestArrived)
-            committed = HandOff(capacity: StoreService.handOffCapacity, wakeup: outboxWakeups.continuation)
-
-            let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
-            publisher = try service.connector.connection(
-                clientID: SessionClientIDs.publisher(of: store, instance: service.instance), session: .clean,
-                will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true),
-                reconnection: .automatic, journal: nil)
-            publisherEvents = publisher.connectionEvents()
-            statusAndClaim = try publisher.messages(matching: "\(topics.root)/+")
-
-            session = try service.connector.connection(
-                clientID: StoreService.clientID(for: store), session: .persistent, will: nil, reconnection: .whenAllowed,
-                journal: RequestJournal(database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle))
-            sessionEvents = session.connectionEvents()
-
-            let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            heartbeat = Heartbeat(
-                client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
-                lifecycle: lifecycle, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
-                goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
-        }
-
-        /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,
-        /// and the session watch before each decision), and has the heartbeat say online again at once when that
-        /// connection comes back (a restarted broker may have lost the retained status) or another instance's status
-        /// replaced this one's (a will of an instance that was taken over, published late), at most once a second.
-        func watchStatus(instance: String) async {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    let clock = ContinuousClock()
-                    var lastAnswer: ContinuousClock.Instant?
-                    for await message in statusAndClaim {
-                        liveness.received(message)
-                        guard message.topic == heartbeat.topics.status, lifecycle.isLive,
-                            let status = liveness.status, status.instance != instance || !status.isOnline,
-                            lastAnswer.map({ clock.now - $0 >= .seconds(1) }) ?? true
-                        else { continue }
-                        lastAnswer = clock.now
-                        heartbeat.trigger.yield()
-                    }
-                }
-                group.addTask {
-                    for await event in publisherEvents {
-                        guard case .connected = event else { continue }
-                        heartbeat.trigger.yield()
-                    }
-                }
-            }
-        }
-    }
 }

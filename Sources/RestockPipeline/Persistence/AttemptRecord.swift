@@ -1,5 +1,9 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// The requests being applied right now (``Attempt``), in the data directory's `attempt` file: three
@@ -23,7 +27,6 @@ final class AttemptRecord: Sendable {
         path = directory.appendingPathComponent(DataDirectory.attemptFileName).path
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw StorageError.system(.open, path, errno: errno) }
-        FaultMarker.install()
     }
 
     deinit {
@@ -71,6 +74,15 @@ final class AttemptRecord: Sendable {
         var fault: UInt8 = 1
         _ = pwrite(descriptor, &fault, 1, off_t(Self.size))
     }
+}
+
+/// The signal handlers that mark the attempt being applied when a fault kills the process: installed by the
+/// executable that runs a store (``install()``), never by a library on its own. Without them a request that crashes
+/// the store is still found out — after ``RequestProcessor/killsBeforeSetAside`` deaths instead of two.
+package enum CrashContainment {
+    /// Installs the handlers for SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE and SIGABRT, once per process; each marks
+    /// the attempt being applied, then passes the signal on to the handler before it (the Swift runtime's backtrace).
+    package static func install() { FaultMarker.install() }
 }
 
 /// Sets the fault byte of the attempt being applied when the process gets a signal a bug raises, then lets

@@ -1,5 +1,9 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An exclusive `flock` on `DIR/store.lock`, held for the life of the process (the kernel releases it
 /// when the process dies, however it dies), so two store processes never share one database.

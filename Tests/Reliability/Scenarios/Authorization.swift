@@ -1,3 +1,4 @@
+import RestockPipeline
 import Foundation
 import LocalBroker
 import Mosquitto
