@@ -1,11 +1,15 @@
 /// A wait took longer than its deadline.
 public struct DeadlineExceeded: Error, CustomStringConvertible {
+    /// What was waited for.
     public let what: String
+    /// How long the wait was allowed.
     public let seconds: Double
+    /// A timeout of the wait for `what` after `seconds`.
     public init(what: String, seconds: Double) {
         self.what = what
         self.seconds = seconds
     }
+    /// `timed out after N s waiting for …`.
     public var description: String { "timed out after \(seconds) s waiting for \(what)" }
 }
 

@@ -11,7 +11,9 @@ import Deadlines
 public struct CommandResult: Sendable {
     /// The exit status, or 128 + the signal that killed it.
     public let status: Int32
+    /// What it printed on standard output.
     public let standardOutput: String
+    /// What it printed on standard error.
     public let standardError: String
 }
 

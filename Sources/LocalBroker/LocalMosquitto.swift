@@ -94,6 +94,7 @@ public final class LocalMosquitto: Sendable {
 
 /// mosquitto exited while starting; `log` says why.
 public struct MosquittoExited: Error, CustomStringConvertible {
+    /// What mosquitto printed, and what its log files hold.
     public let log: String
     /// The last lines it wrote (up to three), on one line: the reason is among them.
     public var description: String {

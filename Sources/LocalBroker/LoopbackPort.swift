@@ -49,4 +49,5 @@ public func isListening(port: Int) -> Bool {
     } == 0
 }
 
+/// A socket call failed, with its errno.
 public enum PortError: Error { case socket(Int32) }

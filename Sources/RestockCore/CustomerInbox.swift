@@ -4,6 +4,7 @@
 /// The inbox observes the store for as long as it or an iterator of it lives: when the reading task is
 /// cancelled, or the inbox is released, its observer is unregistered.
 public struct CustomerInbox: AsyncSequence, Sendable {
+    /// Each element is one alert.
     public typealias Element = RestockAlert
 
     private let stream: AsyncStream<RestockAlert>
@@ -15,6 +16,7 @@ public struct CustomerInbox: AsyncSequence, Sendable {
         self.stream = stream
     }
 
+    /// An iterator over the alerts from now on.
     public func makeAsyncIterator() -> AsyncStream<RestockAlert>.Iterator {
         stream.makeAsyncIterator()
     }

@@ -34,12 +34,15 @@ public struct Identifier<Kind: IdentifierKind>: Hashable, Comparable, Sendable, 
         return bytes.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
     }
 
+    /// The identifier as written.
     public var description: String { rawValue }
 
+    /// Identifiers sort by their text.
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 extension Identifier: Codable {
+    /// Decodes the text, refusing one that is not a valid identifier.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
@@ -50,6 +53,7 @@ extension Identifier: Codable {
         }
     }
 
+    /// Encodes the text.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)

@@ -25,7 +25,9 @@ public final class ObservationToken: Sendable, Hashable {
         set.insert(self)
     }
 
+    /// A token equals only itself.
     public static func == (lhs: ObservationToken, rhs: ObservationToken) -> Bool { lhs === rhs }
 
+    /// Hashes the token's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

@@ -82,12 +82,14 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
         self.at = at
     }
 
+    /// Two alerts are equal when every field of their payload is.
     public static func == (lhs: RestockAlert, rhs: RestockAlert) -> Bool {
         lhs.version == rhs.version && lhs.store == rhs.store && lhs.customer == rhs.customer && lhs.sku == rhs.sku
             && lhs.quantity == rhs.quantity && lhs.position == rhs.position && lhs.at == rhs.at && lhs.id == rhs.id
             && lhs.message == rhs.message
     }
 
+    /// Hashes the id and the customer.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(id)
         hasher.combine(customer)
@@ -97,6 +99,7 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
         case version, id, store, customer, sku, quantity, position, message, at
     }
 
+    /// Decodes an alert payload, ignoring fields it does not know.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         version = try container.decode(Int.self, forKey: .version)
@@ -115,6 +118,7 @@ public struct RestockAlert: Codable, Sendable, Hashable, Identifiable {
         at = date
     }
 
+    /// Encodes the payload of docs/contract.md, "Alert".
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(version, forKey: .version)

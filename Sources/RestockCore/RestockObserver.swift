@@ -18,5 +18,6 @@ public struct ClosureObserver: RestockObserver {
         self.handler = handler
     }
 
+    /// Calls the closure with the alert.
     public func restockAlertRaised(_ alert: RestockAlert) throws { try handler(alert) }
 }

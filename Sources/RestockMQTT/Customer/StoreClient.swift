@@ -8,7 +8,9 @@ import RestockPipeline
 /// Talks to a store over MQTT as a customer or an admin: sends requests and waits for the store's answer,
 /// reads the retained state, and listens for alerts. The `restock` command line is a thin shell over it.
 public final class StoreClient: Sendable {
+    /// How to reach the broker.
     public let connection: BrokerSettings
+    /// The store's topics.
     public let topics: RestockTopics
     /// How long a read of retained state waits for a first message before concluding there is none.
     public var retainedFirstMessageWait: Duration { .seconds(2) }
@@ -18,6 +20,7 @@ public final class StoreClient: Sendable {
     /// Where its connections come from: libmosquitto, or (tests) a broker in memory.
     private let connector: any BrokerConnector
 
+    /// A client of the store whose topics these are, on the broker of `connection`.
     public convenience init(connection: BrokerSettings, topics: RestockTopics) {
         self.init(connection: connection, topics: topics, connector: MosquittoConnector(settings: connection))
     }

@@ -3,12 +3,18 @@ import Mosquitto
 
 /// How every part of the service reaches the broker: address, credentials, TLS, protocol version.
 public struct BrokerSettings: Sendable {
+    /// The broker.
     public var broker: BrokerAddress
+    /// The user name, if the broker wants one.
     public var username: String?
+    /// The password, if the broker wants one.
     public var password: String?
+    /// TLS files for an `mqtts://` broker.
     public var tls: MQTTTLSConfiguration?
+    /// MQTT 5 (the default) or 3.1.1.
     public var protocolVersion: MQTTProtocolVersion
 
+    /// Settings for `broker`.
     public init(
         broker: BrokerAddress, username: String? = nil, password: String? = nil, tls: MQTTTLSConfiguration? = nil,
         protocolVersion: MQTTProtocolVersion = .v5

@@ -8,19 +8,23 @@ import ServiceLifecycle
 /// then opens it and runs the store, which takes over its broker session with every watch, queued request
 /// and outbox message.
 public struct StoreLauncher: Service {
+    /// The store it runs.
     public let configuration: StoreService.Configuration
+    /// Whether it waits as a standby until the live store process on the same data directory ends.
     public let standby: Bool
     private let logger: Logger
 
     /// How often a standby looks at the data directory's lock.
     static let standbyPoll = Duration.milliseconds(50)
 
+    /// A launcher of the store `configuration` describes, live or standby.
     public init(configuration: StoreService.Configuration, standby: Bool, logger: Logger) {
         self.configuration = configuration
         self.standby = standby
         self.logger = logger
     }
 
+    /// Runs the store (after waiting, as a standby) until graceful shutdown.
     public func run() async throws {
         guard standby else {
             try await StoreService(configuration: configuration, logger: logger).run()

@@ -20,10 +20,15 @@ import Synchronization
 public final class StoreService: Service, Sendable {
     /// What the service needs to run.
     public struct Configuration: Sendable {
+        /// How to reach the broker.
         public var connection: BrokerSettings
+        /// The store id.
         public var store: StoreID
+        /// The topics' prefix (`restock`).
         public var prefix: String
+        /// Where the store keeps its two files (docs/operations.md).
         public var dataDirectory: URL
+        /// Fair release: at most this many alerts per unit of stock that arrives; 0 is off.
         public var alertsPerUnit: Int
         /// How long a graceful shutdown keeps publishing what the outbox holds before it stops.
         public var drainTimeout: Duration
@@ -34,6 +39,7 @@ public final class StoreService: Service, Sendable {
         /// How many requests one customer may send at once after a quiet spell; default 60.
         public var customerRequestBurst: Int
 
+        /// A configuration; every limit has the contract's default.
         public init(
             connection: BrokerSettings, store: StoreID, prefix: String = RestockTopics.defaultPrefix,
             dataDirectory: URL, alertsPerUnit: Int = 0, drainTimeout: Duration = .seconds(5),
@@ -68,10 +74,12 @@ public final class StoreService: Service, Sendable {
     /// The MQTT client id of a store's persistent session: `restock:{store}` (``SessionClientIDs``).
     public static func clientID(for store: StoreID) -> String { SessionClientIDs.store(store) }
 
+    /// What the store was made with.
     public let configuration: Configuration
     /// The in-process store, the mirror of the broker's requests: restored from the data directory by ``run()``
     /// before the store says it is online. For tests, which read it; it changes only through MQTT.
     package let store: Store
+    /// The store's topics.
     public let topics: RestockTopics
     let database: StoreDatabase
     let logger: Logger
