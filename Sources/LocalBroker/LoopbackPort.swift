@@ -35,6 +35,21 @@ public func boundLoopbackSocket() throws -> (fd: Int32, port: Int) {
     return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
+/// A port of 127.0.0.1 that refuses every connection for as long as this lives: bound and never listened on, so
+/// that no other process (a broker another test starts) can take it meanwhile, as it could a ``freeLoopbackPort()``.
+public final class RefusingLoopbackPort: Sendable {
+    /// The port.
+    public let port: Int
+    private let descriptor: Int32
+
+    /// Binds the port.
+    public init() throws {
+        (descriptor, port) = try boundLoopbackSocket()
+    }
+
+    deinit { close(descriptor) }
+}
+
 /// Whether something accepts TCP connections on 127.0.0.1:`port`.
 public func isListening(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -108,7 +108,8 @@ struct SessionTests {
 
     @Test("connect fails clearly when nothing listens")
     func unreachable() async throws {
-        let port = try freeLoopbackPort()
+        let refusing = try RefusingLoopbackPort(), port = refusing.port
+        defer { withExtendedLifetime(refusing) {} }  // refusing to the end, not only until its last use
         let client = try MQTTClient(configuration: .init(broker: .hostname("127.0.0.1", port: port), clientID: uniqueName()))
         await #expect {
             try await client.connect()

@@ -138,7 +138,8 @@ struct CommandLineTests {
 
     @Test("an unreachable broker and an offline store are clear errors")
     func unreachable() async throws {
-        let port = try freeLoopbackPort()
+        let refusing = try RefusingLoopbackPort(), port = refusing.port
+        defer { withExtendedLifetime(refusing) {} }  // refusing to the end, not only until its last use
         let noBroker = try await restock(["subscribe", "--broker", "mqtt://127.0.0.1:\(port)", "--customer", "alice", "--sku", "x"])
         #expect(noBroker.status != 0)
         #expect(noBroker.standardError == "error: cannot connect to the broker: mqtt://127.0.0.1:\(port): Connection refused\n")
@@ -191,7 +192,8 @@ struct CommandLineTests {
 
     @Test("SIGTERM ends serve promptly while it is still trying to reach the broker")
     func stopWhileConnecting() async throws {
-        let port = try freeLoopbackPort()
+        let refusing = try RefusingLoopbackPort(), port = refusing.port
+        defer { withExtendedLifetime(refusing) {} }  // refusing to the end, not only until its last use
         let data = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: data) }
         let log = data.appendingPathExtension("log")
