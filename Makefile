@@ -46,7 +46,7 @@ contract-deps:
 	@$(CONTRACT_VENV)/bin/python -c 'import jsonschema, referencing, yaml, pytest' 2>/dev/null || \
 		$(CONTRACT_VENV)/bin/python -m pip install -q --disable-pip-version-check -r Tests/Contract/requirements.txt
 
-## reliability: faults and attacks on real processes (R1–R11, S1–S4); prints the table, fails on any loss or
+## reliability: faults and attacks on real processes (R1–R15, S1–S5); prints the table, fails on any loss or
 ## intrusion. RECORD=docs/reliability.md writes the table there too.
 reliability: build
 	timeout --kill-after=30 1800 $$($(SWIFT) build --show-bin-path)/restock-reliability $(if $(RECORD),--record $(RECORD))
