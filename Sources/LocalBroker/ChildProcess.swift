@@ -26,6 +26,8 @@ public final class ChildProcess: Sendable {
     public let pid: pid_t
     private let exit = ExitStatus()
     private let outputFile: URL?
+    /// Whom signals go to: the process, or (`-pid`) the process group it leads.
+    private let signalTarget: pid_t
 
     /// Starts `executable` (a path, or a name looked up on PATH) with `arguments`.
     /// - Parameters:
@@ -33,9 +35,12 @@ public final class ChildProcess: Sendable {
     ///   - errorFile: Where its standard error goes, when apart from its output.
     ///   - environment: Variables added to this process's environment.
     ///   - input: Bytes written to its standard input, which is then closed.
+    ///   - ownProcessGroup: Whether it leads a process group of its own, and signals go to the whole group: for a
+    ///     wrapper that runs the real program as its child and does not pass every signal on (`faketime`), so that
+    ///     killing it never leaves the program running, orphaned.
     public init(
         _ executable: String, _ arguments: [String], outputFile: URL? = nil, errorFile: URL? = nil,
-        environment: [String: String] = [:], input: Data? = nil
+        environment: [String: String] = [:], input: Data? = nil, ownProcessGroup: Bool = false
     ) throws {
         self.outputFile = outputFile
         let path = try Self.resolve(executable)
@@ -57,10 +62,11 @@ public final class ChildProcess: Sendable {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
 
-        let spawned = Self.spawn(path, arguments, actions: &actions, environment: environment)
+        let spawned = Self.spawn(path, arguments, actions: &actions, environment: environment, ownProcessGroup: ownProcessGroup)
         if input != nil { close(inputPipe[0]) }
         do {
             pid = try spawned.get()
+            signalTarget = ownProcessGroup ? -pid : pid
         } catch {
             if input != nil { close(inputPipe[1]) }
             throw error
@@ -83,8 +89,10 @@ public final class ChildProcess: Sendable {
     }
 
     deinit {
+        // The group even when its leader has exited: what it started may still run.
+        if signalTarget < 0 { Glibc.kill(signalTarget, SIGKILL) }
         if exitStatus == nil {
-            Glibc.kill(pid, SIGKILL)
+            Glibc.kill(signalTarget, SIGKILL)
             var status: Int32 = 0
             waitpid(pid, &status, 0)
         }
@@ -113,7 +121,7 @@ public final class ChildProcess: Sendable {
 
     /// Sends `signal` (SIGTERM, SIGKILL, SIGINT…) if it still runs.
     public func send(_ signal: Int32) {
-        if isRunning { Glibc.kill(pid, signal) }
+        if isRunning { Glibc.kill(signalTarget, signal) }
     }
 
     /// Waits for it to exit, up to `seconds`, and returns its status.
@@ -126,14 +134,15 @@ public final class ChildProcess: Sendable {
     /// Runs a command to completion and returns what it printed.
     public static func run(
         _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:],
-        within seconds: Double = 60
+        within seconds: Double = 60, ownProcessGroup: Bool = false
     ) async throws -> CommandResult {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cmd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let out = directory.appendingPathComponent("out"), err = directory.appendingPathComponent("err")
         let child = try ChildProcess(
-            executable, arguments, outputFile: out, errorFile: err, environment: environment, input: input)
+            executable, arguments, outputFile: out, errorFile: err, environment: environment, input: input,
+            ownProcessGroup: ownProcessGroup)
         let status = try await child.waitForExit(within: seconds)
         return CommandResult(
             status: status,
@@ -142,9 +151,11 @@ public final class ChildProcess: Sendable {
     }
 
     /// Starts `path` with `arguments` and the file actions given, with no signal blocked and the usual signals
-    /// at their default handlers whatever the calling thread has, and this process's environment plus `environment`.
+    /// at their default handlers whatever the calling thread has, and this process's environment plus `environment`;
+    /// in a process group of its own when `ownProcessGroup`.
     public static func spawn(
-        _ path: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t, environment: [String: String] = [:]
+        _ path: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t, environment: [String: String] = [:],
+        ownProcessGroup: Bool = false
     ) -> Result<pid_t, POSIXError> {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -156,7 +167,12 @@ public final class ChildProcess: Sendable {
         sigemptyset(&defaults)
         for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
 
         let environmentLines = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0

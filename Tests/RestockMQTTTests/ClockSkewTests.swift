@@ -14,7 +14,8 @@ import Testing
 struct ClockSkewTests {
     func restock(_ arguments: [String], clockOffset: String? = nil) async throws -> CommandResult {
         let (executable, arguments) = FakeTime.command(restockExecutable, arguments, offset: clockOffset)
-        return try await ChildProcess.run(executable, arguments, environment: FakeTime.environment(offset: clockOffset), within: 60)
+        return try await ChildProcess.run(
+            executable, arguments, environment: FakeTime.environment(offset: clockOffset), within: 60, ownProcessGroup: clockOffset != nil)
     }
 
     @Test(

@@ -72,7 +72,8 @@ public final class StoreProcess: Sendable {
         let (executable, arguments) = FakeTime.command(restockExecutable, self.arguments, offset: clockOffset)
         let child = try ChildProcess(
             executable, arguments, outputFile: logFile,
-            environment: environment.merging(extraEnvironment) { $1 }.merging(FakeTime.environment(offset: clockOffset)) { $1 })
+            environment: environment.merging(extraEnvironment) { $1 }.merging(FakeTime.environment(offset: clockOffset)) { $1 },
+            ownProcessGroup: clockOffset != nil)
         process.withLock { $0 = child }
         return child
     }

@@ -35,7 +35,8 @@ enum ClockSkew {
         for (name, offset) in [("behind", offset(live, minus: 1)), ("ahead", offset(live, plus: 1))] {
             let (executable, arguments) = FakeTime.command(
                 restockExecutable, ["subscribe", "--broker", broker.url, "--customer", "\(id.lowercased())-\(name)", "--sku", "r15"], offset: offset)
-            let result = try await ChildProcess.run(executable, arguments, environment: FakeTime.environment(offset: offset), within: 60)
+            let result = try await ChildProcess.run(
+                executable, arguments, environment: FakeTime.environment(offset: offset), within: 60, ownProcessGroup: offset != nil)
             clients.append("a client a minute \(name): \(result.status == 0 ? "confirmed" : result.standardError.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         let takeovers = broker.log.components(separatedBy: "already connected, closing old connection").count - 1
