@@ -10,6 +10,7 @@
 @_exported import struct RestockPipeline.InventoryRecord
 @_exported import struct RestockPipeline.RequestRefusal
 @_exported import struct RestockPipeline.RestockTopics
+@_exported import enum RestockPipeline.RestockVersion
 @_exported import struct RestockPipeline.StockRequest
 @_exported import struct RestockPipeline.StorageError
 @_exported import struct RestockPipeline.StoreClaim

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RestockMQTT
 
 /// `restock`: the back-in-stock alert service over MQTT, from the command line.
 @main
@@ -11,8 +12,9 @@ struct Restock: AsyncParsableCommand {
             Customers watch sold-out SKUs; when stock arrives the store alerts them in signup order, each on
             their own topic. Every command that talks to a broker takes the connection options below.
             """,
+        version: RestockVersion.current,
         subcommands: [
-            Serve.self, Subscribe.self, Unsubscribe.self, Listen.self, Stock.self, Inventory.self, Watching.self,
+            Serve.self, Backup.self, Subscribe.self, Unsubscribe.self, Listen.self, Stock.self, Inventory.self, Watching.self,
             Demo.self,
         ])
 

@@ -94,9 +94,9 @@ struct StateSchemaTests {
     @Test("a new state runs every migration, and says it was new")
     func newState() throws {
         let queue = try DatabaseQueue()
-        #expect(try StateSchema.prepare(queue))
+        #expect(try StateSchema.prepare(queue).isNew)
         #expect(try Self.schema(of: queue).filter { $0.hasPrefix("migrated") }.count == Self.released.count)
-        #expect(try !StateSchema.prepare(queue), "a state with tables is not new")
+        #expect(try !StateSchema.prepare(queue).isNew, "a state with tables is not new")
     }
 
     @Test("a state of each earlier version migrates to the schema of a new one", arguments: 1...4)
@@ -104,7 +104,7 @@ struct StateSchemaTests {
         let fresh = try DatabaseQueue()
         try StateSchema.prepare(fresh)
         let older = try Self.written(byVersions: versions)
-        #expect(try !StateSchema.prepare(older))
+        #expect(try !StateSchema.prepare(older).isNew)
         let expected = try Self.schema(of: fresh)
         #expect(expected.contains("table mirror without rowid"), "\(expected)")
         #expect(try Self.schema(of: older) == expected)
@@ -128,5 +128,44 @@ struct StateSchemaTests {
         #expect(mirrors == ["alice", "bob"])
         #expect(outbox == [OutboxRecord(seq: 1, key: "k", topic: "t", payload: Data([1]), retain: true, batch: 0, sent: 0)])
         #expect(inbox == [JournaledRequest(seq: 1, topic: "t", payload: [2, 3], size: 0)])
+    }
+
+    // MARK: Versions
+
+    @Test("the schema version is recorded in user_version; a migration that runs says from which version to which, once")
+    func versionRecorded() throws {
+        let older = try Self.written(byVersions: 2)
+        let migration = try StateSchema.prepare(older, path: "/data/store.sqlite").migration
+        #expect(migration == SchemaVersion(path: "/data/store.sqlite", from: 2, to: Self.released.count))
+        #expect(migration?.description == "migrated /data/store.sqlite from schema version 2 to 4 (RestockAlerter \(RestockVersion.current))")
+        #expect(try older.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == Self.released.count)
+        #expect(try StateSchema.prepare(older).migration == nil, "nothing ran the second time")
+    }
+
+    @Test("a state written by a newer version — a migration this binary does not know, or a higher user_version — is refused in one line naming the file, and left as it was")
+    func newerVersionRefused() throws {
+        let unknownMigration = try Self.written(byVersions: 4)
+        try unknownMigration.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v5: from the future')") }
+        let higherVersion = try Self.written(byVersions: 4)
+        try higherVersion.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 7") }
+        for (queue, version) in [(unknownMigration, 5), (higherVersion, 7)] {
+            let before = try Self.schema(of: queue)
+            let error = #expect(throws: RestockMQTTError.self) { try StateSchema.prepare(queue, path: "/data/store.sqlite") }
+            #expect(error == .dataDirectoryOfNewerVersion(file: "/data/store.sqlite", schemaVersion: version, knownVersion: 4))
+            let line = error?.description ?? ""
+            #expect(line.hasPrefix("/data/store.sqlite was written by a newer RestockAlerter (schema version \(version); RestockAlerter"), "\(line)")
+            #expect(line.contains("restore a backup taken before the upgrade") && !line.contains("\n"), "\(line)")
+            #expect(try Self.schema(of: queue) == before)
+        }
+    }
+
+    @Test("a request log written by a newer version is refused too")
+    func newerLogRefused() throws {
+        let queue = try DatabaseQueue()
+        _ = try RequestLog(queue, path: "/data/journal.sqlite")
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 3") }
+        #expect(throws: RestockMQTTError.dataDirectoryOfNewerVersion(file: "/data/journal.sqlite", schemaVersion: 3, knownVersion: 2)) {
+            try RequestLog(queue, path: "/data/journal.sqlite")
+        }
     }
 }

@@ -27,7 +27,8 @@ public struct StoreLauncher: Service {
     /// Runs the store (after waiting, as a standby) until graceful shutdown.
     public func run() async throws {
         guard standby else {
-            try await StoreService(configuration: configuration, logger: logger).run()
+            guard let service = try await openWaitingForLocks() else { return }
+            try await service.run()
             return
         }
         let directory = configuration.dataDirectory
@@ -41,15 +42,38 @@ public struct StoreLauncher: Service {
                 logger.info("standby stopped")
                 return
             }
-            let service: StoreService
+            let opened: StoreService?
             do {
-                service = try StoreService(configuration: configuration, logger: logger)
+                opened = try await openWaitingForLocks()
             } catch RestockMQTTError.dataDirectoryInUse {
                 continue  // another standby was quicker
             }
+            guard let service = opened else { return }
             logger.notice("the live store process stopped: this standby takes over")
             try await service.run()
             return
+        }
+    }
+
+    /// Opens the store; while another process holds one of its files locked (`sqlite3` with a transaction open), waits
+    /// and tries again every second, as a running store pauses (docs/operations.md, "Another process holding a file"),
+    /// saying so once. Returns `nil` when stopped (graceful shutdown) meanwhile.
+    private func openWaitingForLocks() async throws -> StoreService? {
+        var waiting = false
+        while true {
+            do {
+                let service = try StoreService(configuration: configuration, logger: logger)
+                if waiting { logger.notice("the lock is gone: the store starts") }
+                return service
+            } catch let error as StorageError where error.isLocked {
+                if !waiting { logger.error("waiting to start: \(error); trying again every second until the other process lets it go") }
+                waiting = true
+            }
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+            } catch is CancellationError {
+                return nil
+            }
         }
     }
 }

@@ -124,6 +124,7 @@ public final class StoreService: Service, Sendable {
             id: configuration.store, alertsPerUnit: configuration.alertsPerUnit,
             maximumWatchesPerCustomer: configuration.maximumWatchesPerCustomer, alertEpoch: instance, clock: clock)
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
+        for migration in database.migrations { logger.info("\(migration)") }
         self.previousInstance = try database.replaceInstance(with: instance)
     }
 
@@ -167,6 +168,7 @@ public final class StoreService: Service, Sendable {
                     }
                     try await group.waitForAll()
                 }
+                try await self.reconcileRestoredState(wiring)
                 wiring.lifecycle.sessionConnected()
                 try await wiring.publisher.publish(wiring.heartbeat.onlineStatus().payloadBytes(), to: self.topics.status, retain: true)
             }

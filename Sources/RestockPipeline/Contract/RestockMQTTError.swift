@@ -23,6 +23,11 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     /// The data directory's files do not belong together, or hold what no store wrote: `file` is the one at fault,
     /// `problem` says what is wrong with it and what would be lost, `remedy` what to do.
     case dataDirectoryDamaged(file: String, problem: String, remedy: String)
+    /// A file of the data directory was written by a newer RestockAlerter: its schema version is above the one this
+    /// binary knows (docs/operations.md, "Upgrading").
+    case dataDirectoryOfNewerVersion(file: String, schemaVersion: Int, knownVersion: Int)
+    /// `restock backup` cannot take a backup as asked: `reason` says why, naming the path, in one sentence.
+    case backupRefused(String)
     /// The broker refused a customer's listening session: with the shipped configuration only the user
     /// named like the customer may use it.
     case listeningSessionRefused(customer: String, clientID: String, reason: String)
@@ -46,6 +51,9 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .dataDirectoryOfAnotherStore(let path, let owner):
             "\(path) holds the state of store \(owner): run `restock serve --store \(owner)` on it, or give this store its own --data directory"
         case .dataDirectoryDamaged(_, let problem, let remedy): "\(problem); \(remedy)"
+        case .dataDirectoryOfNewerVersion(let file, let schema, let known):
+            "\(file) was written by a newer RestockAlerter (schema version \(schema); RestockAlerter \(RestockVersion.current) knows up to \(known)): run that newer version on it, or restore a backup taken before the upgrade; a downgrade is refused so that nothing the newer version wrote is lost"
+        case .backupRefused(let reason): reason
         case .listeningSessionRefused(let customer, let clientID, let reason):
             "the broker refused \(customer)'s listening session \(clientID): \(reason); check the user name and password (with the shipped broker configuration only the user \(customer) may use this session)"
         }

@@ -56,8 +56,13 @@ struct DataDirectory: Sendable {
         return try open(logPath, readOnly: true)
     }
 
+    /// How long an access waits for a lock another process holds on a file (`sqlite3` with a transaction open, a
+    /// backup) before it fails with `SQLITE_BUSY`, which the running store takes as a pause (``StorageError/isPassable``).
+    static let busyTimeout: TimeInterval = 5
+
     private func open(_ path: String, readOnly: Bool = false) throws(StorageError) -> DatabasePool {
         var configuration = Configuration()
+        configuration.busyMode = .timeout(Self.busyTimeout)
         if readOnly {
             configuration.readonly = true
         } else {

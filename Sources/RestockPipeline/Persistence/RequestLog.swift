@@ -19,21 +19,28 @@ package final class RequestLog: Sendable {
     package static let fileName = "journal.sqlite"
 
     /// Opens (creating if need be) the log in `directory`.
-    package convenience init(directory: URL) throws(StorageError) {
+    package convenience init(directory: URL) throws {
         try self.init(DataDirectory(directory).openLog())
     }
 
     /// The log in `writer` (a `DatabaseQueue` in memory in the tests); makes its schema ready.
     /// - Parameter path: The path errors name; the writer's own when `nil`.
-    init(_ writer: any DatabaseWriter, path: String? = nil) throws(StorageError) {
-        file = StorageFile(writer, path: path)
-        try storageAccess(.open, file.path) { try Self.migrator.migrate(writer) }
+    /// - Throws: ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)`` for a log written
+    ///   by a newer version; a ``StorageError`` when it cannot be used.
+    init(_ writer: any DatabaseWriter, path: String? = nil) throws {
+        let file = StorageFile(writer, path: path)
+        self.file = file
+        migration = try SchemaVersion.migrate(writer, with: Self.migrator, path: file.path)
     }
 
     /// The log in `pool`, opened read-only: its schema is left as it is.
     private init(readingOnly pool: DatabasePool) {
         file = StorageFile(pool)
+        migration = nil
     }
+
+    /// The migration that ran when the log was opened, if any.
+    package let migration: SchemaVersion?
 
     /// The log of `directory` opened for reading while a store may write it; `nil` when there is none yet.
     static func readingOnly(_ directory: URL) throws(StorageError) -> RequestLog? {

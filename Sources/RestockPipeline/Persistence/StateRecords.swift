@@ -55,6 +55,9 @@ struct MetaRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
         case instance
         /// The identity of the request log it was written with.
         case log
+        /// When `restock backup` made this copy: a store started on it may be older than what the broker holds, and
+        /// makes the broker agree with it before it takes requests; the mark goes then.
+        case restored
     }
 
     var key: String

@@ -6,13 +6,19 @@ import GRDB
 /// released, and a change of the schema is a new migration at the end. A new file runs them all, a file of an
 /// earlier version the ones it has not run yet; both end with the same schema (StateSchemaTests).
 enum StateSchema {
-    /// Prepares the state in `writer` for use: runs the migrations it has not run yet.
-    /// - Returns: Whether it held none of the store's tables before (a new file, or one emptied to 0 bytes).
+    /// Prepares the state in `writer` for use: refuses a file of a newer version, runs the migrations it has not run
+    /// yet (``SchemaVersion``).
+    /// - Parameter path: The path errors name; the writer's own when `nil`.
+    /// - Returns: Whether it held none of the store's tables before (a new file, or one emptied to 0 bytes), and the
+    ///   migration that ran, if any.
     @discardableResult
-    static func prepare(_ writer: any DatabaseWriter) throws -> Bool {
-        let isNew = try writer.read { db in try !db.tableExists(MetaRecord.databaseTableName) && !db.tableExists(WatchTable.name) }
-        try migrator.migrate(writer)
-        return isNew
+    static func prepare(_ writer: any DatabaseWriter, path: String? = nil) throws -> (isNew: Bool, migration: SchemaVersion?) {
+        let path = path ?? writer.path
+        let isNew = try storageAccess(.open, path) {
+            try writer.read { db in try !db.tableExists(MetaRecord.databaseTableName) && !db.tableExists(WatchTable.name) }
+        }
+        let migration = try SchemaVersion.migrate(writer, with: migrator, path: path)
+        return (isNew, migration)
     }
 
     /// Every migration, oldest first.

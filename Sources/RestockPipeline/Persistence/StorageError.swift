@@ -61,6 +61,9 @@ public struct StorageError: Error, CustomStringConvertible {
         return (FreeSpace.bytes(near: path).map { $0 < 64 * 1024 } ?? false) || FreeSpace.inodes(near: path) == 0
     }
 
+    /// Whether another process holds the file locked (beyond the busy timeout).
+    public var isLocked: Bool { [.SQLITE_BUSY, .SQLITE_LOCKED].contains(resultCode?.primaryResultCode) }
+
     /// Whether the failure may pass by itself, so that trying the same again later can succeed: the disk is full,
     /// the file is busy or locked by another process, or the file system failed an operation (an I/O error, a
     /// file system remounted read-only). A damaged or foreign file (corrupt, not a database) is not passable.

@@ -31,6 +31,8 @@ package final class StoreDatabase: Sendable {
     private let meta: StoreMeta
     /// The requests being applied.
     private let attempts: AttemptRecord
+    /// The migrations that ran when the files were opened (the service logs them).
+    package let migrations: [SchemaVersion]
 
     /// Opens (creating if need be) the database in `directory`, which belongs to one store: the first to
     /// open it with its id claims it.
@@ -44,13 +46,14 @@ package final class StoreDatabase: Sendable {
         self.directory = directory
         lock = try data.claim()
         let pool = try data.openState()
-        let stateIsNew = try storageAccess(.open, pool.path) { try StateSchema.prepare(pool) }
+        let (stateIsNew, migration) = try StateSchema.prepare(pool)
         state = StorageFile(pool)
         reader = StateReader(pool)
         writer = StateWriter(pool)
         meta = StoreMeta(pool)
         deadLetterTable = DeadLetters(pool)
         log = try RequestLog(data.openLog())
+        migrations = [migration, log.migration].compactMap { $0 }
         attempts = try AttemptRecord(directory: directory)
         outbox = try Outbox(pool)
         if let store {
@@ -77,6 +80,19 @@ package final class StoreDatabase: Sendable {
     /// Records `instance` as the store process now using the database; returns the one before it (a process
     /// that has stopped or died, since this one holds the lock).
     package func replaceInstance(with instance: String) throws -> String? { try meta.replace(.instance, with: instance) }
+
+    /// Marks the state as a copy made by `restock backup` (see ``isRestored``), used by no store process yet.
+    func markRestored() throws {
+        try meta.set(.restored, to: ISO8601DateFormatter().string(from: Date()))
+        try meta.set(.instance, to: nil)
+    }
+
+    /// Whether the state is a copy made by `restock backup` that no store has made the broker agree with yet: it may
+    /// be older than the broker's retained mirrors and inventory.
+    package var isRestored: Bool { get throws { try meta.value(of: .restored) != nil } }
+
+    /// The broker's retained state agrees with this state now: the mark of ``isRestored`` goes.
+    package func restoreReconciled() throws { try meta.set(.restored, to: nil) }
 
     /// Reads the state saved in `directory` without taking the directory lock, while a store may be
     /// running on it (for tests and inspection; WAL readers never block the writer).

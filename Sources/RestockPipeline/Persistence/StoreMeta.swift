@@ -30,4 +30,20 @@ struct StoreMeta: Sendable {
             return previous
         }
     }
+
+    /// The value recorded under `key`, if any.
+    func value(of key: MetaRecord.Key) throws(StorageError) -> String? {
+        try file.read { db in try MetaRecord.value(of: key, in: db) }
+    }
+
+    /// Records `value` under `key` (`nil`: removes what is recorded there).
+    func set(_ key: MetaRecord.Key, to value: String?) throws(StorageError) {
+        try file.write { db in
+            if let value {
+                try MetaRecord(key, value).insert(db, onConflict: .replace)
+            } else {
+                _ = try MetaRecord.filter(key: key.rawValue).deleteAll(db)
+            }
+        }
+    }
 }

@@ -1,0 +1,43 @@
+import GRDB
+
+/// The schema version of one of the data directory's SQLite files: how many of its `DatabaseMigrator`'s migrations
+/// it has run, also kept in the file's `PRAGMA user_version` for tools that read it (`sqlite3 FILE 'PRAGMA
+/// user_version'`).
+///
+/// A file that has run a migration this binary does not know, or whose `user_version` is above the migrations it
+/// knows, was written by a newer RestockAlerter: it is refused before anything is written to it (a downgrade would
+/// lose what the newer version keeps; docs/operations.md, "Upgrading").
+package struct SchemaVersion: Sendable, Equatable, CustomStringConvertible {
+    /// The file, as its errors name it.
+    package let path: String
+    /// The version the file had when it was opened: 0 for a new file.
+    package let from: Int
+    /// The version it has now.
+    package let to: Int
+
+    /// `migrated /data/store.sqlite from schema version 3 to 4 (RestockAlerter 1.0.0)`, or `created …` for a new file.
+    package var description: String {
+        if from == 0 { return "created \(path) at schema version \(to) (RestockAlerter \(RestockVersion.current))" }
+        return "migrated \(path) from schema version \(from) to \(to) (RestockAlerter \(RestockVersion.current))"
+    }
+
+    /// Refuses a file of a newer version, runs the migrations `writer` has not run yet and records the version.
+    /// - Returns: What ran: `nil` when the file was at this version already.
+    /// - Throws: ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)`` for a file of a
+    ///   newer version; what SQLite throws.
+    static func migrate(_ writer: any DatabaseWriter, with migrator: DatabaseMigrator, path: String) throws -> SchemaVersion? {
+        let known = migrator.migrations.count
+        let (applied, recorded) = try storageAccess(.open, path) {
+            try writer.read { db in (try migrator.appliedIdentifiers(db), try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0) }
+        }
+        if !applied.subtracting(migrator.migrations).isEmpty || recorded > known {
+            throw RestockMQTTError.dataDirectoryOfNewerVersion(file: path, schemaVersion: max(recorded, applied.count), knownVersion: known)
+        }
+        guard applied.count != known || recorded != known else { return nil }
+        try storageAccess(.write, path) {
+            try migrator.migrate(writer)
+            try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = \(known)") }
+        }
+        return applied.count == known ? nil : SchemaVersion(path: path, from: applied.count, to: known)
+    }
+}
