@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "RestockServiceTests",
             dependencies: [
-                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines",
+                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines", "SeededRandom",
                 .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
