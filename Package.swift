@@ -90,10 +90,12 @@ let package = Package(
         .testTarget(
             name: "RestockServiceTests",
             dependencies: [
-                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines",
+                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines", "SeededRandom",
                 .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
+        // The command line's parsing in process: where each option's value comes from (OptionSources).
+        .testTarget(name: "restockTests", dependencies: ["restock", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Integration tests against a real mosquitto.
         .testTarget(
             name: "RestockMQTTTests",

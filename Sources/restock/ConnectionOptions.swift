@@ -6,32 +6,38 @@ import RestockMQTT
 
 /// The options every command that talks to a broker shares (README.md, "The restock command line").
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port, optionally mqtt://user:password@host:port (env RESTOCK_BROKER).")
-    var broker: String = ProcessInfo.processInfo.environment["RESTOCK_BROKER"] ?? "mqtt://127.0.0.1:1883"
+    @Option(help: "A JSON file of option values, such as {\"broker\": \"mqtt://host:1883\", \"drain-timeout\": 10}; the command line and RESTOCK_* variables win over it (env RESTOCK_CONFIG).")
+    var config: String?
 
-    @Option(help: "User name for the broker.")
+    @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port, optionally mqtt://user:password@host:port; default mqtt://127.0.0.1:1883 (env RESTOCK_BROKER).")
+    var broker: String?
+
+    @Option(help: "User name for the broker (env RESTOCK_USERNAME).")
     var username: String?
 
     @Option(help: "Password for the broker (env RESTOCK_PASSWORD).")
     var password: String?
 
-    @Option(help: "CA certificate file (PEM) for mqtts://.")
+    @Option(help: "CA certificate file (PEM) for mqtts:// (env RESTOCK_CAFILE).")
     var cafile: String?
 
-    @Option(help: "Client certificate file (PEM) for mqtts://.")
+    @Option(help: "Client certificate file (PEM) for mqtts:// (env RESTOCK_CERT).")
     var cert: String?
 
-    @Option(help: "Client key file (PEM) for mqtts://.")
+    @Option(help: "Client key file (PEM) for mqtts:// (env RESTOCK_KEY).")
     var key: String?
 
-    @Option(help: "MQTT protocol version: 5 or 3.1.1.")
+    @Option(help: "MQTT protocol version: 5 or 3.1.1 (env RESTOCK_MQTT_VERSION).")
     var mqttVersion: String = "5"
 
-    @Option(help: "Topic prefix.")
+    @Option(help: "Topic prefix (env RESTOCK_PREFIX).")
     var prefix: String = RestockTopics.defaultPrefix
 
-    @Option(help: "Store id.")
-    var store: String = "apple"
+    @Option(help: "Store id; default apple (env RESTOCK_STORE).")
+    var store: String?
+
+    /// The broker of `--broker` when none is given.
+    static let defaultBroker = "mqtt://127.0.0.1:1883"
 
     func validate() throws {
         _ = try brokerSettings()
@@ -39,7 +45,7 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     func storeID() throws -> StoreID {
-        try identifier(store, StoreID.self, option: "store")
+        try identifier(store ?? "apple", StoreID.self, option: "store")
     }
 
     func topics() throws -> RestockTopics {
@@ -49,7 +55,7 @@ struct ConnectionOptions: ParsableArguments {
 
     func brokerSettings() throws -> BrokerSettings {
         let fromURL: BrokerSettings
-        do { fromURL = try BrokerSettings(url: broker) } catch { throw ValidationError(error.description) }
+        do { fromURL = try BrokerSettings(url: broker ?? Self.defaultBroker) } catch { throw ValidationError(error.description) }
         let address = fromURL.broker
         let version: MQTTProtocolVersion
         switch mqttVersion {
@@ -61,9 +67,9 @@ struct ConnectionOptions: ParsableArguments {
             throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")
         }
         let tls = address.usesTLS ? MQTTTLSConfiguration(caFile: cafile, certificateFile: cert, keyFile: key) : nil
-        let password = self.password ?? ProcessInfo.processInfo.environment["RESTOCK_PASSWORD"] ?? fromURL.password
         return BrokerSettings(
-            broker: address, username: username ?? fromURL.username, password: password, tls: tls, protocolVersion: version)
+            broker: address, username: username ?? fromURL.username, password: password ?? fromURL.password, tls: tls,
+            protocolVersion: version)
     }
 
     func client() throws -> StoreClient {

@@ -15,14 +15,12 @@ extension Restock {
 
         @OptionGroup var connection: ConnectionOptions
 
-        /// Whether --broker (or RESTOCK_BROKER) was given; otherwise the demo brings its own broker.
-        private var brokerGiven: Bool {
-            CommandLine.arguments.contains { $0 == "--broker" || $0.hasPrefix("--broker=") }
-                || ProcessInfo.processInfo.environment["RESTOCK_BROKER"] != nil
-        }
+        /// Whether --broker (or RESTOCK_BROKER, or the config file) was given; otherwise the demo brings its own broker.
+        private var brokerGiven: Bool { connection.broker != nil }
 
-        /// Whether --store was given; otherwise, on a broker of the user's, the demo uses a store id of its own.
-        private var storeGiven: Bool { CommandLine.arguments.contains { $0 == "--store" || $0.hasPrefix("--store=") } }
+        /// Whether --store (or RESTOCK_STORE, or the config file) was given; otherwise, on a broker of the user's, the
+        /// demo uses a store id of its own.
+        private var storeGiven: Bool { connection.store != nil }
 
         func run() async throws {
             var options = connection

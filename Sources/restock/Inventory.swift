@@ -7,7 +7,7 @@ extension Restock {
         static let configuration = CommandConfiguration(abstract: "Show the on-hand stock, as the store last published it.")
 
         @OptionGroup var connection: ConnectionOptions
-        @Option(help: "Only this SKU.") var sku: String?
+        @Option(help: "Only this SKU (env RESTOCK_SKU).") var sku: String?
 
         func validate() throws {
             if let sku { _ = try identifier(sku, SKU.self, option: "sku") }

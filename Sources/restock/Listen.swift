@@ -10,10 +10,10 @@ extension Restock {
             abstract: "Print a customer's alerts as they arrive, each once (persistent session: nothing is missed while away).")
 
         @OptionGroup var connection: ConnectionOptions
-        @Option(help: "Customer id.") var customer: String
-        @Option(parsing: .unconditional, help: "Stop after this many alerts (any that arrived with them are printed too, never dropped).") var count: Int?
-        @Option(parsing: .unconditional, help: "Stop after this many seconds (at most 86400).") var timeout: Double?
-        @Flag(help: "Print each alert as one JSON object a line.") var json = false
+        @Option(help: "Customer id (env RESTOCK_CUSTOMER).") var customer: String
+        @Option(parsing: .unconditional, help: "Stop after this many alerts (any that arrived with them are printed too, never dropped) (env RESTOCK_COUNT).") var count: Int?
+        @Option(parsing: .unconditional, help: "Stop after this many seconds (at most 86400) (env RESTOCK_TIMEOUT).") var timeout: Double?
+        @Flag(help: "Print each alert as one JSON object a line (env RESTOCK_JSON).") var json = false
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")

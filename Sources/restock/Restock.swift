@@ -20,8 +20,12 @@ struct Restock: AsyncParsableCommand {
 
     /// Runs the command; any error is one plain line on stderr and a non-zero exit (README.md, "The restock command line").
     static func main() async {
+        var sources: OptionSources?
         do {
-            var command = try parseAsRoot()
+            sources = try OptionSources(
+                Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
+                commands: configuration.subcommands)
+            var command = try parseAsRoot(sources?.arguments)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -31,7 +35,8 @@ struct Restock: AsyncParsableCommand {
             let code = exitCode(for: error)
             guard code != .success else { exit(withError: error) }  // --help, --version
             if error is ExitCode { Foundation.exit(code.rawValue) }  // already explained
-            let message = Restock.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            let line = Restock.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            let message = sources?.describe(line) ?? line
             FileHandle.standardError.write(Data("error: \(message)\n".utf8))
             Foundation.exit(code.rawValue)
         }

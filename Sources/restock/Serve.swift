@@ -12,25 +12,29 @@ extension Restock {
 
         @OptionGroup var connection: ConnectionOptions
 
-        @Option(help: "Directory of the store's state (SQLite). Default: a per-user state directory.")
+        @Option(help: "Directory of the store's state (SQLite). Default: a per-user state directory (env RESTOCK_DATA).")
         var data: String?
 
-        @Option(parsing: .unconditional, help: "Fair release: at most K alerts per unit of stock that arrives (0 = off).")
+        @Option(parsing: .unconditional, help: "Fair release: at most K alerts per unit of stock that arrives (0 = off) (env RESTOCK_ALERTS_PER_UNIT).")
         var alertsPerUnit: Int = 0
 
-        @Option(parsing: .unconditional, help: "On SIGTERM/SIGINT, keep publishing what is queued for up to this many seconds (0 to 3600).")
+        @Option(parsing: .unconditional, help: "On SIGTERM/SIGINT, keep publishing what is queued for up to this many seconds (0 to 3600) (env RESTOCK_DRAIN_TIMEOUT).")
         var drainTimeout: Double = 5
 
-        @Option(parsing: .unconditional, help: "The most SKUs one customer may watch (1 to 1000000); past it a subscribe is refused too-many-watches.")
+        @Option(parsing: .unconditional, help: "The most SKUs one customer may watch (1 to 1000000); past it a subscribe is refused too-many-watches (env RESTOCK_MAX_WATCHES_PER_CUSTOMER).")
         var maxWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer
 
-        @Option(parsing: .unconditional, help: "Requests per second one customer may send, sustained (0.001 to 1000000), or off; past it a request is refused rate-limited.")
+        @Option(parsing: .unconditional, help: "Requests per second one customer may send, sustained (0.001 to 1000000), or off; past it a request is refused rate-limited (env RESTOCK_CUSTOMER_RATE).")
         var customerRate: String = "1"
 
-        @Option(parsing: .unconditional, help: "Requests one customer may send at once after a quiet spell (1 to 1000000).")
+        @Option(parsing: .unconditional, help: "Requests one customer may send at once after a quiet spell (1 to 1000000) (env RESTOCK_CUSTOMER_BURST).")
         var customerBurst: Int = 60
 
-        @Flag(help: "Wait as a standby on the live store's data directory (same machine), and take over when it stops or dies.")
+        @Option(help: "The lowest level logged: trace, debug, info, notice, warning, error or critical (env RESTOCK_LOG_LEVEL).")
+        var logLevel: String = "info"
+        @Option(help: "How each log line is written: text, or json (one JSON object a line) (env RESTOCK_LOG_FORMAT).")
+        var logFormat: String = "text"
+        @Flag(help: "Wait as a standby on the live store's data directory (same machine), and take over when it stops or dies (env RESTOCK_STANDBY).")
         var standby = false
 
         func validate() throws {
@@ -44,6 +48,19 @@ extension Restock {
                 throw ValidationError("--max-watches-per-customer must be 1 through 1000000, not \(maxWatchesPerCustomer)")
             }
             _ = try rateLimit()
+            _ = try logging()
+        }
+
+        /// `--log-level` and `--log-format` as swift-log takes them.
+        func logging() throws -> (level: Logger.Level, format: LogFormat) {
+            guard let level = Logger.Level(rawValue: logLevel) else {
+                let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+                throw ValidationError("--log-level must be one of \(levels), not \(logLevel)")
+            }
+            guard let format = LogFormat(rawValue: logFormat) else {
+                throw ValidationError("--log-format must be text or json, not \(logFormat)")
+            }
+            return (level, format)
         }
 
         /// `--customer-rate` and `--customer-burst` as the store takes them: `nil` rate for off.
@@ -63,8 +80,10 @@ extension Restock {
         func run() async throws {
             let store = try connection.storeID()
             let directory = data.map { URL(fileURLWithPath: $0) } ?? Self.defaultDataDirectory(for: store.rawValue)
+            let (level, format) = try logging()
+            LoggingSystem.bootstrap { label in format.handler(label: label, level: level) }
             var logger = Logger(label: "restock.store")
-            logger.logLevel = .info
+            logger.logLevel = level
             logger.info("store \(store) keeps its state in \(directory.path)")
             StoreService.installCrashContainment()
             let service = StoreLauncher(

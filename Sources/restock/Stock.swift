@@ -8,10 +8,10 @@ extension Restock {
             abstract: "Admin: set or adjust the on-hand stock of a SKU; exits 0 once the store confirms.")
 
         @OptionGroup var connection: ConnectionOptions
-        @Option(help: "SKU.") var sku: String
-        @Option(parsing: .unconditional, help: "Make the on-hand quantity exactly N (0 to 1000000000).") var set: Int?
-        @Option(parsing: .unconditional, help: "Add N (negative, such as --add -2, to remove; never below 0; -1000000000 to 1000000000).") var add: Int?
-        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400).") var wait: Double = 10
+        @Option(help: "SKU (env RESTOCK_SKU).") var sku: String
+        @Option(parsing: .unconditional, help: "Make the on-hand quantity exactly N (0 to 1000000000) (env RESTOCK_SET).") var set: Int?
+        @Option(parsing: .unconditional, help: "Add N (negative, such as --add -2, to remove; never below 0; -1000000000 to 1000000000) (env RESTOCK_ADD).") var add: Int?
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
 
         func validate() throws {
             _ = try identifier(sku, SKU.self, option: "sku")

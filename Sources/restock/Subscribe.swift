@@ -8,11 +8,11 @@ extension Restock {
             abstract: "Ask to be alerted when a SKU is back; exits 0 once the store confirms.")
 
         @OptionGroup var connection: ConnectionOptions
-        @Option(help: "Customer id.") var customer: String
-        @Option(help: "SKU to watch.") var sku: String
-        @Flag(help: "Alert on every return, not just once.") var every = false
-        @Option(parsing: .unconditional, help: "Alert only when at least this many are on hand (1 to 1000000000).") var minQuantity: Int = 1
-        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400).") var wait: Double = 10
+        @Option(help: "Customer id (env RESTOCK_CUSTOMER).") var customer: String
+        @Option(help: "SKU to watch (env RESTOCK_SKU).") var sku: String
+        @Flag(help: "Alert on every return, not just once (env RESTOCK_EVERY).") var every = false
+        @Option(parsing: .unconditional, help: "Alert only when at least this many are on hand (1 to 1000000000) (env RESTOCK_MIN_QUANTITY).") var minQuantity: Int = 1
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")

@@ -8,10 +8,10 @@ extension Restock {
             abstract: "Stop watching a SKU, or everything; exits 0 once the store confirms.")
 
         @OptionGroup var connection: ConnectionOptions
-        @Option(help: "Customer id.") var customer: String
-        @Option(help: "SKU to stop watching.") var sku: String?
-        @Flag(help: "Stop watching everything.") var all = false
-        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400).") var wait: Double = 10
+        @Option(help: "Customer id (env RESTOCK_CUSTOMER).") var customer: String
+        @Option(help: "SKU to stop watching (env RESTOCK_SKU).") var sku: String?
+        @Flag(help: "Stop watching everything (env RESTOCK_ALL).") var all = false
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")

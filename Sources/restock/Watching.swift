@@ -7,7 +7,7 @@ extension Restock {
         static let configuration = CommandConfiguration(abstract: "Show what a customer is watching, as the store last published it.")
 
         @OptionGroup var connection: ConnectionOptions
-        @Option(help: "Customer id.") var customer: String
+        @Option(help: "Customer id (env RESTOCK_CUSTOMER).") var customer: String
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")

@@ -91,8 +91,8 @@ final class StoreLifecycle: Sendable {
         guard let report else { return }
         if report.began { changed.yield() }
         let metadata: Logger.Metadata = [
-            "stage": "\(stage.rawValue)", "file": "\(error.path)",
-            "free": "\(FreeSpace.bytes(near: error.path).map(FreeSpace.describe) ?? "unknown")",
+            StoreLoggingKeys.stage: "\(stage.rawValue)", StoreLoggingKeys.file: "\(error.path)",
+            StoreLoggingKeys.free: "\(FreeSpace.bytes(near: error.path).map(FreeSpace.describe) ?? "unknown")",
         ]
         if report.began {
             logger.error(
@@ -110,7 +110,7 @@ final class StoreLifecycle: Sendable {
         changed.yield()
         logger.notice(
             "resumed \(stage.rawValue) after \(Int((now - ended.since).seconds)) s: \(ended.error.path) can be written again",
-            metadata: ["stage": "\(stage.rawValue)"])
+            metadata: [StoreLoggingKeys.stage: "\(stage.rawValue)"])
     }
 
     /// Whether `stage` is paused.

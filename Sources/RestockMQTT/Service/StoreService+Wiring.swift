@@ -23,6 +23,8 @@ extension StoreService {
         let outboxWakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
         var outboxGrew: AsyncStream<Void>.Continuation { outboxWakeups.continuation }
         let republish = Flag()
+        /// How far the journal has written, for the lag watch.
+        let journalMark = JournalMark()
         /// Whether this instance has sent its claim (a start stopped before online withdraws it).
         let claimPublished = Flag()
         let heartbeat: Heartbeat
@@ -46,7 +48,7 @@ extension StoreService {
 
             session = try service.connector.connection(
                 clientID: StoreService.clientID(for: store), session: .persistent, will: nil, reconnection: .whenAllowed,
-                journal: RequestJournal(database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle))
+                journal: RequestJournal(database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark))
             sessionEvents = session.connectionEvents()
 
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -132,6 +132,9 @@ public final class StoreService: Service, Sendable {
     /// beyond that the next stage reads them from disk.
     static let handOffCapacity = 100_000
 
+    /// How many requests journaled but not yet applied make the store log that it is behind (``JournalLagWatch``).
+    static let lagWarningThreshold: Int64 = 1_000
+
     /// Runs until graceful shutdown (SIGINT/SIGTERM through a `ServiceGroup`) or cancellation, then publishes its
     /// offline status and disconnects.
     ///
@@ -198,7 +201,7 @@ public final class StoreService: Service, Sendable {
         }
         logger.info(
             "store \(store.id) online",
-            metadata: ["broker": "\(configuration.connection.broker)", "topics": "\(topics.root)/#", "instance": "\(instance)"])
+            metadata: [StoreLoggingKeys.broker: "\(configuration.connection.broker)", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)"])
         return true
     }
 
@@ -211,7 +214,7 @@ public final class StoreService: Service, Sendable {
             store.restore(snapshot)
             logger.info(
                 "restored store \(configuration.store)",
-                metadata: ["watches": "\(snapshot.watches.count)", "skus": "\(snapshot.inventory.count)"])
+                metadata: [StoreLoggingKeys.watches: "\(snapshot.watches.count)", StoreLoggingKeys.skus: "\(snapshot.inventory.count)"])
         }
     }
 
@@ -265,7 +268,7 @@ public final class StoreService: Service, Sendable {
                 }
                 let wait = MQTTReconnectPolicy.default.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
                 attempt += 1
-                logger.warning("broker not reachable, retrying", metadata: ["error": "\(error)", "in": "\(Int(wait.seconds * 1000)) ms"])
+                logger.warning("broker not reachable, retrying", metadata: [StoreLoggingKeys.error: "\(error)", StoreLoggingKeys.retryIn: "\(Int(wait.seconds * 1000)) ms"])
                 try await Task.sleep(for: wait)
             }
         }
@@ -324,6 +327,9 @@ public final class StoreService: Service, Sendable {
         wiring.outboxGrew.yield()
         let stages: [any Service] = [
             wiring.heartbeat,
+            JournalLagWatch(
+                mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
+                checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
             OutboxPublisher(
                 client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
@@ -362,7 +368,7 @@ public final class StoreService: Service, Sendable {
         await wiring.session.disconnect()
         await wiring.publisher.disconnect()
         if let winner = wiring.lifecycle.takenOverBy {
-            logger.critical("another instance of store \(store.id) took over; stopping", metadata: ["instance": "\(winner)"])
+            logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])
             throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)
         }
         logger.info("store \(store.id) offline")

@@ -20,6 +20,8 @@ package struct StoreTiming: Sendable {
     package var retry = Duration.seconds(1)
     /// How often a pause that lasts is logged again.
     package var pauseReport = Duration.seconds(60)
+    /// How often the journal lag is looked at (``JournalLagWatch``).
+    package var lagCheck = Duration.seconds(1)
     /// How long a stopping store waits, after its drain, for the acknowledgements of what it sent.
     package var acknowledgementGrace = Duration.seconds(2)
 
@@ -42,6 +44,7 @@ package struct StoreTiming: Sendable {
         timing.retry /= factor
         timing.pauseReport /= factor
         timing.acknowledgementGrace /= factor
+        timing.lagCheck /= factor
         return timing
     }
 }

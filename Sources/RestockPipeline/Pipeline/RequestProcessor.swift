@@ -48,9 +48,11 @@ package final class RequestProcessor: Sendable {
     }
 
     private let progress: Mutex<Progress>
+    /// The last request applied (or set aside): with the last one journaled, how far the store is behind.
+    package var appliedThrough: Int64 { progress.withLock { $0.lastApplied } }
     /// How fast each customer's requests are applied (``CustomerRateLimiter``): checked before a request is decoded,
     /// so a refusal costs no more than a lookup.
-    private let rateLimiter: Mutex<CustomerRateLimiter>
+    let rateLimiter: Mutex<CustomerRateLimiter>
     /// A batch applied to the store whose commit failed with an error that may pass, and the last request in it.
     private let pendingCommit = Mutex<(changes: StoreChanges, last: Int64)?>(nil)
 
@@ -88,7 +90,7 @@ package final class RequestProcessor: Sendable {
             }
             logger.warning(
                 "the store stopped while applying requests; applying them one at a time",
-                metadata: ["from": "\(processed + 1)", "through": "\(progress.suspectsThrough)"])
+                metadata: [StoreLoggingKeys.from: "\(processed + 1)", StoreLoggingKeys.through: "\(progress.suspectsThrough)"])
         }
         self.progress = Mutex(progress)
     }
@@ -162,7 +164,7 @@ package final class RequestProcessor: Sendable {
         if first.seq <= suspectsThrough {
             // One line per request at debug level: a recovery after a kill retries up to a batch of them, and each is
             // routine (the warning at start-up says it happens).
-            logger.debug("retrying a request on its own", metadata: ["topic": "\(first.topic)", "seq": "\(first.seq)"])
+            logger.debug("retrying a request on its own", metadata: [StoreLoggingKeys.topic: "\(first.topic)", StoreLoggingKeys.seq: "\(first.seq)"])
         }
         let kills = progress.withLock { $0.killedAlone?.seq == first.seq ? $0.killedAlone?.times ?? 0 : 0 }
         try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
@@ -218,7 +220,7 @@ package final class RequestProcessor: Sendable {
             progress.withLock { $0.trimmedThrough = applied }
         } catch {
             // Trimming only frees room: a log that cannot be written now is trimmed at a later request.
-            logger.debug("cannot trim the request log now", metadata: ["error": "\(error)"])
+            logger.debug("cannot trim the request log now", metadata: [StoreLoggingKeys.error: "\(error)"])
         }
     }
 
@@ -232,7 +234,7 @@ package final class RequestProcessor: Sendable {
         let mirrors = changes.publications.filter { $0.topic.hasPrefix("\(topics.root)/customers/") }.count
         logger.notice(
             "the broker had no session for the store: publishing every retained topic again",
-            metadata: ["inventory": "\(changes.publications.count - mirrors)", "mirrors": "\(mirrors)"])
+            metadata: [StoreLoggingKeys.inventory: "\(changes.publications.count - mirrors)", StoreLoggingKeys.mirrors: "\(mirrors)"])
     }
 
     /// Every retained topic the store owns, as the store has it now: each SKU's inventory, and each customer's mirror —
@@ -263,7 +265,7 @@ package final class RequestProcessor: Sendable {
             ? "the store failed while applying this request, twice"
             : "the store stopped \(Self.killsBeforeSetAside) times while applying this request alone, with no fault recorded"
         logger.error(
-            "\(what); it is set aside in the dead-letter table, not applied", metadata: ["topic": "\(request.topic)", "seq": "\(request.seq)"])
+            "\(what); it is set aside in the dead-letter table, not applied", metadata: [StoreLoggingKeys.topic: "\(request.topic)", StoreLoggingKeys.seq: "\(request.seq)"])
         let refusal = RequestRefusal(code: .requestFailed, detail: "\(what); it was set aside and not applied (request \(request.seq))")
         let now = clock()
         let report = ErrorReport(refusal: refusal, topic: request.topic, at: now)
@@ -289,7 +291,7 @@ package final class RequestProcessor: Sendable {
     private func apply(_ request: JournaledRequest, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>) {
         FaultInjection.trapIfChosen(request.payload)
         guard let kind = topics.request(for: request.topic) else {
-            logger.warning("ignoring a message on an unexpected topic", metadata: ["topic": "\(request.topic)"])
+            logger.warning("ignoring a message on an unexpected topic", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
             return
         }
         let customer: CustomerID?
@@ -297,7 +299,7 @@ package final class RequestProcessor: Sendable {
         case .subscribe(let raw), .unsubscribe(let raw):
             guard let id = try? CustomerID(raw) else {
                 // No valid customer to answer: log only (docs/contract.md, "Topics").
-                logger.warning("refused a request with an invalid customer id", metadata: ["topic": "\(request.topic)"])
+                logger.warning("refused a request with an invalid customer id", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
                 return
             }
             customer = id
@@ -327,12 +329,16 @@ package final class RequestProcessor: Sendable {
                 }
                 if let alert = outcome.alert { changes.publications.append(publication(of: alert)) }
                 mirrors.insert(who)
+                logAccepted(request, "subscribe", who, sku: sku, position: outcome.watch.position)
             case .unsubscribe(let who, let sku):
-                if store.unsubscribe(who, from: sku) != nil { changes.remove(WatchKey(customer: who, sku: sku)) }
+                let removed = store.unsubscribe(who, from: sku)
+                if removed != nil { changes.remove(WatchKey(customer: who, sku: sku)) }
                 mirrors.insert(who)
+                logAccepted(request, "unsubscribe", who, sku: sku, position: removed?.position)
             case .unsubscribeAll(let who):
                 for watch in store.unsubscribeAll(who) { changes.remove(WatchKey(customer: who, sku: watch.sku)) }
                 mirrors.insert(who)
+                logAccepted(request, "unsubscribe-all", who, sku: nil, position: nil)
             case .stock(let sku, let change):
                 let outcome = try perform { () throws(RestockError) in try store.changeStock(of: sku, change) }
                 changes.inventory[sku] = outcome.quantity
@@ -349,45 +355,15 @@ package final class RequestProcessor: Sendable {
                 let topic = topics.inventory(sku)
                 changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
                 logger.info(
-                    "stock changed", metadata: ["sku": "\(sku)", "quantity": "\(outcome.quantity)", "alerts": "\(outcome.alerts.count)"])
+                    "stock changed", metadata: [StoreLoggingKeys.sku: "\(sku)", StoreLoggingKeys.quantity: "\(outcome.quantity)", StoreLoggingKeys.alerts: "\(outcome.alerts.count)"])
             }
         } catch {
             let refusal = error
-            logger.notice("refused a request", metadata: ["topic": "\(request.topic)", "error": "\(refusal)"])
+            logger.notice("refused a request", metadata: [StoreLoggingKeys.topic: "\(request.topic)", StoreLoggingKeys.error: "\(refusal)"])
             let report = ErrorReport(refusal: refusal, topic: request.topic, at: clock())
             let topic = customer.map(topics.errors) ?? topics.adminErrors
             changes.publications.append(
                 Publication(key: "error:\(request.seq):\(UUID().uuidString)", topic: topic, payload: report.payloadBytes(), retain: false))
         }
-    }
-
-    /// Whether `customer`'s request may be applied now; queues the `rate-limited` answer of a refusal when it is
-    /// the one to answer.
-    private func admit(_ customer: CustomerID, _ request: JournaledRequest, into changes: inout StoreChanges) -> Bool {
-        let admission = rateLimiter.withLock { $0.admit(customer, at: .now) }
-        guard case .refused(let answered, let retryAfter) = admission else { return true }
-        guard answered else {
-            logger.debug("refused a request over the rate limit, unanswered", metadata: ["topic": "\(request.topic)"])
-            return false
-        }
-        let limit = rateLimiter.withLock { $0.configuration }
-        let refusal = RequestRefusal(code: .rateLimited, detail: limit.refusalDetail(for: customer, retryAfter: retryAfter))
-        logger.notice("refused a request", metadata: ["topic": "\(request.topic)", "error": "\(refusal)"])
-        let report = ErrorReport(refusal: refusal, topic: request.topic, at: clock())
-        changes.publications.append(
-            Publication(key: "error:\(request.seq):rate-limited", topic: topics.errors(customer), payload: report.payloadBytes(), retain: false))
-        return false
-    }
-
-    private func perform<T>(_ body: () throws(RestockError) -> T) throws(RequestRefusal) -> T {
-        do {
-            return try body()
-        } catch {
-            throw RequestRefusal(error)
-        }
-    }
-
-    private func publication(of alert: RestockAlert) -> Publication {
-        Publication(key: Publication.alertKeyPrefix + alert.id, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false)
     }
 }

@@ -156,7 +156,7 @@ struct OutboxPublisher: Service {
                 try await publication.acknowledged()
             } catch MQTTError.publishRefused(let topic, let code, let reason) {
                 // Retrying cannot help; keep it from blocking the rest.
-                logger.error("the broker refused a publish; dropping it", metadata: ["topic": "\(topic)", "reason": "\(code) \(reason)"])
+                logger.error("the broker refused a publish; dropping it", metadata: [StoreLoggingKeys.topic: "\(topic)", StoreLoggingKeys.reason: "\(code) \(reason)"])
             } catch {
                 // Stopped or disconnected: record what was acknowledged before it, so none of that is sent again.
                 interrupted = error
@@ -175,7 +175,7 @@ struct OutboxPublisher: Service {
         do {
             try database.acknowledge(messages: messages, batches: batches)
         } catch let error as StorageError where error.isPassable {
-            logger.debug("cannot record acknowledgements now; keeping them", metadata: ["error": "\(error)"])
+            logger.debug("cannot record acknowledgements now; keeping them", metadata: [StoreLoggingKeys.error: "\(error)"])
             unrecorded.keep(messages: messages, batches: batches)
         }
         if let interrupted { throw interrupted }
@@ -260,7 +260,7 @@ struct OutboxPublisher: Service {
                     guard let alerts = publication.alerts ?? AlertBatch(decoding: publication.payload), alerts.count == publication.alertCount
                     else {
                         // Not written by this store: nothing to send, and it must not block the rest.
-                        logger.error("dropping an unreadable batch of alerts from the outbox", metadata: ["seq": "\(entry.seq)"])
+                        logger.error("dropping an unreadable batch of alerts from the outbox", metadata: [StoreLoggingKeys.seq: "\(entry.seq)"])
                         try database.acknowledge(messages: [entry.seq], batches: [])
                         continue
                     }

@@ -21,6 +21,8 @@ struct RequestJournal: MQTTInboundJournal {
     /// Where the applying stage takes the requests.
     let requests: HandOff<JournaledRequest>
     let lifecycle: StoreLifecycle
+    /// How far it has journaled, for the lag watch.
+    let mark: JournalMark
 
     /// Journals the requests of one read in one transaction (group commit): all of them, or — when the log cannot be
     /// written — none, refused together, so that the broker delivers the whole burst again and none of it is applied
@@ -31,7 +33,9 @@ struct RequestJournal: MQTTInboundJournal {
         // Paused or failed: refuse at once (the session is being dropped).
         guard !lifecycle.isPaused(.journal), lifecycle.failure == nil else { return messages.map { _ in .refused } }
         do {
-            requests.append(try database.journal(batch: entries))
+            let journaled = try database.journal(batch: entries)
+            if let last = journaled.last { mark.journaled(through: last.seq) }
+            requests.append(journaled)
             return messages.map { _ in .recorded }
         } catch {
             refuse(because: error)

@@ -44,12 +44,12 @@ struct SessionWatch: Service {
                     case .connected(let sessionPresent):
                         connections += 1
                         lifecycle.sessionConnected()
-                        logger.info(connections == 1 ? "connected to the broker" : "reconnected to the broker", metadata: ["session": "\(sessionPresent)"])
+                        logger.info(connections == 1 ? "connected to the broker" : "reconnected to the broker", metadata: [StoreLoggingKeys.session: "\(sessionPresent)"])
                         if connections > 1, !sessionPresent { republish() }
                     case .connectionLost(let reason):
                         lifecycle.sessionLost()
                         if !lifecycle.isPaused(.journal) {
-                            logger.warning("the store's session with the broker was lost", metadata: ["reason": "\(reason)"])
+                            logger.warning("the store's session with the broker was lost", metadata: [StoreLoggingKeys.reason: "\(reason)"])
                         }
                         try await waitForPermission()
                         client.allowReconnect()
@@ -83,7 +83,7 @@ struct SessionWatch: Service {
                 try await refreshView()
                 break
             } catch let error as MQTTError {
-                logger.debug("cannot read the store's status yet", metadata: ["error": "\(error)"])
+                logger.debug("cannot read the store's status yet", metadata: [StoreLoggingKeys.error: "\(error)"])
                 try await Task.sleep(for: min(.milliseconds(100), probeInterval))
             }
         }

@@ -1,0 +1,46 @@
+import Foundation
+import Logging
+import RestockCore
+
+extension RequestProcessor {
+    /// Whether `customer`'s request may be applied now; queues the `rate-limited` answer of a refusal when it is
+    /// the one to answer.
+    func admit(_ customer: CustomerID, _ request: JournaledRequest, into changes: inout StoreChanges) -> Bool {
+        let admission = rateLimiter.withLock { $0.admit(customer, at: .now) }
+        guard case .refused(let answered, let retryAfter) = admission else { return true }
+        guard answered else {
+            logger.debug("refused a request over the rate limit, unanswered", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
+            return false
+        }
+        let limit = rateLimiter.withLock { $0.configuration }
+        let refusal = RequestRefusal(code: .rateLimited, detail: limit.refusalDetail(for: customer, retryAfter: retryAfter))
+        logger.notice("refused a request", metadata: [StoreLoggingKeys.topic: "\(request.topic)", StoreLoggingKeys.error: "\(refusal)"])
+        let report = ErrorReport(refusal: refusal, topic: request.topic, at: clock())
+        changes.publications.append(
+            Publication(key: "error:\(request.seq):rate-limited", topic: topics.errors(customer), payload: report.payloadBytes(), retain: false))
+        return false
+    }
+
+    func perform<T>(_ body: () throws(RestockError) -> T) throws(RequestRefusal) -> T {
+        do {
+            return try body()
+        } catch {
+            throw RequestRefusal(error)
+        }
+    }
+
+    func publication(of alert: RestockAlert) -> Publication {
+        Publication(key: Publication.alertKeyPrefix + alert.id, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false)
+    }
+
+    /// An accepted request, at debug level; nothing is built when debug is off (the hot path of every request).
+    func logAccepted(_ request: JournaledRequest, _ kind: String, _ customer: CustomerID, sku: SKU?, position: UInt64?) {
+        guard logger.logLevel <= .debug else { return }
+        var metadata: Logger.Metadata = [
+            StoreLoggingKeys.customer: "\(customer)", StoreLoggingKeys.kind: "\(kind)", StoreLoggingKeys.seq: "\(request.seq)",
+        ]
+        if let sku { metadata[StoreLoggingKeys.sku] = "\(sku)" }
+        if let position { metadata[StoreLoggingKeys.position] = "\(position)" }
+        logger.debug("accepted a request", metadata: metadata)
+    }
+}

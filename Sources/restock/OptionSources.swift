@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+
+/// Where an option's value comes from when the command line does not give it (docs/operations.md, "Configuration"):
+/// the environment variable named after it (`--drain-timeout` → `RESTOCK_DRAIN_TIMEOUT`), then the JSON file of
+/// `--config FILE` (or `RESTOCK_CONFIG`), then the option's default.
+///
+/// Each value found is handed to swift-argument-parser as if typed on the command line (`--drain-timeout=7`), so it is
+/// parsed and validated exactly like the option; an error about it names where it came from instead
+/// (``describe(_:)``). swift-configuration is not used: it reads typed values and would validate them a second way,
+/// apart from the options' own checks and their one-line errors.
+struct OptionSources {
+    /// The arguments to parse: the command line, then a `--name=value` (or `--name`, for a flag) for each value
+    /// taken from the environment or the file.
+    private(set) var arguments: [String]
+    /// Where each option filled in came from, by name: `RESTOCK_DRAIN_TIMEOUT`, or `drain-timeout in FILE`; and its value.
+    private(set) var origins: [String: (origin: String, value: String)] = [:]
+
+    /// The environment variable of option `name`: `RESTOCK_` and the name in capitals, `-` as `_`.
+    static func variable(_ name: String) -> String { "RESTOCK_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
+
+    /// Fills in, for the subcommand `arguments` name, every option the command line leaves out and `environment` or
+    /// the config file gives.
+    /// - Throws: `ValidationError` naming the variable or the file when a flag's value is not true or false, or the
+    ///   file cannot be read, is not a JSON object of options, or names an option no command has.
+    init(_ arguments: [String], environment: [String: String], commands: [any ParsableCommand.Type]) throws {
+        self.arguments = arguments
+        guard let name = arguments.first, let command = commands.first(where: { $0._commandName == name }),
+            !arguments.contains(where: { $0 == "--help" || $0 == "-h" })
+        else { return }
+        let given = Set(arguments.compactMap { $0.hasPrefix("--") ? String($0.dropFirst(2).prefix { $0 != "=" }) : nil })
+        let file = try Self.configFile(arguments, environment: environment, commands: commands)
+        for option in OptionNames.of(command) where !given.contains(option.name) && option.name != "config" {
+            if let value = environment[Self.variable(option.name)] {
+                try add(option, value, from: Self.variable(option.name))
+            } else if let file, let value = file.values[option.name] {
+                try add(option, value, from: "\(option.name) in \(file.path)")
+            }
+        }
+    }
+
+    private mutating func add(_ option: OptionNames.Option, _ value: String, from origin: String) throws {
+        origins[option.name] = (origin, value)
+        guard option.isFlag else { return arguments.append("--\(option.name)=\(value)") }
+        switch value.lowercased() {
+        case "true", "1", "yes": arguments.append("--\(option.name)")
+        case "false", "0", "no", "": break
+        default: throw ValidationError("\(origin) must be true or false, not \(value)")
+        }
+    }
+
+    /// The values of the config file (`--config`, else `RESTOCK_CONFIG`), as strings, by option name.
+    private static func configFile(
+        _ arguments: [String], environment: [String: String], commands: [any ParsableCommand.Type]
+    ) throws -> (path: String, values: [String: String])? {
+        var path = environment[variable("config")]
+        for (index, argument) in arguments.enumerated() {
+            if argument.hasPrefix("--config=") { path = String(argument.dropFirst("--config=".count)) }
+            if argument == "--config", index + 1 < arguments.count { path = arguments[index + 1] }
+        }
+        guard let path, !path.isEmpty else { return nil }
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw ValidationError("cannot read the config file \(path): \((error as NSError).localizedDescription)")
+        }
+        guard let object = try? JSONDecoder().decode([String: FileValue].self, from: data) else {
+            throw ValidationError(
+                "the config file \(path) is not a JSON object of options with a string, a number or true or false each, such as {\"drain-timeout\": 10}")
+        }
+        let known = Set(commands.flatMap { OptionNames.of($0).map(\.name) })
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) || $0 == "config" }) {
+            throw ValidationError("the config file \(path) names no option \(unknown)")
+        }
+        let values = object.mapValues(\.text)
+        return (path, values)
+    }
+
+    /// An error's line with every option filled in here named by where it came from:
+    /// `--drain-timeout must be …` becomes `RESTOCK_DRAIN_TIMEOUT must be …`; an error that names no option but quotes
+    /// a value filled in here (a bad broker URL) starts with where the value came from.
+    func describe(_ message: String) -> String {
+        let named = origins.reduce(message) { line, entry in
+            line.replacingOccurrences(of: "'--\(entry.key) <\(entry.key)>'", with: entry.value.origin)
+                .replacingOccurrences(of: "--\(entry.key)", with: entry.value.origin)
+        }
+        guard named == message, !message.contains("--"),
+            let source = origins.values.first(where: { !$0.value.isEmpty && message.contains("\"\($0.value)\"") })
+        else { return named }
+        return "\(source.origin): \(message)"
+    }
+}
+
+/// A value of the config file, as the command line would give it.
+private struct FileValue: Decodable {
+    let text: String
+
+    init(from decoder: any Decoder) throws {
+        let value = try decoder.singleValueContainer()
+        if let flag = try? value.decode(Bool.self) {
+            text = flag ? "true" : "false"
+        } else if let whole = try? value.decode(Int.self) {
+            text = String(whole)
+        } else if let number = try? value.decode(Double.self) {
+            text = String(number)
+        } else {
+            text = try value.decode(String.self)
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import LocalBroker
+import RestockCore
+import RestockMQTT
+import RestockTestSupport
+import Testing
+import Deadlines
+
+/// What `restock serve` logs (docs/operations.md, "Logs"), read from a real store process.
+@Suite("The store's log", .timeLimit(.minutes(4)))
+struct StoreLogTests {
+    /// Every line of the log, each parsed as a JSON object; fails on one that is not.
+    static func entries(_ log: String) throws -> [[String: Any]] {
+        try log.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+        }
+    }
+
+    static func metadata(_ entry: [String: Any]) -> [String: String] { entry["metadata"] as? [String: String] ?? [:] }
+
+    @Test("--log-format json --log-level debug: every line is a JSON object, and an accepted subscribe is logged with its customer, kind and position")
+    func jsonAtDebug() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try StoreProcess(broker: broker, extraArguments: ["--log-format", "json", "--log-level", "debug"])
+        try await store.start()
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 20)
+        try await waitUntil("the accepted subscribe in the log", within: 20) { store.log.contains("accepted a request") }
+        try await store.send(SIGTERM)
+        let entries = try Self.entries(store.log)
+        let accepted = try #require(entries.first { $0["message"] as? String == "accepted a request" })
+        #expect(accepted["level"] as? String == "debug" && accepted["label"] as? String == "restock.store")
+        #expect(Self.metadata(accepted)["customer"] == "alice" && Self.metadata(accepted)["kind"] == "subscribe", "\(accepted)")
+        #expect(Self.metadata(accepted)["position"] == "1" && Self.metadata(accepted)["sku"] == "ipad", "\(accepted)")
+        #expect(entries.contains { ($0["message"] as? String)?.hasPrefix("store apple online") == true && $0["level"] as? String == "info" })
+    }
+
+    @Test("at the default level nothing is logged per accepted request")
+    func infoIsQuiet() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 20)
+        try await store.send(SIGTERM)
+        #expect(!store.log.contains("accepted a request") && store.log.contains(" info restock.store:"), "\(store.log)")
+    }
+
+    @Test("a burst of 12,000 subscribes that the store falls behind is logged: a warning with the lag, then a notice when it is back under")
+    func lagIsLogged() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try StoreProcess(broker: broker, extraArguments: ["--log-format", "json"])
+        try await store.start()
+        let customers = Requests.customers(12_000, prefix: "burst")
+        try await Requests.publish(Requests.subscriptions(customers, to: "ipad"), to: broker.url)
+        try await StoreQueues.waitUntilDrained(store.dataDirectory, within: 120)
+        try await waitUntil("the store to say it caught up", within: 20) { store.log.contains("caught up with the journal") }
+        try await store.send(SIGTERM)
+        let entries = try Self.entries(store.log)
+        let behind = entries.filter { ($0["message"] as? String)?.contains("behind the journal") == true && $0["level"] as? String == "warning" }
+        let lag = try #require(behind.first.flatMap { Self.metadata($0)["lag"] }.flatMap { Int($0) }, "no lag warning: \(store.log.suffix(2_000))")
+        #expect(lag > 1_000 && lag <= 12_000)
+        // The burst lasts seconds, not a minute: one warning.
+        #expect(behind.count == 1, "\(behind)")
+        let caughtUp = entries.filter { ($0["message"] as? String)?.contains("caught up with the journal") == true }
+        #expect(caughtUp.count == 1 && caughtUp.first?["level"] as? String == "notice", "\(caughtUp)")
+        print("lag warning at \(lag) requests behind; \(caughtUp.first?["message"] ?? "")")
+    }
+}

@@ -1,0 +1,120 @@
+import ArgumentParser
+import Foundation
+import Testing
+
+@testable import restock
+
+/// Every option from the command line, a `RESTOCK_*` variable or the config file (docs/operations.md, "Configuration").
+@Suite("Where options come from")
+struct OptionSourcesTests {
+    /// The options each command needs to validate, and a value for every option that differs from its default. A new
+    /// option without a value here fails ``everyVariableReachesItsOption()``.
+    static let required: [String: [String]] = [
+        "subscribe": ["--customer", "c0", "--sku", "s0"], "unsubscribe": ["--customer", "c0", "--sku", "s0"],
+        "listen": ["--customer", "c0"], "stock": ["--sku", "s0", "--set", "1"], "watching": ["--customer", "c0"],
+    ]
+    static let samples: [String: String] = [
+        "broker": "mqtt://127.0.0.2:1884", "username": "u1", "password": "p1", "cafile": "/ca.pem", "cert": "/c.pem",
+        "key": "/k.pem", "mqtt-version": "3.1.1", "prefix": "shop", "store": "pear", "data": "/tmp/d1",
+        "alerts-per-unit": "3", "drain-timeout": "7", "max-watches-per-customer": "9", "customer-rate": "off",
+        "customer-burst": "4", "log-level": "debug", "log-format": "json", "standby": "true", "customer": "c9", "sku": "s9",
+        "every": "true", "min-quantity": "5", "wait": "3", "all": "true", "count": "2", "timeout": "4", "json": "true",
+        "set": "8", "add": "-2",
+    ]
+    /// Options that cannot go with another the command needs otherwise: that one is left out.
+    static let excludes = ["all": "sku", "add": "set"]
+    /// Options that need another: the TLS files an mqtts:// broker.
+    static let needs = Dictionary(uniqueKeysWithValues: ["cafile", "cert", "key"].map { ($0, ["--broker", "mqtts://127.0.0.1:8883"]) })
+
+    static let commands = Restock.configuration.subcommands
+
+    func parsed(_ arguments: [String], environment: [String: String] = [:]) throws -> String {
+        let sources = try OptionSources(arguments, environment: environment, commands: Self.commands)
+        return String(describing: try Restock.parseAsRoot(sources.arguments))
+    }
+
+    @Test("each option of each command is reached by its RESTOCK_* variable, as by the option itself")
+    func everyVariableReachesItsOption() throws {
+        var seen = 0
+        for command in Self.commands {
+            let name = command._commandName
+            for option in OptionNames.of(command) where option.name != "config" {
+                let sample = try #require(Self.samples[option.name], "no sample value for --\(option.name) of \(name): add one")
+                var base = [name] + (Self.required[name] ?? [])
+                if let excluded = Self.excludes[option.name], let index = base.firstIndex(of: "--\(excluded)") {
+                    base.removeSubrange(index...index + 1)
+                }
+                if let index = base.firstIndex(of: "--\(option.name)") { base.removeSubrange(index...index + 1) }
+                base += Self.needs[option.name] ?? []
+                let typed = try parsed(base + (option.isFlag ? ["--\(option.name)"] : ["--\(option.name)", sample]))
+                let fromEnvironment = try parsed(base, environment: [OptionSources.variable(option.name): sample])
+                #expect(fromEnvironment == typed, "\(name) \(OptionSources.variable(option.name))")
+                #expect(fromEnvironment != (try? parsed(base)), "\(name) \(OptionSources.variable(option.name)) changed nothing")
+                seen += 1
+            }
+        }
+        #expect(seen > 40)
+    }
+
+    @Test("each command's help names the variable beside each option")
+    func helpNamesTheVariables() {
+        for command in Self.commands {
+            let lines = Restock.helpMessage(for: command, columns: 200).split(separator: "\n")
+            for option in OptionNames.of(command) {
+                // The option's entry: its line, and those after it up to the next option.
+                let start = lines.firstIndex { $0.hasPrefix("  --\(option.name) ") || $0 == "  --\(option.name)" } ?? lines.endIndex
+                let end = lines[min(start + 1, lines.endIndex)...].firstIndex { $0.hasPrefix("  -") } ?? lines.endIndex
+                let entry = lines[start..<max(start, end)].joined(separator: " ")
+                #expect(entry.contains("(env \(OptionSources.variable(option.name)))"), "\(command._commandName) --\(option.name): \(entry)")
+            }
+        }
+    }
+
+    @Test("the command line wins over the environment, which wins over the file, which wins over the default")
+    func precedence() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("restock-\(UUID().uuidString).json")
+        try Data(#"{"drain-timeout": 30, "customer-burst": 7, "standby": true}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        func serve(_ arguments: [String], _ environment: [String: String]) throws -> Restock.Serve {
+            let sources = try OptionSources(["serve"] + arguments, environment: environment, commands: Self.commands)
+            return try #require(try Restock.parseAsRoot(sources.arguments) as? Restock.Serve)
+        }
+        let all = try serve(["--config", file.path, "--drain-timeout", "1"], ["RESTOCK_DRAIN_TIMEOUT": "2"])
+        #expect(all.drainTimeout == 1 && all.customerBurst == 7 && all.standby && all.maxWatchesPerCustomer == 100)
+        let noCommandLine = try serve([], ["RESTOCK_CONFIG": file.path, "RESTOCK_DRAIN_TIMEOUT": "2", "RESTOCK_STANDBY": "false"])
+        #expect(noCommandLine.drainTimeout == 2 && noCommandLine.customerBurst == 7 && !noCommandLine.standby)
+        let fileOnly = try serve(["--config=\(file.path)"], [:])
+        #expect(fileOnly.drainTimeout == 30)
+        #expect(try serve([], [:]).drainTimeout == 5)
+    }
+
+    /// The one line `restock` prints for `arguments` with `environment`.
+    func errorLine(_ arguments: [String], _ environment: [String: String]) -> String? {
+        do {
+            let sources = try OptionSources(arguments, environment: environment, commands: Self.commands)
+            do { _ = try Restock.parseAsRoot(sources.arguments) } catch { return sources.describe(Restock.message(for: error)) }
+            return nil
+        } catch {
+            return Restock.message(for: error)
+        }
+    }
+
+    @Test("a bad value from the environment or the file gets the option's own error, naming where it came from")
+    func badValues() throws {
+        #expect(
+            errorLine(["serve"], ["RESTOCK_DRAIN_TIMEOUT": "9999"]) == "RESTOCK_DRAIN_TIMEOUT must be a number of seconds from 0 to 3600, not 9999.0")
+        #expect(errorLine(["serve"], ["RESTOCK_DRAIN_TIMEOUT": "soon"]) == "The value 'soon' is invalid for RESTOCK_DRAIN_TIMEOUT")
+        #expect(errorLine(["serve"], ["RESTOCK_STANDBY": "maybe"]) == "RESTOCK_STANDBY must be true or false, not maybe")
+        #expect(errorLine(["inventory"], ["RESTOCK_STORE": "no way"])?.hasPrefix("RESTOCK_STORE: ") == true)
+        #expect(errorLine(["inventory"], ["RESTOCK_BROKER": "http://nope"])?.hasPrefix("RESTOCK_BROKER: ") == true)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("restock-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"customer-rate": "fast"}"#.utf8).write(to: file)
+        #expect(errorLine(["serve", "--config", file.path], [:])?.hasPrefix("customer-rate in \(file.path) must be a number") == true)
+        try Data(#"{"drain-timout": 1}"#.utf8).write(to: file)
+        #expect(errorLine(["serve", "--config", file.path], [:]) == "the config file \(file.path) names no option drain-timout")
+        try Data("drain-timeout: 1".utf8).write(to: file)
+        #expect(errorLine(["serve"], ["RESTOCK_CONFIG": file.path])?.hasPrefix("the config file \(file.path) is not a JSON object") == true)
+        #expect(errorLine(["serve", "--config", "/nonexistent/restock.json"], [:])?.hasPrefix("cannot read the config file /nonexistent/restock.json") == true)
+    }
+}
