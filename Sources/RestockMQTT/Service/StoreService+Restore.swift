@@ -33,8 +33,8 @@ extension StoreService {
         logger.notice(
             "started on a restored backup: the broker's retained mirrors and inventory are made to agree with it",
             metadata: [
-                "republished": "\(published)", "cleared": "\(cleared)",
-                "ms": "\(Int((ContinuousClock.now - started).seconds * 1000))",
+                StoreLoggingKeys.republished: "\(published)", StoreLoggingKeys.cleared: "\(cleared)",
+                StoreLoggingKeys.milliseconds: "\(Int((ContinuousClock.now - started).seconds * 1000))",
             ])
     }
 

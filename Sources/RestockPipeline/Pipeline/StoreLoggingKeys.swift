@@ -37,4 +37,6 @@ package enum StoreLoggingKeys {
     package static let session = "session"
     /// How long until the next try.
     package static let retryIn = "in"
+    /// A restored start: retained topics published again, and retained topics cleared; how long it took, in ms.
+    package static let republished = "republished", cleared = "cleared", milliseconds = "ms"
 }

@@ -13,5 +13,6 @@ fi
 [ -n "$compiler" ] || { echo "build.sh: no C compiler (cc, gcc or clang) found" >&2; exit 1; }
 mkdir -p "$(dirname "$output")"
 # The broker's own symbols (mosquitto_callback_register, …) are resolved when mosquitto loads the plugin.
-"$compiler" -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -o "$output.tmp" "$source"
-mv "$output.tmp" "$output"
+"$compiler" -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -o "$output.tmp.$$" "$source"
+# A file of its own per build, renamed into place: builds at the same moment (two test processes) never meet.
+mv "$output.tmp.$$" "$output"
