@@ -62,6 +62,10 @@ public final class ChildProcess: Sendable {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
 
+        // Nothing else of this process's: a socket or a lock of the caller's that a child kept open would outlive the
+        // caller's close (a client released in a test whose connection the broker never saw end, while another test's
+        // child held the socket).
+        _ = Self.closeFrom?(&actions, 3)
         let spawned = Self.spawn(path, arguments, actions: &actions, environment: environment, ownProcessGroup: ownProcessGroup)
         if input != nil { close(inputPipe[0]) }
         do {
@@ -181,6 +185,13 @@ public final class ChildProcess: Sendable {
         }
         return status == 0 ? .success(pid) : .failure(POSIXError(.init(rawValue: status) ?? .EIO))
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its Swift module does not show; `nil`
+    /// where the C library has none.
+    private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// The full path of `name`, searched on PATH when it has no slash.
     public static func resolve(_ name: String) throws -> String {

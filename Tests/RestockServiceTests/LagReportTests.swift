@@ -15,6 +15,9 @@ struct LagReportTests {
         for second in 3..<62 { #expect(report.observe(5_000, at: at(second)) == nil, "second \(second)") }
         #expect(report.observe(3_000, at: at(62)) == .behind(lag: 3_000, lasted: .seconds(60)))
         #expect(report.observe(3_000, at: at(63)) == nil)
+        // Under the threshold but not under a tenth of it: still the same episode.
+        #expect(report.observe(999, at: at(64)) == nil)
+        #expect(report.observe(1_500, at: at(65)) == nil)
         #expect(report.observe(10, at: at(70)) == .caughtUp(lag: 10, lasted: .seconds(68)))
         #expect(report.observe(0, at: at(71)) == nil)
         #expect(report.observe(2_000, at: at(72)) == .behind(lag: 2_000, lasted: .zero))

@@ -16,7 +16,7 @@ final class JournalMark: Sendable {
 }
 
 /// When the journal lag (requests journaled but not yet applied) is worth a log line: once when it passes the threshold,
-/// again every `reportEvery` while it lasts, and once when it is back under.
+/// again every `reportEvery` while it lasts, and once when it is back under a tenth of it.
 struct LagReport {
     /// What to log.
     enum Event: Equatable {
@@ -36,9 +36,11 @@ struct LagReport {
         self.reportEvery = reportEvery
     }
 
-    /// The lag now is `lag`: what to log, if anything.
+    /// The lag now is `lag`: what to log, if anything. Once behind, the store is back only under a tenth of the
+    /// threshold, so that a lag hovering about the threshold (requests come in bursts) is one episode, not a line pair
+    /// every second.
     mutating func observe(_ lag: Int64, at now: ContinuousClock.Instant) -> Event? {
-        guard lag > threshold else {
+        guard lag > (behindSince == nil ? threshold : threshold / 10) else {
             guard let since = behindSince else { return nil }
             (behindSince, reportedAt) = (nil, nil)
             return .caughtUp(lag: lag, lasted: now - since)
