@@ -3,7 +3,7 @@ import Testing
 
 /// The one-shot waiter list of the network thread's end and of the store's shutdown: every waiter is resumed
 /// exactly once, by the opening, its task's cancellation or its timeout, and leaves nothing behind.
-@Suite("Latch", .timeLimit(.minutes(1)))
+@Suite("Latch", .timeLimit(.minutes(3)))
 struct LatchTests {
     @Test("every waiter is resumed with true when it opens; only the first open() counts")
     func opensForAll() async throws {
@@ -74,7 +74,8 @@ struct LatchTests {
         let start = clock.now
         latch.open()
         #expect(await wait.value)
-        #expect(clock.now - start < .seconds(5))
+        // Far below the hour: 5.2 s seen with the whole suite's CPU-bound tests holding both cores' worth of the pool.
+        #expect(clock.now - start < .seconds(60))
     }
 
     @Test("opening, cancelling and timing out at the same time resume each waiter exactly once")

@@ -18,14 +18,14 @@ struct StoreServiceTests {
 
     static func started(on broker: InMemoryBroker, drainTimeout: Duration = .seconds(5), prepare: (URL) throws -> Void = { _ in }) async throws -> RunningStore {
         let store = try RunningStore(on: broker, drainTimeout: drainTimeout, prepare: prepare)
-        try await waitUntil("the store online", within: 10, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
+        try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
         return store
     }
 
     /// Until the store has committed `quantity` of `sku`.
     static func waitForStock(_ sku: String, _ quantity: Int, in store: RunningStore) async throws {
         let item = try SKU(sku)
-        try await waitUntil("\(sku) at \(quantity), committed", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("\(sku) at \(quantity), committed", within: 60, pollEvery: .milliseconds(5)) {
             (try? StoreDatabase.snapshot(readingOnly: store.dataDirectory).inventory[item]) == quantity
         }
     }
@@ -36,11 +36,11 @@ struct StoreServiceTests {
         let store = try await Self.started(on: broker)
         let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
         broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
-        try await waitUntil("alice's mirror", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("alice's mirror", within: 60, pollEvery: .milliseconds(5)) {
             broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
         }
         broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
-        try await waitUntil("alice's alert", within: 10, pollEvery: .milliseconds(5)) { alerts.messages.count == 1 }
+        try await waitUntil("alice's alert", within: 60, pollEvery: .milliseconds(5)) { alerts.messages.count == 1 }
         try await store.stop().get()
         #expect(broker.status?.state == .offline && broker.status?.reason == .stopped)
     }
@@ -95,7 +95,7 @@ struct StoreServiceTests {
         var slowClaim = fast
         slowClaim.claimSettle = .seconds(30)  // the stop always lands while it waits after its claim
         let first = try RunningStore(on: broker, timing: slowClaim)
-        try await waitUntil("the first store's claim", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("the first store's claim", within: 60, pollEvery: .milliseconds(5)) {
             broker.retainedMessage(on: appleTopics.claim) != nil
         }
         try await first.stop().get()
@@ -113,7 +113,7 @@ struct StoreServiceTests {
         let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
         let customers = (0..<300).map { "c\($0)" }
         for customer in customers { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
-        try await waitUntil("300 watches, their mirrors acknowledged", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("300 watches, their mirrors acknowledged", within: 60, pollEvery: .milliseconds(5)) {
             let queues = try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory)
             return queues?.watches == 300 && queues?.outbox == 0
         }
@@ -122,7 +122,7 @@ struct StoreServiceTests {
         // not end the drain).
         broker.holdAcknowledgements()
         broker.publish(Self.subscribe("zed", "mac").payload, to: Self.subscribe("zed", "mac").topic)
-        try await waitUntil("zed's mirror published", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("zed's mirror published", within: 60, pollEvery: .milliseconds(5)) {
             broker.retainedMessage(on: "restock/apple/customers/zed/subscriptions") != nil
         }
         broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
@@ -142,7 +142,7 @@ struct StoreServiceTests {
         let broker = InMemoryBroker()
         let store = try await Self.started(on: broker, drainTimeout: .milliseconds(50))
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
-        try await waitUntil("alice's watch", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) {
             (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 1
         }
         broker.holdAcknowledgements()
@@ -190,14 +190,14 @@ struct StoreServiceTests {
         let store = try await Self.started(on: broker)
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         broker.publish(Array(#"{"sku":"pencil","set":7}"#.utf8), to: "restock/apple/admin/stock")
-        try await waitUntil("alice's mirror and the pencil", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("alice's mirror and the pencil", within: 60, pollEvery: .milliseconds(5)) {
             broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
                 && broker.retainedMessage(on: "restock/apple/inventory/pencil") != nil
         }
         broker.stop(persistence: false)
         #expect(broker.status == nil)
         broker.start()
-        try await waitUntil("every retained topic back", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("every retained topic back", within: 60, pollEvery: .milliseconds(5)) {
             broker.status?.isOnline == true && broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
                 && broker.retainedMessage(on: "restock/apple/inventory/pencil") != nil
         }
@@ -213,7 +213,7 @@ struct StoreServiceTests {
         // The store's session keeps what is published for it meanwhile (a client on another node, say).
         broker.start()
         for customer in ["a", "b", "c"] { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
-        try await waitUntil("3 watches", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("3 watches", within: 60, pollEvery: .milliseconds(5)) {
             (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 3
         }
         await store.stop()
@@ -260,13 +260,13 @@ struct AlertIDTests {
     func alertIDs(_ broker: InMemoryBroker, data: URL, restock quantity: Int) async throws -> [String] {
         let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
         let store = try RunningStore(on: broker, dataDirectory: data)
-        try await waitUntil("the store online", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) {
             broker.status?.isOnline == true && broker.status?.instance == store.service.instance
         }
         broker.publish(Array(#"{"sku":"ipad","mode":"every"}"#.utf8), to: "restock/apple/subscribe/alice")
         broker.publish(Array(#"{"sku":"ipad","set":0}"#.utf8), to: "restock/apple/admin/stock")
         broker.publish(Array(#"{"sku":"ipad","set":\#(quantity)}"#.utf8), to: "restock/apple/admin/stock")
-        try await waitUntil("alice's alert", within: 10, pollEvery: .milliseconds(5)) { !alerts.messages.isEmpty }
+        try await waitUntil("alice's alert", within: 60, pollEvery: .milliseconds(5)) { !alerts.messages.isEmpty }
         try await store.stop().get()
         return alerts.payloads(RestockAlert.self, on: "restock/apple/customers/alice/alerts").map(\.id)
     }

@@ -57,7 +57,7 @@ public final class StoreProcess: Sendable {
             connection: BrokerSettings(broker: try BrokerAddress(url: broker.url), username: username, password: password),
             topics: try RestockTopics(store: StoreID("apple")))
         do {
-            try await waitUntil("the store to come online", within: 30) {
+            try await waitUntil("the store to come online", within: 90) {
                 if let status = child.exitStatus { throw StoreExited(status: status, log: self.log) }
                 return (try? await client.status())?.isOnline == true && self.log.contains("online")
             }
