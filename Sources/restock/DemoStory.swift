@@ -151,7 +151,7 @@ struct DemoStory: Sendable {
         await client.disconnect()
         let store = StoreClient(connection: connection, topics: topics)
         // A clean connection with a session's client id ends the session: the listeners' and the store's own.
-        let sessions = customers.map(store.listeningClientID) + [SessionClientIDs.store(topics.store)]
+        let sessions = customers.map(store.listeningClientID) + [SessionClientIDs.store(topics.store, prefix: topics.prefix)]
         for clientID in sessions {
             let session = try MQTTClient(configuration: connection.configuration(clientID: clientID, session: .clean))
             try await session.connect()

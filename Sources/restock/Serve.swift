@@ -65,14 +65,14 @@ extension Restock {
 
         /// `--customer-rate` and `--customer-burst` as the store takes them: `nil` rate for off.
         func rateLimit() throws -> (rate: Double?, burst: Int) {
+            guard (1...1_000_000).contains(customerBurst) else {
+                throw ValidationError("--customer-burst must be 1 through 1000000, not \(customerBurst)")
+            }
             if customerRate.lowercased() == "off" { return (nil, customerBurst) }
             // A plain decimal number only: Double("0x10") would read hexadecimal, Double("inf") infinity.
             let decimal = customerRate.wholeMatch(of: /[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/) != nil
             guard decimal, let rate = Double(customerRate), rate.isFinite, (0.001...1_000_000).contains(rate) else {
                 throw ValidationError("--customer-rate must be a number of requests per second from 0.001 to 1000000, or off, not \(customerRate)")
-            }
-            guard (1...1_000_000).contains(customerBurst) else {
-                throw ValidationError("--customer-burst must be 1 through 1000000, not \(customerBurst)")
             }
             return (rate, customerBurst)
         }

@@ -126,6 +126,10 @@ struct CommandLineTests {
             (["unsubscribe", "--customer", "alice"], "error: give --sku SKU or --all"),
             (["inventory", "--broker", "http://nope"], "error: invalid configuration: broker URL \"http://nope\" must start with mqtt://"),
             (["serve", "--alerts-per-unit", "-1"], "error: --alerts-per-unit must be 0 (off) through 1000000"),
+            // The prefix names the sessions' client ids too (P:{store}), whose parts `:` separates.
+            (["inventory", "--prefix", "a:b"], "error: --prefix: invalid topic prefix \"a:b\": it contains ':'"),
+            // Checked with the rate off too (found by the outside trial).
+            (["serve", "--customer-rate", "off", "--customer-burst", "-5"], "error: --customer-burst must be 1 through 1000000, not -5"),
             (["stock", "--sku", "x", "--set", "-2"], "error: --set must be from 0 to 1000000000, not -2"),
         ])
     func usageErrors(arguments: [String], message: String) async throws {
@@ -168,6 +172,7 @@ struct CommandLineTests {
         #expect(file.status != 0)
         let errors = file.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }
         #expect(errors.count == 1 && errors[0].hasPrefix("error: cannot open /etc/passwd: "), "\(file.standardError)")
+        #expect(errors.first == "error: cannot open /etc/passwd: Not a directory", "\(file.standardError)")
     }
 
     @Test("--wait waits for an offline store to come back online; a store the broker has never seen is refused at once")

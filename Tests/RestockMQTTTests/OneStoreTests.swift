@@ -27,6 +27,27 @@ struct OneStoreTests {
         try await first.send(SIGTERM)
     }
 
+    @Test("stores of one id under two topic prefixes are two stores: each keeps its own session and applies its own requests (found by the outside trial: they fought over one session and lost acknowledged requests)")
+    func prefixesAreSeparateStores() async throws {
+        let broker = try await MosquittoBroker.start()
+        let live = try await StoreProcess.started(on: broker)
+        let staging = try StoreProcess(broker: broker, extraArguments: ["--prefix", "staging"])
+        try staging.launch()
+        let stagingClient = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(prefix: "staging", store: StoreID("apple")))
+        try await waitUntil("the staging store online", within: 60) { (try? await stagingClient.status())?.isOnline == true }
+        for index in 0..<100 {
+            try await mosquittoPub(broker, "restock/apple/subscribe/c\(index)", "ipad")
+            try await mosquittoPub(broker, "staging/apple/subscribe/s\(index)", "ipad")
+        }
+        try await StoreQueues.waitForWatches(100, in: live.dataDirectory, within: 60)
+        try await StoreQueues.waitForWatches(100, in: staging.dataDirectory, within: 60)
+        #expect(live.exitStatus == nil && staging.exitStatus == nil)
+        #expect(!broker.log.contains("already connected, closing old connection"), "the stores took each other's session")
+        #expect(staging.log.contains("staging:apple") || broker.log.contains("as staging:apple"), "\(broker.log.suffix(600))")
+        try await staging.send(SIGTERM)
+        try await live.send(SIGTERM)
+    }
+
     @Test("stores started at the same moment on other data directories: one goes on, the others refuse before taking a request", arguments: 1...3)
     func simultaneousStarts(round: Int) async throws {
         let broker = try await MosquittoBroker.start(.init(persistence: true))

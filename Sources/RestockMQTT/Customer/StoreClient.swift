@@ -167,8 +167,8 @@ public final class StoreClient: Sendable {
 
     // MARK: Alerts
 
-    /// The MQTT client id of a customer's listening session: `restock:{store}:{customer}`.
-    public func listeningClientID(_ customer: CustomerID) -> String { SessionClientIDs.listening(customer, at: topics.store) }
+    /// The MQTT client id of a customer's listening session: `P:{store}:{customer}` (`restock:{store}:{customer}` by default).
+    public func listeningClientID(_ customer: CustomerID) -> String { SessionClientIDs.listening(customer, at: topics.store, prefix: topics.prefix) }
 
     /// Makes sure the customer's persistent listening session exists and is subscribed to their alerts,
     /// without taking anything it holds (see ``BrokerConnection/prepareSession(subscribingTo:)``).

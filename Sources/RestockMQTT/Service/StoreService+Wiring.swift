@@ -40,14 +40,14 @@ extension StoreService {
 
             let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
             publisher = try service.connector.connection(
-                clientID: SessionClientIDs.publisher(of: store, instance: service.instance), session: .clean,
+                clientID: SessionClientIDs.publisher(of: store, instance: service.instance, prefix: topics.prefix), session: .clean,
                 will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true),
                 reconnection: .automatic, journal: nil)
             publisherEvents = publisher.connectionEvents()
             statusAndClaim = try publisher.messages(matching: "\(topics.root)/+")
 
             session = try service.connector.connection(
-                clientID: StoreService.clientID(for: store), session: .persistent, will: nil, reconnection: .whenAllowed,
+                clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
                 journal: RequestJournal(database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark))
             sessionEvents = session.connectionEvents()
 

@@ -71,8 +71,11 @@ public final class StoreService: Service, Sendable {
     /// it; a library never installs process-wide handlers by itself.
     public static func installCrashContainment() { CrashContainment.install() }
 
-    /// The MQTT client id of a store's persistent session: `restock:{store}` (``SessionClientIDs``).
-    public static func clientID(for store: StoreID) -> String { SessionClientIDs.store(store) }
+    /// The MQTT client id of a store's persistent session: `P:{store}`, `restock:{store}` with the default topic prefix
+    /// (``SessionClientIDs``).
+    public static func clientID(for store: StoreID, prefix: String = RestockTopics.defaultPrefix) -> String {
+        SessionClientIDs.store(store, prefix: prefix)
+    }
 
     /// What the store was made with.
     public let configuration: Configuration

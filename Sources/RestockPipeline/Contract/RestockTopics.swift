@@ -25,12 +25,14 @@ public struct RestockTopics: Sendable, Hashable {
     }
 
     /// Why `prefix` cannot begin the store's topics, if it cannot: it must be a topic name MQTT allows to publish
-    /// on (1 to 65,535 bytes of UTF-8 without the wildcards `+` and `#`), of printable characters only.
+    /// on (1 to 65,535 bytes of UTF-8 without the wildcards `+` and `#`), of printable characters only, without `:` (it
+    /// also names the sessions' client ids, ``SessionClientIDs``).
     static func problem(inPrefix prefix: String) -> String? {
         let bytes = prefix.utf8.count
         if bytes == 0 { return "it is empty" }
         if bytes > 65_535 - 100 { return "it is \(bytes) bytes long; the store's topics must stay within MQTT's 65,535" }
         if prefix.contains(where: { $0 == "+" || $0 == "#" }) { return "it contains a wildcard (+ or #)" }
+        if prefix.contains(":") { return "it contains ':', which separates the parts of the client ids made from it" }
         if prefix.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.value == 0 }) {
             return "it contains a control character"
         }

@@ -29,6 +29,11 @@ struct DataDirectory: Sendable {
     /// Creates the directory if need be, and takes its lock for the life of the process.
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it.
     func claim() throws -> DirectoryLock {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            // Foundation would say "a file with the same name already exists" (found by the outside trial).
+            throw StorageError(.open, url.path, cause: POSIXError(.ENOTDIR))
+        }
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
