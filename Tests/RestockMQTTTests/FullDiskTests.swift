@@ -27,17 +27,27 @@ struct FullDiskTests {
         try await Requests.publish(Requests.subscriptions(customers, to: "ipad"), to: broker.url)
         try await StoreQueues.waitForWatches(total, in: store.dataDirectory, within: 120)
         let alerts = try await AlertCollector(broker: broker, filter: "restock/apple/customers/+/alerts")
+        // Connected before, so that the late requests go out at once: the pause must begin while the alerts still go out
+        // (20,000 take about a second on an idle machine; a connection per step, as before, sometimes took longer).
+        let lateSender = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "late-\(UUID().uuidString.prefix(8))", maxInflight: 1_000))
+        try await lateSender.connect()
         try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"ipad","set":1}"#)
         try await waitUntil("the first alert", within: 30, pollEvery: .milliseconds(1)) { alerts.customers > 0 }
         try Data().write(to: flag)
 
         // A request sent while the disk is full is refused by the journal before it is acknowledged: the store pauses.
         let later = Requests.customers(200, prefix: "late")
-        try await Requests.publish(Requests.subscriptions(later, to: "mac"), to: broker.url)
-        try await waitUntil("the store to say it is paused", within: 30, pollEvery: .milliseconds(20)) {
-            (try? await client.status())?.paused?.contains("the disk is full") == true
+        let sent = try Requests.subscriptions(later, to: "mac").map { try lateSender.send($0.payload, to: $0.topic, qos: .atLeastOnce) }
+        try await waitUntil("the store to log that it is paused", within: 30, pollEvery: .milliseconds(2)) {
+            store.log.contains("paused journaling requests: ")
         }
         let alertsAtPause = alerts.customers
+        print("alerts out when the pause began: \(alertsAtPause) of \(total)")
+        for publication in sent { try await publication.acknowledged() }  // by the broker, which keeps them for the store
+        await lateSender.disconnect()
+        try await waitUntil("the status to say the store is paused", within: 30, pollEvery: .milliseconds(20)) {
+            (try? await client.status())?.paused?.contains("the disk is full") == true
+        }
         // The alerts committed before go out in full while the store is paused.
         try await waitUntil("\(total) alerts", within: 120) { alerts.customers == total }
         #expect(alertsAtPause < total, "every alert was out before the pause began: this run proves nothing about alerts during a pause")

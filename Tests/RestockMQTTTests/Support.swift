@@ -47,7 +47,11 @@ final class InProcessStore: Sendable {
             try await service.run()
         }
         let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
-        try await waitUntil("the store to come online", within: 30) { (try? await client.status())?.isOnline == true }
+        try await waitUntil("the store to come online", within: 60) {
+            // A store that ended while starting fails the wait with its own error, not a timeout.
+            if finished.isSet { try await task.value }
+            return (try? await client.status())?.isOnline == true
+        }
         return InProcessStore(service: service, task: task, dataDirectory: dataDirectory, finished: finished)
     }
 
