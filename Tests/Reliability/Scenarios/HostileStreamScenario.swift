@@ -25,7 +25,13 @@ enum HostileStreamScenario {
             url: broker.url, filters: ["restock/apple/customers/+/errors", "restock/apple/admin/errors", "restock/apple/customers/+/alerts"])
         @Sendable func errors() -> Int { tap.messages.filter { $0.topic.hasSuffix("/errors") }.count }
         @Sendable func alerts() -> [String] {
+            // Each process of the store numbers its alerts in its own epoch (`apple-{epoch}-{n}`, docs/contract.md); the
+            // reference, one process with no epoch, `apple-{n}`. The sequence goes on across restarts, so {n} is compared.
             tap.messages.filter { $0.topic.hasSuffix("/alerts") }.compactMap { try? RestockAlert(jsonData: Data($0.payload)).id }
+                .map { id in
+                    let parts = id.split(separator: "-")
+                    return parts.count == 3 ? "\(parts[0])-\(parts[2])" : id
+                }
         }
 
         try await publish(stream.requests, to: broker.url)

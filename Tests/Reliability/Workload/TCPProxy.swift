@@ -75,7 +75,10 @@ final class TCPProxy: Sendable {
         }
     }
 
-    /// Drops everything from now on (`true`), or relays again (`false`), without closing anything.
+    /// Holds everything from now on (`true`), or relays again (`false`), without closing anything: as a network
+    /// partition does. What is sent meanwhile waits (TCP keeps it and delivers it once the network is back), and so does
+    /// a close. It used to drop the bytes instead, which TCP never does in the middle of a live connection: a stream
+    /// missing bytes broke MQTT's framing, and the store's publishing connection then hung on a packet that never ended.
     func blackhole(_ on: Bool) { dropping.store(on, ordering: .releasing) }
 
     /// Stops listening and cuts every link.
@@ -113,10 +116,15 @@ final class TCPProxy: Sendable {
     private func pump(_ link: Link, from source: Int32, to destination: Int32) {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         relay: while true {
+            // Held: nothing is read, so it waits in the kernel's buffers (and the sender's), as in a partition.
+            while dropping.load(ordering: .acquiring) { usleep(5_000) }
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }
-            if dropping.load(ordering: .acquiring) { continue }
+            if dropping.load(ordering: .acquiring) {
+                // Read just as the hold began: relayed once it ends, in order.
+                while dropping.load(ordering: .acquiring) { usleep(5_000) }
+            }
             var sent = 0
             while sent < count {
                 let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, count - sent) }
