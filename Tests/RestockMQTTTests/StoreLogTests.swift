@@ -24,7 +24,7 @@ struct StoreLogTests {
         let store = try StoreProcess(broker: broker, extraArguments: ["--log-format", "json", "--log-level", "debug"])
         try await store.start()
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
-        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 20)
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 60)
         try await waitUntil("the accepted subscribe in the log", within: 20) { store.log.contains("accepted a request") }
         try await store.send(SIGTERM)
         let entries = try Self.entries(store.log)
@@ -40,7 +40,7 @@ struct StoreLogTests {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
-        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 20)
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 60)
         try await store.send(SIGTERM)
         #expect(!store.log.contains("accepted a request") && store.log.contains(" info restock.store:"), "\(store.log)")
     }
@@ -60,9 +60,12 @@ struct StoreLogTests {
         let lag = try #require(behind.first.flatMap { Self.metadata($0)["lag"] }.flatMap { Int($0) }, "no lag warning: \(store.log.suffix(2_000))")
         #expect(lag > 1_000 && lag <= 12_000)
         // The burst lasts seconds, not a minute: one warning.
-        #expect(behind.count == 1, "\(behind)")
+        // One episode on an idle machine; on a loaded one the lag can last past a minute ("still … behind") or fall
+        // under a tenth and rise again: each episode is one first warning, and ends with one notice.
+        let episodes = behind.filter { ($0["message"] as? String)?.contains("is still") == false }
         let caughtUp = entries.filter { ($0["message"] as? String)?.contains("caught up with the journal") == true }
-        #expect(caughtUp.count == 1 && caughtUp.first?["level"] as? String == "notice", "\(caughtUp)")
+        #expect(episodes.count >= 1 && caughtUp.count == episodes.count, "\(behind) \(caughtUp)")
+        #expect(caughtUp.allSatisfy { $0["level"] as? String == "notice" }, "\(caughtUp)")
         print("lag warning at \(lag) requests behind; \(caughtUp.first?["message"] ?? "")")
     }
 }
