@@ -137,16 +137,8 @@ package final class StoreLiveness: Sendable {
         try await waitUntilCurrent()
         let deadline = clock.now + timing.livenessWindow
         while true {
-            guard let status else { return nil }
-            if status.isOnline, let other = status.instance, !excluded.contains(other) {
-                if isLive(other) || (trustingClocks && status.isLive(at: Date())) { return other }
-            } else if status.isOnline || status.instance.map({ !excluded.contains($0) }) ?? true {
-                return nil
-            }
-            // Else the retained status is this instance's own will: the broker gave up on this instance's connection
-            // (it was cut off), and the will overwrote the status of whoever runs now. That one's next heartbeat says
-            // so: watch for the whole window rather than take the session back at once (found by R7e with a partition
-            // that holds bytes: the first store took the session back and applied 540 changes).
+            guard let status, status.isOnline, let other = status.instance, !excluded.contains(other) else { return nil }
+            if isLive(other) || (trustingClocks && status.isLive(at: Date())) { return other }
             if clock.now >= deadline { return nil }
             try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
         }
