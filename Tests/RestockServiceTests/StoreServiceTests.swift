@@ -56,6 +56,7 @@ struct StoreServiceTests {
             while !Task.isCancelled {
                 let status = StoreStatus.online(store: apple, since: Date(), instance: "newer0000000", heartbeatAt: Date())
                 broker.publish(status.payloadBytes(), to: appleTopics.status, retain: true)
+                // The newer instance's heartbeat period (what it simulates), not a wait for anything.
                 try await Task.sleep(for: fast.heartbeat)
             }
         }
@@ -128,7 +129,10 @@ struct StoreServiceTests {
         broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
         try await Self.waitForStock("ipad", 1, in: store)
         let stopping = Task { await store.stop() }
-        try await Task.sleep(for: .milliseconds(50))
+        // The drain has begun once the session is closed (no request is taken any more): then the broker acknowledges.
+        try await waitUntil("the store to close its session and drain", within: 60, pollEvery: .milliseconds(1)) {
+            broker.events.contains("dropped \(SessionClientIDs.store(apple)): disconnected")
+        }
         broker.releaseAcknowledgements()
         try await stopping.value.get()
         #expect(Set(alerts.messages.map(\.topic)).count == 300)

@@ -327,6 +327,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
 
     func subscribe(to filter: String, qos: MQTTQoS, options: MQTTSubscriptionOptions) async throws {
         let delay = broker.subscriptionDelay
+        // A slow link (answerSubscriptions(after:)): the latency simulated, not a wait for anything.
         if delay > .zero { try await Task.sleep(for: delay) }
         try broker.subscribe(self, to: filter, options: options)
     }
