@@ -161,7 +161,7 @@ struct OneStoreTests {
         #expect(loser.exitStatus != 0)
         #expect(loser.log.contains("already running") || loser.log.contains("took over"), "\(loser.log.suffix(300))")
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
-        try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 20)
+        try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 60)
         #expect(winner.exitStatus == nil)
         try await winner.send(SIGTERM)
     }

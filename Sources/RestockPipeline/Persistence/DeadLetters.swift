@@ -29,7 +29,7 @@ struct DeadLetters: Sendable {
 }
 
 /// A row of `deadLetter`: a request set aside, with its place in the request log.
-struct DeadLetterRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
+struct DeadLetterRecord: Codable, Hashable, FetchableRecord, PersistableRecord, JournaledRequestRow {
     static let databaseTableName = "deadLetter"
 
     var seq: Int64
@@ -58,10 +58,5 @@ struct DeadLetterRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
         size = request.size
         retained = request.retained
         failedAt = date.timeIntervalSince1970
-    }
-
-    /// The request as it was journaled.
-    var request: JournaledRequest {
-        JournaledRequest(seq: seq, topic: topic, payload: Array(payload), size: size, retained: retained)
     }
 }

@@ -25,7 +25,7 @@ struct EarlierInbox: Sendable {
 }
 
 /// A row of `inbox`: a request an earlier version journaled (its `attempts` column is no longer read).
-struct EarlierInboxRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
+struct EarlierInboxRecord: Codable, Hashable, FetchableRecord, PersistableRecord, JournaledRequestRow {
     static let databaseTableName = "inbox"
 
     var seq: Int64
@@ -35,17 +35,5 @@ struct EarlierInboxRecord: Codable, Hashable, FetchableRecord, PersistableRecord
     var size: Int
     var retained: Bool
 
-    /// The table's columns.
-    enum Columns {
-        static let seq = Column(CodingKeys.seq)
-        static let topic = Column(CodingKeys.topic)
-        static let payload = Column(CodingKeys.payload)
-        static let size = Column(CodingKeys.size)
-        static let retained = Column(CodingKeys.retained)
-    }
-
-    /// The request as it was journaled.
-    var request: JournaledRequest {
-        JournaledRequest(seq: seq, topic: topic, payload: Array(payload), size: size, retained: retained)
-    }
+    typealias Columns = JournaledRequestColumns
 }

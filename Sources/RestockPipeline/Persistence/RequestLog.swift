@@ -183,7 +183,7 @@ package final class RequestLog: Sendable {
 }
 
 /// A row of the log's `request` table: a request as journaled, at its place.
-struct RequestRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
+struct RequestRecord: Codable, Hashable, FetchableRecord, PersistableRecord, JournaledRequestRow {
     static let databaseTableName = "request"
 
     var seq: Int64
@@ -193,14 +193,7 @@ struct RequestRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
     var size: Int
     var retained: Bool
 
-    /// The table's columns.
-    enum Columns {
-        static let seq = Column(CodingKeys.seq)
-        static let topic = Column(CodingKeys.topic)
-        static let payload = Column(CodingKeys.payload)
-        static let size = Column(CodingKeys.size)
-        static let retained = Column(CodingKeys.retained)
-    }
+    typealias Columns = JournaledRequestColumns
 
     init(_ request: JournaledRequest) {
         seq = request.seq
@@ -208,10 +201,5 @@ struct RequestRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
         payload = Data(request.payload)
         size = request.size
         retained = request.retained
-    }
-
-    /// The request as it was journaled.
-    var request: JournaledRequest {
-        JournaledRequest(seq: seq, topic: topic, payload: Array(payload), size: size, retained: retained)
     }
 }
