@@ -17,10 +17,6 @@ struct ScenarioRow: Sendable {
     /// Set for a probe beyond the list that shows a known limit outside the product: reported, with
     /// its losses, but it does not fail the run.
     var advisory: String?
-    /// Set for a row that shows a bug of the product we know of and have not fixed yet: its verdict says so, with
-    /// what it is, and it does not fail the run while the fix is under way (docs/reliability.md, "Known limits found").
-    /// A row that passes is a pass whatever this says.
-    var openBug: String?
 
     /// A row from `expected` items and the distinct ones that arrived among `deliveries`.
     init(_ id: String, _ action: String, expected: Int, distinct: Int, deliveries: Int) {
@@ -41,8 +37,8 @@ struct ScenarioRow: Sendable {
 
     var passed: Bool { lost == 0 && intrusions == 0 && failures.isEmpty }
     /// Whether the run fails because of this row.
-    var fails: Bool { !passed && openBug == nil && (advisory == nil || intrusions > 0 || !failures.isEmpty) }
-    var verdict: String { passed ? "pass" : openBug.map { "OPEN BUG: \($0)" } ?? (fails ? "FAIL" : "known limit") }
+    var fails: Bool { !passed && (advisory == nil || intrusions > 0 || !failures.isEmpty) }
+    var verdict: String { passed ? "pass" : fails ? "FAIL" : "known limit" }
 
     /// Records a failed check when `condition` is false.
     mutating func check(_ condition: Bool, _ failure: @autoclosure () -> String) {

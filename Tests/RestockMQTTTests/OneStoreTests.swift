@@ -94,6 +94,29 @@ struct OneStoreTests {
         try await newer.send(SIGTERM)
     }
 
+    @Test("an instance frozen while another took over, whose own heartbeat reaches the broker late and overwrites the newer one's status, stops when it wakes: it does not take the session back (issue 22: R7d and R7e)")
+    func lateOwnHeartbeatDoesNotWin() async throws {
+        let broker = try await MosquittoBroker.start()
+        let old = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let oldInstance = try #require(try await client.status()?.instance)
+        let newer = try StoreProcess(broker: broker)
+        // What a partition or a frozen process does: heartbeats the old instance sent before it knew reach the broker
+        // after the newer one went online, and the retained status is the old one's again as it wakes.
+        let (sent, _) = try await old.wakeAfterTakeover(by: newer, sku: "late") {
+            let late = StoreStatus.online(store: try StoreID("apple"), since: Date(), instance: oldInstance, heartbeatAt: Date())
+            try await mosquittoPub(broker, "restock/apple/status", String(decoding: try JSONEncoder().encode(late), as: UTF8.self), retain: true)
+        }
+        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
+        #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
+        try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU("late")).first?.quantity) == sent }
+        #expect(try await client.inventory(try SKU("late")).first?.quantity == sent)
+        #expect(try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("late")] == nil, "the old instance applied adds")
+        #expect(newer.exitStatus == nil, "\(newer.log.suffix(600))")
+        #expect(broker.log.components(separatedBy: "Client restock:apple already connected").count - 1 <= 1, "the old instance took the session back")
+        try await newer.send(SIGTERM)
+    }
+
     @Test("a store that sees another instance take over stops, applies nothing more, and exits non-zero with one line")
     func takenOverStops() async throws {
         let broker = try await MosquittoBroker.start()

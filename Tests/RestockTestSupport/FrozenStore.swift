@@ -8,8 +8,11 @@ extension StoreProcess {
     /// host cut off with its connection open) until its retained heartbeat is stale, starts `newer` (which takes
     /// the session), wakes this one (SIGCONT) and streams `{"sku":…,"add":1}` in batches of 10 until this one has
     /// exited and 20 batches more (at most 5,000 changes).
+    /// - Parameter beforeWaking: Run once `newer` is online, before this one wakes.
     /// - Returns: The changes sent, and the time from the freeze until `newer` was online.
-    public func wakeAfterTakeover(by newer: StoreProcess, sku: String) async throws -> (sent: Int, takeover: Duration) {
+    public func wakeAfterTakeover(
+        by newer: StoreProcess, sku: String, beforeWaking: @Sendable () async throws -> Void = {}
+    ) async throws -> (sent: Int, takeover: Duration) {
         let process = try launchedProcess()
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
         process.send(SIGSTOP)
@@ -19,6 +22,7 @@ extension StoreProcess {
         }
         try await newer.start()
         let takeover = ContinuousClock.now - frozen
+        try await beforeWaking()
         let batch = (0..<10).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"\#(sku)","add":1}"#.utf8)) }
         process.send(SIGCONT)
         var sent = 0, afterExit = 0

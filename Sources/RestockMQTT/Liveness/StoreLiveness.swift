@@ -75,7 +75,9 @@ package final class StoreLiveness: Sendable {
             seen.withLock { seen in
                 seen.status = status
                 seen.statusArrived = true
-                guard let status, let instance = status.instance, status.isOnline else { return }
+                guard let status, let instance = status.instance else { return }
+                // An instance that said it is offline (stopped, or its will) shows no more life until it says online again.
+                guard status.isOnline else { seen.statusLife[instance] = nil; return }
                 let beat = status.heartbeatAt ?? ""
                 // Published just now (not replayed from the retained store), or a heartbeat that moved on.
                 if !message.retain || seen.heartbeats[instance].map({ $0 != beat }) == true { seen.statusLife[instance] = now }
@@ -106,6 +108,18 @@ package final class StoreLiveness: Sendable {
         return seen.withLock { $0.statusLife[instance].map { now - $0 <= timing.staleAfter } ?? false }
     }
 
+    /// The instance, not in `excluded`, whose status showed a sign of life here most recently, within
+    /// ``StoreStatus/staleAfter`` seconds, and which has not said offline since — whether or not its status is still
+    /// the retained one: an instance cut off from the broker can overwrite the newer one's status with heartbeats it
+    /// sent before it knew (held by the network, or by a frozen process), but the newer one's live statuses came here
+    /// all the same.
+    package func recentlyLiveInstance(otherThan excluded: Set<String>) -> String? {
+        let now = clock.now
+        return seen.withLock { seen in
+            seen.statusLife.filter { !excluded.contains($0.key) && now - $0.value <= timing.staleAfter }.max { $0.value < $1.value }?.key
+        }
+    }
+
     /// Whether `instance`'s claim was published again within ``StoreStatus/staleAfter`` seconds: it is starting.
     package func isClaiming(_ instance: String) -> Bool {
         let now = clock.now
@@ -128,17 +142,30 @@ package final class StoreLiveness: Sendable {
         }
     }
 
-    /// The instance, not in `excluded`, whose online status the broker holds and which is live: it shows a sign of
-    /// life within ``StoreTiming/livenessWindow`` (or already has). `nil` when the status is offline, one of `excluded`'s, absent, or
+    /// The instance, not in `excluded`, that is live: one whose status showed a sign of life here lately
+    /// (``recentlyLiveInstance(otherThan:)``), or the one whose online status the broker holds, if it shows a sign of life
+    /// within ``StoreTiming/livenessWindow``. `nil` when none does: the status is offline, one of `excluded`'s, absent, or
     /// shows no sign of life within the window.
-    /// - Parameter trustingClocks: Take a heartbeat that reads fresh on this machine's clock as live at once (a
-    ///   shortcut that can only err towards "live": for a check whose safe answer is "live").
-    package func liveInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false) async throws -> String? {
+    /// - Parameters:
+    ///   - trustingClocks: Take a heartbeat that reads fresh on this machine's clock as live at once (a shortcut that
+    ///     can only err towards "live": for a check whose safe answer is "live").
+    ///   - watchingClaims: Watch for the window, too, when the claim the broker holds is another instance's (one that
+    ///     has not said offline since): it started after `excluded`'s, and its status may have been overwritten by theirs.
+    ///     For a store that lost its session, before it makes it again.
+    package func liveInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false, watchingClaims: Bool = false) async throws -> String? {
         try await waitUntilCurrent()
         let deadline = clock.now + timing.livenessWindow
         while true {
-            guard let status, status.isOnline, let other = status.instance, !excluded.contains(other) else { return nil }
-            if isLive(other) || (trustingClocks && status.isLive(at: Date())) { return other }
+            if let other = recentlyLiveInstance(otherThan: excluded) { return other }
+            let (status, claim) = seen.withLock { ($0.status, $0.claim) }
+            let statusOther = status.flatMap { $0.isOnline ? $0.instance : nil }.flatMap { excluded.contains($0) ? nil : $0 }
+            if let statusOther, trustingClocks, status?.isLive(at: Date()) == true { return statusOther }
+            let claimOther = claim.flatMap { claim -> String? in
+                guard watchingClaims, !excluded.contains(claim.instance) else { return nil }
+                if let status, status.instance == claim.instance, !status.isOnline { return nil }
+                return claim.instance
+            }
+            guard statusOther != nil || claimOther != nil else { return nil }
             if clock.now >= deadline { return nil }
             try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
         }

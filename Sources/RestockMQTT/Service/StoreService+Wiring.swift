@@ -60,8 +60,10 @@ extension StoreService {
 
         /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,
         /// and the session watch before each decision), and has the heartbeat say online again at once when that
-        /// connection comes back (a restarted broker may have lost the retained status) or another instance's status
-        /// replaced this one's (a will of an instance that was taken over, published late), at most once a second.
+        /// connection comes back (a restarted broker may have lost the retained status) or an offline status replaced
+        /// this one's (a will of an instance that was taken over, published late), at most once a second. Never over
+        /// another instance's online status: that one may have taken this one's session, which the session watch is
+        /// about to find out (the next heartbeat comes all the same, if it did not).
         func watchStatus(instance: String) async {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -70,7 +72,7 @@ extension StoreService {
                     for await message in statusAndClaim {
                         liveness.received(message)
                         guard message.topic == heartbeat.topics.status, lifecycle.isLive,
-                            let status = liveness.status, status.instance != instance || !status.isOnline,
+                            let status = liveness.status, !status.isOnline,
                             lastAnswer.map({ clock.now - $0 >= .seconds(1) }) ?? true
                         else { continue }
                         lastAnswer = clock.now

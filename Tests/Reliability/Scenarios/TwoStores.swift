@@ -55,10 +55,6 @@ enum TwoStores {
         row.check(old.exitStatus != nil && old.exitStatus != 0, "the first store did not stop")
         row.check(appliedByOld == nil, "the first store applied \(appliedByOld ?? 0) changes after the network returned")
         row.check(takeovers <= 1, "the first store took the session back (\(takeovers) takeovers in the broker's log)")
-        // Found 2026-11-24 once the proxy held bytes as a partition does (it used to drop them, which TCP never does):
-        // in 2 runs of 3 the first store took the session back when the network returned and applied hundreds of
-        // changes. Open in the tracker's issue 22; the row stays in the table, and gates again once fixed.
-        row.openBug = "a cut-off store can take the session back when the network returns (issue 22, open)"
         try await newer.send(SIGTERM)
         return row
     }
@@ -85,9 +81,6 @@ enum TwoStores {
         row.check(old.exitStatus != nil && old.exitStatus != 0, "the first store did not stop")
         row.check(old.log.contains("took over"), "the first store did not say another took over")
         row.check(appliedByOld == nil, "the first store applied \(appliedByOld ?? 0) changes after it woke")
-        // Seen 2026-11-24 in 1 run of about 7 (the woken store kept serving and applied all 5,000 changes, as did the
-        // newer one): the same open bug as R7e's. Open in the tracker's issue 22; gates again once fixed.
-        row.openBug = "a frozen store that wakes can go on serving beside the newer one (issue 22, open)"
         try await newer.send(SIGTERM)
         return row
     }

@@ -8,8 +8,8 @@ import ServiceLifecycle
 
 /// The store's status on the broker (docs/contract.md, "Status"): `online` with a heartbeat every
 /// ``StoreTiming/heartbeat`` while the store holds its session (or has paused it itself: it still owns the
-/// store id), at once when something changes (a pause begins or ends, a connection comes back, another instance's
-/// status replaced this one's); nothing while the session is lost and the session watch decides whether it is still
+/// store id), at once when something changes (a pause begins or ends, a connection comes back, an offline
+/// status replaced this one's: a will published late); nothing while the session is lost and the session watch decides whether it is still
 /// the store's; `offline` (stopped) on graceful shutdown, after the other stages have drained; nothing when the
 /// store was taken over or is cancelled.
 struct Heartbeat: Service {
