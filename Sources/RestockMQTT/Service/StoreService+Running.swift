@@ -24,7 +24,7 @@ extension StoreService {
                 checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
             GaugeSampler(
                 metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: store, database: database,
-                lifecycle: wiring.lifecycle, interval: timing.lagCheck),
+                lifecycle: wiring.lifecycle, interval: timing.gaugeSampling),
             OutboxPublisher(
                 client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
