@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Hummingbird
 import Logging
 import NIOCore
@@ -11,6 +14,7 @@ import ServiceLifecycle
 /// - `GET /metrics`: what `metrics` renders, in Prometheus's text format.
 ///
 /// A `Service`: run it in the same `ServiceGroup` as the store, before it, so that it answers while the store drains.
+/// An address it cannot listen on (taken, not this machine's) ends it with ``OperationsServerError``.
 public struct OperationsServer: Service {
     private let address: HTTPListenAddress
     private let health: StoreHealth
@@ -46,7 +50,11 @@ public struct OperationsServer: Service {
                 logger.info("serving /livez, /readyz and /metrics on http://\(HTTPListenAddress(host: address.host, port: port))")
             },
             logger: quiet)
-        try await application.run()
+        do {
+            try await application.run()
+        } catch let error as IOError {
+            throw OperationsServerError(address: address, reason: String(cString: strerror(error.errnoCode)))
+        }
     }
 
     private static func answer(_ check: StoreHealth.Check) -> Response {
@@ -55,5 +63,18 @@ public struct OperationsServer: Service {
         case .failing(let reason):
             return Response(status: .serviceUnavailable, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
         }
+    }
+}
+
+/// The endpoint cannot listen on its address.
+public struct OperationsServerError: Error, Sendable, CustomStringConvertible {
+    /// The address given.
+    public let address: HTTPListenAddress
+    /// The system's reason (`Address already in use`).
+    public let reason: String
+
+    /// One line: where, why, and what to do.
+    public var description: String {
+        "cannot serve HTTP on \(address): \(reason); give --http an address of this machine with a free port"
     }
 }

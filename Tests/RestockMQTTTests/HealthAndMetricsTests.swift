@@ -114,16 +114,24 @@ struct HealthAndMetricsTests {
         #expect(store.exitStatus == nil)
     }
 
-    @Test("a standby is alive and not ready; --http with a bad value is refused in one line")
+    @Test("a standby is alive and not ready; a taken port or a bad --http value is refused in one line")
     func standbyAndBadValues() async throws {
         let broker = try await MosquittoBroker.start()
-        let (live, _) = try await store(on: broker)
+        let (live, url) = try await store(on: broker)
         let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--http", "127.0.0.1:0", "--standby"])
         try standby.launch()
-        let url = try await standby.httpURL()
-        let reason = try await waitFor(503, at: url, "/readyz")
+        let standbyURL = try await standby.httpURL()
+        let reason = try await waitFor(503, at: standbyURL, "/readyz")
         #expect(reason.hasPrefix("standby"), "\(reason)")
-        #expect(try await httpGet(url + "/livez").status == 200)
+        #expect(try await httpGet(standbyURL + "/livez").status == 200)
+        // The live store's port is taken: a second process cannot listen there, and says so in one line.
+        let port = try #require(url.split(separator: ":").last)
+        let pear = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: pear) }
+        let taken = try await ChildProcess.run(
+            restockExecutable, ["serve", "--broker", broker.url, "--store", "pear", "--data", pear.path, "--http", "127.0.0.1:\(port)"], within: 30)
+        #expect(taken.status != 0)
+        #expect(taken.standardError.contains("error: cannot serve HTTP on 127.0.0.1:\(port): Address already in use;"), "\(taken.standardError)")
         for bad in ["9090", "127.0.0.1:", "127.0.0.1:70000", "http://127.0.0.1:9090", "a b:1"] {
             let refused = try await ChildProcess.run(restockExecutable, ["serve", "--http", bad], within: 30)
             #expect(refused.status != 0)
