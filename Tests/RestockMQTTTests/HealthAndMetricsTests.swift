@@ -139,12 +139,15 @@ struct HealthAndMetricsTests {
         }
     }
 
-    @Test("deploy/prometheus/alerts.yml passes promtool check rules and names only metrics the store reports, each documented")
+    @Test("deploy/prometheus/alerts.yml passes promtool check rules and its unit tests, and names only metrics the store reports, each documented")
     func alertRules() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let rules = root.appendingPathComponent("deploy/prometheus/alerts.yml")
         let check = try await ChildProcess.run("promtool", ["check", "rules", rules.path], within: 30)
         #expect(check.status == 0, "promtool: \(check.standardOutput) \(check.standardError)")
+        // The rules' own unit tests: each alert fires when it should, and not before.
+        let unit = try await ChildProcess.run("promtool", ["test", "rules", rules.deletingPathExtension().path + ".test.yml"], within: 30)
+        #expect(unit.status == 0, "promtool: \(unit.standardOutput) \(unit.standardError)")
         let names = Set(StoreMetric.all.map(\.name))
         let text = try String(contentsOf: rules, encoding: .utf8)
         let used = Set(text.matches(of: /restock_[a-z_]+/).map { String($0.0) }.map { $0.replacing(/_bucket$/, with: "") })
