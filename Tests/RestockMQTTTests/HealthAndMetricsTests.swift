@@ -6,8 +6,9 @@ import RestockTestSupport
 import Testing
 
 /// `restock serve --http` (docs/operations.md, "Health and metrics"): `/livez`, `/readyz` and `/metrics` of a real store
-/// on a real mosquitto, scraped by a real Prometheus and checked by promtool.
-@Suite("Health and metrics over HTTP")
+/// on a real mosquitto, scraped by a real Prometheus and checked by promtool. One test at a time: each starts a broker,
+/// one or two stores and perhaps Prometheus, and the rest of the suite runs beside them on two cores.
+@Suite("Health and metrics over HTTP", .serialized, .timeLimit(.minutes(3)))
 struct HealthAndMetricsTests {
     /// A store serving its HTTP endpoint on a port the system picks, and that endpoint's address.
     func store(on broker: MosquittoBroker, environment: [String: String] = [:]) async throws -> (StoreProcess, String) {
