@@ -20,6 +20,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The operator's HTTP endpoint only; without swift-configuration and full Foundation (its default traits).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
     targets: [
         // The Observer-pattern core: store (subject), observers, watches, alerts. No I/O.
@@ -41,6 +45,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             // The fault hooks of the tests (RESTOCK_FAULT) exist in debug builds only.
             swiftSettings: [.define("RESTOCK_FAULT_INJECTION", .when(configuration: .debug))]),
@@ -52,14 +57,25 @@ let package = Package(
                 "RestockCore", "RestockPipeline", "Mosquitto", "Deadlines",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // The operator's HTTP endpoint of a store process: /livez, /readyz, /metrics (Hummingbird).
+        .target(
+            name: "RestockHTTP",
+            dependencies: [
+                "RestockMQTT", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // The command-line tool: parsing and printing over RestockMQTT.
         .executableTarget(
             name: "restock",
             dependencies: [
-                "RestockMQTT", "LocalBroker",
+                "RestockMQTT", "RestockHTTP", "LocalBroker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The executable, not the libraries, chooses the metrics backend.
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),

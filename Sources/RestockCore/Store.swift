@@ -151,6 +151,9 @@ public final class Store: Sendable {
     /// The number of watches in the store.
     public var watchCount: Int { state.withLock { $0.watchCount } }
 
+    /// The number of customers watching at least one SKU.
+    public var customerCount: Int { state.withLock { $0.customerCount } }
+
     /// The number of watches of one customer, in O(1).
     public func watchCount(of customer: CustomerID) -> Int { state.withLock { $0.watchCount(of: customer) } }
 

@@ -65,6 +65,9 @@ struct StoreState: Sendable {
 
     func watchCount(of customer: CustomerID) -> Int { watchlists[customer]?.count ?? 0 }
 
+    /// Customers watching at least one SKU (a customer's watch list goes with their last watch).
+    var customerCount: Int { watchlists.count }
+
     func watchers(of sku: SKU) -> [Watch] { watchers[sku]?.values ?? [] }
 
     func watchlist(of customer: CustomerID) -> [Watch] {

@@ -14,6 +14,7 @@
 @_exported import struct RestockPipeline.StockRequest
 @_exported import struct RestockPipeline.StorageError
 @_exported import struct RestockPipeline.StoreClaim
+@_exported import struct RestockPipeline.StoreMetric
 @_exported import struct RestockPipeline.StoreStatus
 @_exported import struct RestockPipeline.SubscribeRequest
 @_exported import struct RestockPipeline.SubscriptionsMirror

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RestockCore
+import RestockHTTP
 import RestockMQTT
 import ServiceLifecycle
 
@@ -34,6 +35,8 @@ extension Restock {
         var logLevel: String = "info"
         @Option(help: "How each log line is written: text, or json (one JSON object a line) (env RESTOCK_LOG_FORMAT).")
         var logFormat: String = "text"
+        @Option(help: "Serve /livez, /readyz and /metrics (Prometheus) over HTTP on HOST:PORT, such as 127.0.0.1:9090; off unless given (env RESTOCK_HTTP).")
+        var http: String?
         @Flag(help: "Wait as a standby on the live store's data directory (same machine), and take over when it stops or dies (env RESTOCK_STANDBY).")
         var standby = false
 
@@ -49,6 +52,16 @@ extension Restock {
             }
             _ = try rateLimit()
             _ = try logging()
+            _ = try httpAddress()
+        }
+
+        /// `--http` parsed, or `nil` when not given.
+        func httpAddress() throws -> HTTPListenAddress? {
+            do {
+                return try http.map(HTTPListenAddress.init(parsing:))
+            } catch {
+                throw ValidationError(error.description)
+            }
         }
 
         /// `--log-level` and `--log-format` as swift-log takes them.
@@ -86,15 +99,24 @@ extension Restock {
             logger.logLevel = level
             logger.info("store \(store) keeps its state in \(directory.path)")
             StoreService.installCrashContainment()
+            // Bootstrapped before the store makes its metrics; without --http nothing reads them, and they cost nothing.
+            let address = try httpAddress()
+            let metrics = address.map { _ in PrometheusMetrics.bootstrap() }
+            let health = StoreHealth()
             let service = StoreLauncher(
                 configuration: .init(
                     connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
                     dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000)),
                     maximumWatchesPerCustomer: maxWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
                     customerRequestBurst: customerBurst),
-                standby: standby, logger: logger)
+                standby: standby, logger: logger, health: health)
+            // The endpoint first: the group stops it last, so that it answers (503, draining) while the store drains.
+            var services: [any Service] = [service]
+            if let address, let metrics {
+                services.insert(OperationsServer(address: address, health: health, metrics: metrics, logger: logger), at: 0)
+            }
             let group = ServiceGroup(
-                configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
         }
 

@@ -20,7 +20,7 @@ struct OptionSourcesTests {
         "alerts-per-unit": "3", "drain-timeout": "7", "max-watches-per-customer": "9", "customer-rate": "off",
         "customer-burst": "4", "log-level": "debug", "log-format": "json", "standby": "true", "customer": "c9", "sku": "s9",
         "every": "true", "min-quantity": "5", "wait": "3", "all": "true", "count": "2", "timeout": "4", "json": "true",
-        "set": "8", "add": "-2", "to": "/tmp/t9",
+        "set": "8", "add": "-2", "to": "/tmp/t9", "http": "127.0.0.1:9091",
     ]
     /// Options that cannot go with another the command needs otherwise: that one is left out.
     static let excludes = ["all": "sku", "add": "set"]

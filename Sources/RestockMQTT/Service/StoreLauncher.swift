@@ -12,13 +12,16 @@ public struct StoreLauncher: Service {
     public let configuration: StoreService.Configuration
     /// Whether it waits as a standby until the live store process on the same data directory ends.
     public let standby: Bool
+    /// Whether the store it runs is alive and takes requests (`/livez`, `/readyz`), also while it waits as a standby.
+    public let health: StoreHealth
     private let logger: Logger
 
     /// How often a standby looks at the data directory's lock.
     static let standbyPoll = Duration.milliseconds(50)
 
     /// A launcher of the store `configuration` describes, live or standby.
-    public init(configuration: StoreService.Configuration, standby: Bool, logger: Logger) {
+    public init(configuration: StoreService.Configuration, standby: Bool, logger: Logger, health: StoreHealth = StoreHealth()) {
+        self.health = health
         self.configuration = configuration
         self.standby = standby
         self.logger = logger
@@ -32,6 +35,7 @@ public struct StoreLauncher: Service {
             return
         }
         let directory = configuration.dataDirectory
+        health.standby(on: directory)
         logger.info("standby for store \(configuration.store): waiting for the live store process on \(directory.path) to stop")
         while true {
             do {
@@ -40,6 +44,7 @@ public struct StoreLauncher: Service {
                 }
             } catch is CancellationError {
                 logger.info("standby stopped")
+                health.stopped("stopped")
                 return
             }
             let opened: StoreService?
@@ -62,7 +67,7 @@ public struct StoreLauncher: Service {
         var waiting = false
         while true {
             do {
-                let service = try StoreService(configuration: configuration, logger: logger)
+                let service = try StoreService(configuration: configuration, logger: logger, health: health)
                 if waiting { logger.notice("the lock is gone: the store starts") }
                 return service
             } catch let error as StorageError where error.isLocked {

@@ -23,6 +23,8 @@ final class StoreLifecycle: Sendable {
         var error: StorageError
         let since: ContinuousClock.Instant
         var loggedAt: ContinuousClock.Instant
+        /// How far its time is counted in ``StoreMetric/pausedSeconds``.
+        var countedTo: ContinuousClock.Instant
     }
 
     private struct State {
@@ -38,11 +40,13 @@ final class StoreLifecycle: Sendable {
     private let pauseReport: Duration
     private let clock = ContinuousClock()
     private let changed: AsyncStream<Void>.Continuation
+    private let metrics: StoreMetrics
     /// Woken (at most one wakeup waiting) whenever something here changes.
     let changes: AsyncStream<Void>
 
-    init(logger: Logger, timing: StoreTiming = .contract) {
+    init(logger: Logger, timing: StoreTiming = .contract, metrics: StoreMetrics = StoreMetrics()) {
         self.logger = logger
+        self.metrics = metrics
         self.pauseReport = timing.pauseReport
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -79,7 +83,7 @@ final class StoreLifecycle: Sendable {
         let now = clock.now
         let report: (began: Bool, lasted: Duration)? = state.withLock { state in
             guard var pause = state.pauses[stage] else {
-                state.pauses[stage] = Pause(error: error, since: now, loggedAt: now)
+                state.pauses[stage] = Pause(error: error, since: now, loggedAt: now, countedTo: now)
                 return (true, .zero)
             }
             pause.error = error
@@ -88,6 +92,7 @@ final class StoreLifecycle: Sendable {
             pause.loggedAt = now
             return (false, now - pause.since)
         }
+        countPausedTime()
         guard let report else { return }
         if report.began { changed.yield() }
         let metadata: Logger.Metadata = [
@@ -105,12 +110,42 @@ final class StoreLifecycle: Sendable {
 
     /// `stage` could write again: its pause, if any, ends.
     func resume(_ stage: Stage) {
+        countPausedTime()
         let now = clock.now
         guard let ended = state.withLock({ $0.pauses.removeValue(forKey: stage) }) else { return }
         changed.yield()
         logger.notice(
             "resumed \(stage.rawValue) after \(Int((now - ended.since).seconds)) s: \(ended.error.path) can be written again",
             metadata: [StoreLoggingKeys.stage: "\(stage.rawValue)"])
+    }
+
+    /// Adds the time each paused stage has spent paused since it was last counted to ``StoreMetric/pausedSeconds``
+    /// (at each retry, at its end, and when the gauges are sampled).
+    func countPausedTime() {
+        let now = clock.now
+        let spent = state.withLock { state in
+            state.pauses.keys.map { stage in
+                defer { state.pauses[stage]?.countedTo = now }
+                return (stage, now - (state.pauses[stage]?.countedTo ?? now))
+            }
+        }
+        for (stage, duration) in spent where duration > .zero {
+            metrics.pausedSeconds[stage == .journal ? .journal : .apply]?.increment(by: duration.seconds)
+        }
+    }
+
+    /// Why the store takes no requests now (for `/readyz`), or `nil` when it takes them: a stage failed, another
+    /// instance took the store over, a stage is paused, or its session with the broker is down.
+    var notReadyReason: String? {
+        state.withLock { state in
+            if let failure = state.failure { return "\(failure)" }
+            if let winner = state.takenOverBy { return "another instance (\(winner)) took the store over" }
+            for stage in Stage.allCases {
+                if let pause = state.pauses[stage] { return "paused: \(stage.rawValue) is paused: \(pause.error)" }
+            }
+            if !state.sessionConnected { return "the store's session with the broker is down: it takes no requests until it is back" }
+            return nil
+        }
     }
 
     /// Whether `stage` is paused.

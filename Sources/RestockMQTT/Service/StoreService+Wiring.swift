@@ -28,10 +28,12 @@ extension StoreService {
         /// Whether this instance has sent its claim (a start stopped before online withdraws it).
         let claimPublished = Flag()
         let heartbeat: Heartbeat
+        let metrics: StoreMetrics
 
         init(service: StoreService) throws {
             let topics = service.topics, store = service.store.id
-            lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing)
+            lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing, metrics: service.metrics)
+            metrics = service.metrics
             liveness = StoreLiveness(topics: topics, timing: service.timing)
             (requestWakeups, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -48,7 +50,9 @@ extension StoreService {
 
             session = try service.connector.connection(
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
-                journal: RequestJournal(database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark))
+                journal: RequestJournal(
+                    database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
+                    metrics: service.metrics))
             sessionEvents = session.connectionEvents()
 
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -80,7 +84,9 @@ extension StoreService {
                     }
                 }
                 group.addTask {
+                    var connections = 0
                     for await event in publisherEvents {
+                        metrics.count(event, on: .publishing, connections: &connections)
                         guard case .connected = event else { continue }
                         heartbeat.trigger.yield()
                     }

@@ -79,6 +79,10 @@ public final class StoreService: Service, Sendable {
 
     /// What the store was made with.
     public let configuration: Configuration
+    /// Whether it is alive and takes requests (`/livez`, `/readyz`).
+    public let health: StoreHealth
+    /// Its metrics, through swift-metrics (``StoreMetric``).
+    let metrics = StoreMetrics()
     /// The in-process store, the mirror of the broker's requests: restored from the data directory by ``run()``
     /// before the store says it is online. For tests, which read it; it changes only through MQTT.
     package let store: Store
@@ -91,7 +95,7 @@ public final class StoreService: Service, Sendable {
     public let instance: String
     /// The process that used the data directory before this one (stopped or dead: this one holds the lock).
     private let previousInstance: String?
-    private let rateLimit: CustomerRateLimiter.Configuration
+    let rateLimit: CustomerRateLimiter.Configuration
     /// Where the connections come from: libmosquitto, or (tests) a broker in memory.
     let connector: any BrokerConnector
     let timing: StoreTiming
@@ -100,18 +104,21 @@ public final class StoreService: Service, Sendable {
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process runs on it;
     ///   ``StorageError`` when a file of it cannot be used; ``RestockMQTTError/dataDirectoryDamaged(file:problem:remedy:)``
     ///   when its files do not belong together.
-    public convenience init(configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    public convenience init(
+        configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }, health: StoreHealth = StoreHealth()
+    ) throws {
         try self.init(
             configuration: configuration, logger: logger, clock: clock,
-            connector: MosquittoConnector(settings: configuration.connection, logger: logger), timing: .contract)
+            connector: MosquittoConnector(settings: configuration.connection, logger: logger), timing: .contract, health: health)
     }
 
     /// A store whose connections come from `connector`, waiting by `timing` (tests: a broker in memory, and
     /// intervals of milliseconds).
     package init(
         configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
-        connector: any BrokerConnector, timing: StoreTiming
+        connector: any BrokerConnector, timing: StoreTiming, health: StoreHealth = StoreHealth()
     ) throws {
+        self.health = health
         self.connector = connector
         self.timing = timing
         self.configuration = configuration
@@ -148,14 +155,22 @@ public final class StoreService: Service, Sendable {
     ///   ``RestockMQTTError/storeTakenOver(store:instance:)`` when one took the store over later; the error of a
     ///   stage that failed for good; an ``MQTTError`` when the broker refuses the store.
     public func run() async throws {
-        let wiring = try Wiring(service: self)
-        try await withThrowingTaskGroup(of: Void.self) { watchers in
-            // The publishing connection's view of the status and claim, for the whole run.
-            watchers.addTask { await wiring.watchStatus(instance: self.instance) }
-            defer { watchers.cancelAll() }
-            guard try await start(wiring) else { return }
-            try await runStages(wiring)
+        health.starting()
+        do {
+            let wiring = try Wiring(service: self)
+            try await withThrowingTaskGroup(of: Void.self) { watchers in
+                // The publishing connection's view of the status and claim, for the whole run.
+                watchers.addTask { await wiring.watchStatus(instance: self.instance) }
+                defer { watchers.cancelAll() }
+                guard try await start(wiring) else { return }
+                health.running(wiring.lifecycle)
+                try await runStages(wiring)
+            }
+        } catch {
+            health.stopped("stopped: \(error)")
+            throw error
         }
+        health.stopped("stopped")
     }
 
     // MARK: Start
@@ -312,70 +327,6 @@ public final class StoreService: Service, Sendable {
         let publication = try wiring.publisher.send(claim.payloadBytes(), to: topics.claim, retain: true)
         wiring.claimPublished.raise()
         try await publication.acknowledged()
-    }
-
-    // MARK: Running
-
-    /// Runs the stages as services of one group (docs/architecture.md, "The pipeline"), in the order they stop in
-    /// reverse: the session watch closes the session first, the applying stage ends after its batch, the publisher
-    /// drains the outbox, and the heartbeat says offline last.
-    private func runStages(_ wiring: Wiring) async throws {
-        let processor = try await withTaskExecutorPreference(database.executor) {
-            try RequestProcessor(
-                store: store, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
-                logger: logger, clock: clock, rateLimit: rateLimit)
-        }
-        // Requests and alerts left from before a restart go first.
-        wiring.requestArrived.yield()
-        wiring.outboxGrew.yield()
-        let stages: [any Service] = [
-            wiring.heartbeat,
-            JournalLagWatch(
-                mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
-                checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
-            OutboxPublisher(
-                client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
-                topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
-                acknowledgementGrace: timing.acknowledgementGrace),
-            ApplyStage(
-                processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
-                lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
-            SessionWatch(
-                client: wiring.session, events: wiring.sessionEvents, database: database, lifecycle: wiring.lifecycle,
-                liveness: wiring.liveness, store: store.id, instance: instance,
-                republish: { [republish = wiring.republish, arrived = wiring.requestArrived] in
-                    republish.raise()
-                    arrived.yield()
-                },
-                refreshView: { [publisher = wiring.publisher, liveness = wiring.liveness, topics] in
-                    // A subscription made again is answered with the retained messages, after everything before it.
-                    liveness.connected()
-                    try await publisher.subscribe(to: topics.status)
-                    try await publisher.subscribe(to: topics.claim)
-                    liveness.subscribed()
-                },
-                logger: logger, probeInterval: timing.retry),
-        ]
-        let group = ServiceGroup(
-            configuration: .init(
-                services: stages.map {
-                    .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
-                },
-                logger: logger))
-        var failure: (any Error)?
-        do {
-            try await group.run()
-        } catch {
-            failure = error
-        }
-        await wiring.session.disconnect()
-        await wiring.publisher.disconnect()
-        if let winner = wiring.lifecycle.takenOverBy {
-            logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])
-            throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)
-        }
-        logger.info("store \(store.id) offline")
-        if let failure { throw wiring.lifecycle.failure ?? failure }
     }
 
     /// How many requests and messages wait in the queues, and how many watches are stored.

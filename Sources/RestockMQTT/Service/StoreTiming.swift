@@ -22,6 +22,9 @@ package struct StoreTiming: Sendable {
     package var pauseReport = Duration.seconds(60)
     /// How often the journal lag is looked at (``JournalLagWatch``).
     package var lagCheck = Duration.seconds(1)
+    /// How often the metrics' gauges are sampled (``GaugeSampler``): not scaled down for tests, since nothing scrapes
+    /// faster than a second and a query of the outbox each few milliseconds only takes the pipeline's thread from them.
+    package var gaugeSampling = Duration.seconds(1)
     /// How long a stopping store waits, after its drain, for the acknowledgements of what it sent.
     package var acknowledgementGrace = Duration.seconds(2)
 

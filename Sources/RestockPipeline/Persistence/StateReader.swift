@@ -90,6 +90,9 @@ struct StateReader: Sendable {
 
     /// How many rows each queue holds: requests not yet applied (in `log`, and requests an earlier version journaled
     /// in the state and not yet carried over to it), messages waiting in the outbox, watches.
+    /// Messages in the outbox not yet acknowledged (the alerts of a batch counted one by one).
+    func outboxDepth() throws(StorageError) -> Int { try read { try Outbox.messageCount($0) } }
+
     func queueLengths(log: RequestLog?) throws(StorageError) -> (inbox: Int, outbox: Int, watches: Int) {
         let inbox = try log?.count(after: processedThrough()) ?? 0
         return try read { db in

@@ -206,4 +206,7 @@ package final class StoreDatabase: Sendable {
 
     /// How many rows each queue holds (for tests and logs).
     package func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) { try reader.queueLengths(log: log) }
+
+    /// Messages committed and not yet acknowledged by the broker.
+    package func outboxDepth() throws -> Int { try reader.outboxDepth() }
 }

@@ -21,6 +21,31 @@ extension RequestProcessor {
         return false
     }
 
+    /// Applies a stock change: the inventory, the lines it changed, its alerts, and the inventory record to publish.
+    func applyStock(
+        _ sku: SKU, _ change: StockChange, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>,
+        tally: inout BatchTally
+    ) throws(RequestRefusal) {
+        let outcome = try perform { () throws(RestockError) in try store.changeStock(of: sku, change) }
+        changes.inventory[sku] = outcome.quantity
+        changes.lineChanged(updated: outcome.updatedWatches, removed: outcome.removedWatches)
+        for watch in outcome.removedWatches { mirrors.insert(watch.customer) }
+        tally.applied[.stock, default: 0] += 1
+        tally.alerts += outcome.alerts.count
+        // One record for all the alerts of the change (each rebuilt when published); one row each only if
+        // they cannot share one.
+        if let batch = AlertBatch(outcome.alerts) {
+            changes.publications.append(Publication(batch: batch))
+        } else {
+            changes.publications += outcome.alerts.map(publication(of:))
+        }
+        let record = InventoryRecord(store: store.id, sku: sku, quantity: outcome.quantity, updatedAt: clock())
+        let topic = topics.inventory(sku)
+        changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
+        logger.info(
+            "stock changed", metadata: [StoreLoggingKeys.sku: "\(sku)", StoreLoggingKeys.quantity: "\(outcome.quantity)", StoreLoggingKeys.alerts: "\(outcome.alerts.count)"])
+    }
+
     func perform<T>(_ body: () throws(RestockError) -> T) throws(RequestRefusal) -> T {
         do {
             return try body()

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import RestockCore
 import Synchronization
 
@@ -20,6 +21,8 @@ package final class RequestProcessor: Sendable {
     let requests: HandOff<JournaledRequest>
     /// Where committed messages go on to the publisher.
     let committed: HandOff<CommittedPublication>
+    /// Requests applied and refused, alerts raised, dead letters, and the time to apply and commit a batch.
+    let metrics: StoreMetrics
 
     /// How many times the store may be killed without a fault while applying one suspect alone before the
     /// suspect is set aside anyway: a bound against a crash loop if a fault ever killed the process before its
@@ -61,8 +64,9 @@ package final class RequestProcessor: Sendable {
     package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
-        rateLimit: CustomerRateLimiter.Configuration = .off
+        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics()
     ) throws {
+        self.metrics = metrics
         self.trimEvery = trimEvery
         self.rateLimiter = Mutex(CustomerRateLimiter(rateLimit))
         self.store = store
@@ -170,7 +174,9 @@ package final class RequestProcessor: Sendable {
         try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
         var changes = StoreChanges()
         var mirrorsToRefresh = Set<CustomerID>()
-        for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh) }
+        var tally = BatchTally()
+        let started = ContinuousClock.now
+        for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh, tally: &tally) }
         let now = clock()
         for customer in mirrorsToRefresh.sorted() {
             let mirror = SubscriptionsMirror(
@@ -181,6 +187,8 @@ package final class RequestProcessor: Sendable {
         changes.mirrored = mirrorsToRefresh
         changes.counters = store.counters
         changes.processedThrough = last.seq
+        metrics.applyDuration.record(duration: .now - started)
+        metrics.record(tally)
         try commit(changes, through: last.seq)
     }
 
@@ -190,7 +198,9 @@ package final class RequestProcessor: Sendable {
     private func commit(_ changes: StoreChanges, through last: Int64) throws {
         let messages: [CommittedPublication]
         do {
+            let started = ContinuousClock.now
             messages = try database.commit(changes)
+            metrics.commitDuration.record(duration: .now - started)
         } catch let error as StorageError where error.isPassable {
             database.endAttempt()  // not the requests' fault
             pendingCommit.withLock { $0 = (changes, last) }
@@ -275,6 +285,7 @@ package final class RequestProcessor: Sendable {
             request, error: Publication(key: "error:\(request.seq):request-failed", topic: topic, payload: report.payloadBytes(), retain: false),
             at: now)
         progress.withLock { $0.lastApplied = request.seq }
+        metrics.deadLetters.increment()
         committed.append(error)
     }
 
@@ -288,7 +299,9 @@ package final class RequestProcessor: Sendable {
         }
     }
 
-    private func apply(_ request: JournaledRequest, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>) {
+    private func apply(
+        _ request: JournaledRequest, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>, tally: inout BatchTally
+    ) {
         FaultInjection.trapIfChosen(request.payload)
         guard let kind = topics.request(for: request.topic) else {
             logger.warning("ignoring a message on an unexpected topic", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
@@ -300,11 +313,15 @@ package final class RequestProcessor: Sendable {
             guard let id = try? CustomerID(raw) else {
                 // No valid customer to answer: log only (docs/contract.md, "Topics").
                 logger.warning("refused a request with an invalid customer id", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
+                tally.refused[.invalidCustomer, default: 0] += 1
                 return
             }
             customer = id
             // A customer past the rate limit: not decoded, not applied, no mirror; answered at most once a second.
-            guard admit(id, request, into: &changes) else { return }
+            guard admit(id, request, into: &changes) else {
+                tally.refused[.rateLimited, default: 0] += 1
+                return
+            }
         case .stock:
             customer = nil
         }
@@ -328,37 +345,27 @@ package final class RequestProcessor: Sendable {
                     if outcome.isKept { changes.save(outcome.watch) } else { changes.remove(WatchKey(customer: who, sku: sku)) }
                 }
                 if let alert = outcome.alert { changes.publications.append(publication(of: alert)) }
+                tally.alerts += outcome.alert == nil ? 0 : 1
+                tally.applied[.subscribe, default: 0] += 1
                 mirrors.insert(who)
                 logAccepted(request, "subscribe", who, sku: sku, position: outcome.watch.position)
             case .unsubscribe(let who, let sku):
                 let removed = store.unsubscribe(who, from: sku)
                 if removed != nil { changes.remove(WatchKey(customer: who, sku: sku)) }
+                tally.applied[.unsubscribe, default: 0] += 1
                 mirrors.insert(who)
                 logAccepted(request, "unsubscribe", who, sku: sku, position: removed?.position)
             case .unsubscribeAll(let who):
                 for watch in store.unsubscribeAll(who) { changes.remove(WatchKey(customer: who, sku: watch.sku)) }
+                tally.applied[.unsubscribeAll, default: 0] += 1
                 mirrors.insert(who)
                 logAccepted(request, "unsubscribe-all", who, sku: nil, position: nil)
             case .stock(let sku, let change):
-                let outcome = try perform { () throws(RestockError) in try store.changeStock(of: sku, change) }
-                changes.inventory[sku] = outcome.quantity
-                changes.lineChanged(updated: outcome.updatedWatches, removed: outcome.removedWatches)
-                for watch in outcome.removedWatches { mirrors.insert(watch.customer) }
-                // One record for all the alerts of the change (each rebuilt when published); one row each only if
-                // they cannot share one.
-                if let batch = AlertBatch(outcome.alerts) {
-                    changes.publications.append(Publication(batch: batch))
-                } else {
-                    changes.publications += outcome.alerts.map(publication(of:))
-                }
-                let record = InventoryRecord(store: store.id, sku: sku, quantity: outcome.quantity, updatedAt: clock())
-                let topic = topics.inventory(sku)
-                changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
-                logger.info(
-                    "stock changed", metadata: [StoreLoggingKeys.sku: "\(sku)", StoreLoggingKeys.quantity: "\(outcome.quantity)", StoreLoggingKeys.alerts: "\(outcome.alerts.count)"])
+                try applyStock(sku, change, to: &changes, refreshing: &mirrors, tally: &tally)
             }
         } catch {
             let refusal = error
+            tally.refused[refusal.code, default: 0] += 1
             logger.notice("refused a request", metadata: [StoreLoggingKeys.topic: "\(request.topic)", StoreLoggingKeys.error: "\(refusal)"])
             let report = ErrorReport(refusal: refusal, topic: request.topic, at: clock())
             let topic = customer.map(topics.errors) ?? topics.adminErrors

@@ -13,6 +13,9 @@ final class JournalMark: Sendable {
 
     /// The last request journaled (0 before the first, in this process).
     var journaledThrough: Int64 { last.load(ordering: .relaxed) }
+
+    /// Requests journaled and not yet applied, when requests up to `applied` are.
+    func lag(applied: Int64) -> Int64 { max(0, journaledThrough - applied) }
 }
 
 /// When the journal lag (requests journaled but not yet applied) is worth a log line: once when it passes the threshold,
@@ -74,7 +77,7 @@ struct JournalLagWatch: Service {
             var report = LagReport(threshold: threshold, reportEvery: reportEvery)
             while true {
                 try await Task.sleep(for: checkEvery)
-                let lag = max(0, mark.journaledThrough - applied())
+                let lag = mark.lag(applied: applied())
                 if let event = report.observe(lag, at: clock.now) { log(event) }
             }
         }

@@ -1,6 +1,7 @@
 import Deadlines
 import DequeModule
 import Logging
+import Metrics
 import Mosquitto
 import RestockCore
 import RestockPipeline
@@ -29,6 +30,8 @@ struct OutboxPublisher: Service {
     let lifecycle: StoreLifecycle
     /// How long a stopping store waits, after its drain, for the acknowledgements of what it has sent.
     let acknowledgementGrace: Duration
+    /// Alerts published and acknowledged, and how long the broker takes to acknowledge a round.
+    let metrics: StoreMetrics
     /// Acknowledgements the database could not record yet (a full disk), recorded with the next ones.
     private let unrecorded = UnrecordedAcknowledgements()
     private let stopping = ShutdownDeadline()
@@ -39,8 +42,9 @@ struct OutboxPublisher: Service {
     init(
         client: any BrokerConnection, database: StoreDatabase, committed: HandOff<CommittedPublication>,
         wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
-        logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration
+        logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration, metrics: StoreMetrics
     ) {
+        self.metrics = metrics
         self.lifecycle = lifecycle
         self.acknowledgementGrace = acknowledgementGrace
         self.client = client
@@ -105,6 +109,8 @@ struct OutboxPublisher: Service {
         let topic: String
         let payload: [UInt8]
         let retain: Bool
+        /// Whether it is an alert (of a batch, or on its own on a customer's alerts topic).
+        var isAlert: Bool { index != nil || topic.hasSuffix("/alerts") }
     }
 
     /// Publishes everything pending; returns how many messages it sent. Each round is queued before the previous
@@ -115,22 +121,25 @@ struct OutboxPublisher: Service {
         var total = 0
         while !Task.isCancelled, !stopping.hasPassed {
             var awaiting: [(Outgoing, BrokerAcknowledgement)] = []
+            var sentAt = ContinuousClock.now
             do {
                 while !Task.isCancelled {
                     if stopping.hasPassed {
-                        let last = awaiting
-                        _ = try? await withDeadline(acknowledgementGrace.seconds) { try await acknowledge(last) }
+                        let (last, since) = (awaiting, sentAt)
+                        _ = try? await withDeadline(acknowledgementGrace.seconds) { try await acknowledge(last, sentAt: since) }
                         return total
                     }
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
                     let round = try reader.next(Self.round)
+                    let now = ContinuousClock.now
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
                         (message, try client.send(message.payload, to: message.topic, retain: message.retain))
                     }
                     total += sent.count
-                    try await acknowledge(awaiting)
-                    awaiting = sent
+                    metrics.alertsPublished.increment(by: round.count(where: \.isAlert))
+                    try await acknowledge(awaiting, sentAt: sentAt)
+                    (awaiting, sentAt) = (sent, now)
                     if round.isEmpty { return total }
                 }
             } catch MQTTError.notConnected {
@@ -147,10 +156,15 @@ struct OutboxPublisher: Service {
     /// batch remembers how far it has been acknowledged (every earlier round was acknowledged before). What the
     /// database cannot record now (a full disk) is kept and recorded with the next ones; until then a restart
     /// would send those messages again, with the same ids.
-    private func acknowledge(_ publications: [(Outgoing, BrokerAcknowledgement)]) async throws {
+    private func acknowledge(_ publications: [(Outgoing, BrokerAcknowledgement)], sentAt: ContinuousClock.Instant) async throws {
         guard !publications.isEmpty else { return }
         var (messages, batches) = unrecorded.take()
         var interrupted: (any Error)?
+        var alerts = 0
+        defer {
+            metrics.alertsAcknowledged.increment(by: alerts)
+            if interrupted == nil { metrics.acknowledgementDuration.record(duration: .now - sentAt) }
+        }
         for (message, publication) in publications {
             do {
                 try await publication.acknowledged()
@@ -162,6 +176,7 @@ struct OutboxPublisher: Service {
                 interrupted = error
                 break
             }
+            if message.isAlert { alerts += 1 }
             if let index = message.index {
                 if batches.last?.seq == message.seq {
                     batches[batches.count - 1].sent = max(batches[batches.count - 1].sent, index + 1)

@@ -23,6 +23,7 @@ struct RequestJournal: MQTTInboundJournal {
     let lifecycle: StoreLifecycle
     /// How far it has journaled, for the lag watch.
     let mark: JournalMark
+    let metrics: StoreMetrics
 
     /// Journals the requests of one read in one transaction (group commit): all of them, or — when the log cannot be
     /// written — none, refused together, so that the broker delivers the whole burst again and none of it is applied
@@ -35,6 +36,7 @@ struct RequestJournal: MQTTInboundJournal {
         do {
             let journaled = try database.journal(batch: entries)
             if let last = journaled.last { mark.journaled(through: last.seq) }
+            metrics.requestsJournaled.increment(by: journaled.count)
             requests.append(journaled)
             return messages.map { _ in .recorded }
         } catch {

@@ -34,15 +34,16 @@ struct SessionWatch: Service {
 
     /// How often a paused journal tries the log again.
     let probeInterval: Duration
+    let metrics: StoreMetrics
 
     func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
                 var connections = 0
                 for await event in events {
+                    metrics.count(event, on: .session, connections: &connections)
                     switch event {
                     case .connected(let sessionPresent):
-                        connections += 1
                         lifecycle.sessionConnected()
                         logger.info(connections == 1 ? "connected to the broker" : "reconnected to the broker", metadata: [StoreLoggingKeys.session: "\(sessionPresent)"])
                         if connections > 1, !sessionPresent { republish() }
@@ -60,6 +61,7 @@ struct SessionWatch: Service {
             }
         } catch is CancellationError {}
         lifecycle.sessionLost()
+        metrics.brokerConnected[.session]?.record(0)
         await client.disconnect()
     }
 

@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Hummingbird
+import Logging
+import NIOCore
+import RestockMQTT
+import ServiceLifecycle
+
+/// The operator's HTTP endpoint of a store process (docs/operations.md, "Health and metrics"), over Hummingbird:
+/// - `GET /livez`: 200 while the process and its stages run;
+/// - `GET /readyz`: 200 while the store is online on the broker, holds its claim and takes requests; otherwise 503
+///   with the reason in one line;
+/// - `GET /metrics`: what `metrics` renders, in Prometheus's text format.
+///
+/// A `Service`: run it in the same `ServiceGroup` as the store, before it, so that it answers while the store drains.
+/// An address it cannot listen on (taken, not this machine's) ends it with ``OperationsServerError``.
+public struct OperationsServer: Service {
+    private let address: HTTPListenAddress
+    private let health: StoreHealth
+    private let metrics: @Sendable () -> [UInt8]
+    private let logger: Logger
+
+    /// An endpoint on `address` that answers from `health`, and `/metrics` with what `metrics` returns.
+    public init(address: HTTPListenAddress, health: StoreHealth, metrics: @escaping @Sendable () -> [UInt8], logger: Logger) {
+        self.address = address
+        self.health = health
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Serves until graceful shutdown.
+    /// - Throws: when the address cannot be bound.
+    public func run() async throws {
+        let router = Router()
+        router.get("livez") { _, _ in Self.answer(health.liveness) }
+        router.get("readyz") { _, _ in Self.answer(health.readiness) }
+        router.get("metrics") { [metrics] _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics())))
+        }
+        let (address, logger) = (address, logger)
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .notice)  // Hummingbird's own start and stop lines
+        let application = Application(
+            router: router, configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port)),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? address.port
+                logger.info("serving /livez, /readyz and /metrics on http://\(HTTPListenAddress(host: address.host, port: port))")
+            },
+            logger: quiet)
+        do {
+            try await application.run()
+        } catch let error as IOError {
+            throw OperationsServerError(address: address, reason: String(cString: strerror(error.errnoCode)))
+        }
+    }
+
+    private static func answer(_ check: StoreHealth.Check) -> Response {
+        switch check {
+        case .passing: return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok\n")))
+        case .failing(let reason):
+            return Response(status: .serviceUnavailable, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
+        }
+    }
+}
+
+/// The endpoint cannot listen on its address.
+public struct OperationsServerError: Error, Sendable, CustomStringConvertible {
+    /// The address given.
+    public let address: HTTPListenAddress
+    /// The system's reason (`Address already in use`).
+    public let reason: String
+
+    /// One line: where, why, and what to do.
+    public var description: String {
+        "cannot serve HTTP on \(address): \(reason); give --http an address of this machine with a free port"
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Synchronization
+
+/// Whether a store process is alive, and whether it takes requests, for `/livez` and `/readyz` (docs/operations.md,
+/// "Health and metrics"). ``StoreLauncher`` and ``StoreService`` move it through the store's phases; an HTTP endpoint
+/// reads it from any thread.
+public final class StoreHealth: Sendable {
+    /// The answer to one check.
+    public enum Check: Sendable, Equatable {
+        /// The check passes.
+        case passing
+        /// The check fails, and why, in one line.
+        case failing(String)
+    }
+
+    private enum Phase {
+        case starting
+        case standby(directory: String)
+        case running(StoreLifecycle)
+        case draining
+        case stopped(String)
+    }
+
+    private let phase = Mutex(Phase.starting)
+
+    /// A store that is starting.
+    public init() {}
+
+    /// Alive: the process and its stages run (starting, waiting as a standby, taking requests, paused or draining);
+    /// failing once a stage has failed for good or the store has stopped.
+    public var liveness: Check {
+        switch phase.withLock({ $0 }) {
+        case .starting, .standby, .draining: return .passing
+        case .running(let lifecycle): return lifecycle.failure.map { .failing("\($0)") } ?? .passing
+        case .stopped(let reason): return .failing(reason)
+        }
+    }
+
+    /// Ready: online on the broker with its claim held, its session up, and taking requests — not starting, not a
+    /// standby, not paused (a full disk), not draining.
+    public var readiness: Check {
+        switch phase.withLock({ $0 }) {
+        case .starting: return .failing("starting: restoring the state and claiming the store id on the broker")
+        case .standby(let directory): return .failing("standby: waiting for the live store process on \(directory) to stop")
+        case .running(let lifecycle): return lifecycle.notReadyReason.map(Check.failing) ?? .passing
+        case .draining: return .failing("draining: stopping on a signal, publishing what the outbox holds")
+        case .stopped(let reason): return .failing(reason)
+        }
+    }
+
+    func standby(on directory: URL) { phase.withLock { $0 = .standby(directory: directory.path) } }
+    func starting() { phase.withLock { $0 = .starting } }
+    func running(_ lifecycle: StoreLifecycle) { phase.withLock { $0 = .running(lifecycle) } }
+    func draining() {
+        phase.withLock { phase in
+            if case .running = phase { phase = .draining }
+        }
+    }
+    func stopped(_ reason: String) { phase.withLock { $0 = .stopped(reason) } }
+}

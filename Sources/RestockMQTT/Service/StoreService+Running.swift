@@ -1,0 +1,76 @@
+import Logging
+import RestockPipeline
+import ServiceLifecycle
+
+extension StoreService {
+    // MARK: Running
+
+    /// Runs the stages as services of one group (docs/architecture.md, "The pipeline"), in the order they stop in
+    /// reverse: the session watch closes the session first, the applying stage ends after its batch, the publisher
+    /// drains the outbox, and the heartbeat says offline last.
+    func runStages(_ wiring: Wiring) async throws {
+        let processor = try await withTaskExecutorPreference(database.executor) {
+            try RequestProcessor(
+                store: store, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
+                logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics)
+        }
+        // Requests and alerts left from before a restart go first.
+        wiring.requestArrived.yield()
+        wiring.outboxGrew.yield()
+        let stages: [any Service] = [
+            wiring.heartbeat,
+            JournalLagWatch(
+                mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
+                checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
+            GaugeSampler(
+                metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: store, database: database,
+                lifecycle: wiring.lifecycle, interval: timing.gaugeSampling),
+            OutboxPublisher(
+                client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
+                topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
+                acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics),
+            ApplyStage(
+                processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
+                lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
+            SessionWatch(
+                client: wiring.session, events: wiring.sessionEvents, database: database, lifecycle: wiring.lifecycle,
+                liveness: wiring.liveness, store: store.id, instance: instance,
+                republish: { [republish = wiring.republish, arrived = wiring.requestArrived] in
+                    republish.raise()
+                    arrived.yield()
+                },
+                refreshView: { [publisher = wiring.publisher, liveness = wiring.liveness, topics] in
+                    // A subscription made again is answered with the retained messages, after everything before it.
+                    liveness.connected()
+                    try await publisher.subscribe(to: topics.status)
+                    try await publisher.subscribe(to: topics.claim)
+                    liveness.subscribed()
+                },
+                logger: logger, probeInterval: timing.retry, metrics: metrics),
+        ]
+        let group = ServiceGroup(
+            configuration: .init(
+                services: stages.map {
+                    .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                },
+                logger: logger))
+        var failure: (any Error)?
+        do {
+            try await withGracefulShutdownHandler {
+                try await group.run()
+            } onGracefulShutdown: { [health] in
+                health.draining()
+            }
+        } catch {
+            failure = error
+        }
+        await wiring.session.disconnect()
+        await wiring.publisher.disconnect()
+        if let winner = wiring.lifecycle.takenOverBy {
+            logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])
+            throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)
+        }
+        logger.info("store \(store.id) offline")
+        if let failure { throw wiring.lifecycle.failure ?? failure }
+    }
+}

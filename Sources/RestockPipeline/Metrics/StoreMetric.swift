@@ -1,0 +1,92 @@
+/// One metric the store reports through swift-metrics: its Prometheus name, its type and its help line
+/// (docs/operations.md, "Health and metrics"). The library only calls swift-metrics' API; the executable that
+/// runs a store chooses the backend (`restock serve --http` bootstraps swift-prometheus) and takes the help lines
+/// from ``all``.
+public struct StoreMetric: Sendable, Hashable {
+    /// How a metric behaves, as Prometheus names it.
+    public enum Kind: String, Sendable {
+        /// Only goes up (a swift-metrics `Counter` or `FloatingPointCounter`).
+        case counter
+        /// Goes up and down (a swift-metrics `Gauge`).
+        case gauge
+        /// Durations in buckets (a swift-metrics `Timer`).
+        case histogram
+    }
+
+    /// The Prometheus name: `restock_`, base units, `_total` for a counter.
+    public let name: String
+    /// Its type.
+    public let kind: Kind
+    /// One sentence: what it counts or measures.
+    public let help: String
+
+    /// The label a metric's series are told apart by, if any.
+    public let label: String?
+
+    init(_ name: String, _ kind: Kind, label: String? = nil, _ help: String) {
+        self.name = name
+        self.kind = kind
+        self.label = label
+        self.help = help
+    }
+
+    /// Requests written to the request log (and so acknowledged to the broker).
+    public static let requestsJournaled = StoreMetric(
+        "restock_requests_journaled_total", .counter, "Requests written to the request log and acknowledged to the broker.")
+    /// Requests applied to the store, by kind.
+    public static let requestsApplied = StoreMetric(
+        "restock_requests_applied_total", .counter, label: "kind",
+        "Requests applied to the store, by kind (subscribe, unsubscribe, unsubscribe-all, stock).")
+    /// Requests refused, by refusal code.
+    public static let requestsRefused = StoreMetric(
+        "restock_requests_refused_total", .counter, label: "code", "Requests refused and changing nothing, by refusal code.")
+    /// Alerts raised by stock changes.
+    public static let alertsRaised = StoreMetric("restock_alerts_raised_total", .counter, "Alerts raised by stock changes and committed.")
+    /// Alerts sent to the broker (again after a lost connection or a restart).
+    public static let alertsPublished = StoreMetric(
+        "restock_alerts_published_total", .counter, "Alerts sent to the broker, counting each resend after a lost connection.")
+    /// Alerts the broker acknowledged.
+    public static let alertsAcknowledged = StoreMetric(
+        "restock_alerts_acknowledged_total", .counter, "Alerts the broker acknowledged (PUBACK) and the store forgot.")
+    /// Messages committed and not yet acknowledged.
+    public static let outboxDepth = StoreMetric(
+        "restock_outbox_messages", .gauge, "Messages (alerts, mirrors, inventory, error reports) committed and not yet acknowledged by the broker.")
+    /// Requests journaled and not yet applied.
+    public static let journalLag = StoreMetric(
+        "restock_journal_lag_requests", .gauge, "Requests journaled (acknowledged) and not yet applied to the store.")
+    /// How long applying a batch of requests to the store took.
+    public static let applyDuration = StoreMetric(
+        "restock_apply_duration_seconds", .histogram, "Time to apply one batch of requests to the store, before its commit.")
+    /// How long committing a batch took.
+    public static let commitDuration = StoreMetric(
+        "restock_commit_duration_seconds", .histogram, "Time to commit one batch (state, outbox, progress) to store.sqlite.")
+    /// How long the broker took to acknowledge a round of publishes.
+    public static let acknowledgementDuration = StoreMetric(
+        "restock_publish_acknowledgement_duration_seconds", .histogram,
+        "Time from sending a round of messages to the broker's acknowledgement of its last one.")
+    /// Whether each connection to the broker is up.
+    public static let brokerConnected = StoreMetric(
+        "restock_broker_connected", .gauge, label: "connection",
+        "1 while the connection to the broker is up, 0 while it is down (session: takes requests; publishing: sends what is committed).")
+    /// Connections to the broker made again after a loss.
+    public static let brokerReconnects = StoreMetric(
+        "restock_broker_reconnects_total", .counter, label: "connection", "Connections to the broker made again after it was lost.")
+    /// Watches stored.
+    public static let watches = StoreMetric("restock_watches", .gauge, "Watches the store holds.")
+    /// Customers with at least one watch.
+    public static let customers = StoreMetric("restock_customers", .gauge, "Customers watching at least one SKU.")
+    /// Requests set aside in the dead-letter table.
+    public static let deadLetters = StoreMetric(
+        "restock_dead_letters_total", .counter, "Requests that made the store fail and were set aside in the dead-letter table.")
+    /// Seconds a stage spent paused because its file could not be written.
+    public static let pausedSeconds = StoreMetric(
+        "restock_paused_seconds_total", .counter, label: "stage",
+        "Seconds a stage spent paused because its file could not be written (a full disk, a lock): journal or apply.")
+
+    /// Every metric the store reports.
+    public static let all: [StoreMetric] = [
+        requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
+        journalLag, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects, watches, customers,
+        deadLetters, pausedSeconds,
+    ]
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import Testing
+
+@testable import restock
+
+/// `restock serve --http HOST:PORT` (docs/operations.md, "Health and metrics").
+@Suite("The --http option")
+struct HTTPOptionTests {
+    func serve(_ arguments: [String]) throws -> Restock.Serve {
+        try #require(try Restock.parseAsRoot(["serve"] + arguments) as? Restock.Serve)
+    }
+
+    @Test("takes an IPv4 address, a bracketed IPv6 address or a host name with a port; off unless given")
+    func goodValues() throws {
+        #expect(try serve([]).httpAddress() == nil)
+        for (value, host, port) in [
+            ("127.0.0.1:9090", "127.0.0.1", 9090), ("[::1]:0", "::1", 0), ("localhost:65535", "localhost", 65535),
+            ("0.0.0.0:9100", "0.0.0.0", 9100), ("metrics-1.internal:80", "metrics-1.internal", 80),
+        ] {
+            let address = try #require(try serve(["--http", value]).httpAddress(), "\(value)")
+            #expect(address.host == host && address.port == port, "\(value)")
+            #expect(address.description == value)
+        }
+    }
+
+    @Test("refuses anything else in one line that says what it takes")
+    func badValues() {
+        for value in ["9090", "127.0.0.1", "127.0.0.1:", ":9090", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:90x",
+            "http://127.0.0.1:9090", "[::1]9090", "[]:1", "a b:1", "bad-:1", "host/path:1", "127.0.0.1:0000009"]
+        {
+            do {
+                _ = try serve(["--http", value])
+                Issue.record("--http \(value) was taken")
+            } catch {
+                let message = Restock.message(for: error)
+                #expect(message.hasPrefix("--http must be HOST:PORT"), "\(value): \(message)")
+                #expect(!message.contains("\n"), "\(value): \(message)")
+            }
+        }
+    }
+}
