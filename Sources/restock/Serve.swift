@@ -115,8 +115,13 @@ extension Restock {
             if let address, let metrics {
                 services.insert(OperationsServer(address: address, health: health, metrics: metrics, logger: logger), at: 0)
             }
+            // However the store ends (stopped, taken over, failed), the endpoint stops gracefully after it, not cancelled.
             let group = ServiceGroup(
-                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                configuration: .init(
+                    services: services.map {
+                        .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                    },
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
         }
 

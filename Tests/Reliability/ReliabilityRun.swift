@@ -1,6 +1,7 @@
 import Foundation
 import LocalBroker
 import Deadlines
+import RestockTestSupport
 
 /// `make reliability`: runs every scenario with real processes, prints the table, and exits non-zero when
 /// anything was lost, an intruder got anywhere, or a scenario could not finish.
@@ -21,10 +22,13 @@ struct ReliabilityRun {
             exit(2)
         }
 
+        // Every store of the run serves its metrics, and a real Prometheus scrapes them (read back at the end).
+        let prometheus = await RunMetrics.start()
         let clock = ContinuousClock()
         let began = clock.now
         var rows: [ScenarioRow] = []
         for scenario in chosen {
+            ScrapedStores.setScenario(scenario.id)
             say("▶ \(scenario.id) \(scenario.title)")
             let started = clock.now
             let before = rows.count
@@ -48,11 +52,17 @@ struct ReliabilityRun {
         let failed = rows.filter(\.fails)
         say("")
         say(failed.isEmpty ? "reliability: every scenario passed" : "reliability: FAILED: \(failed.map(\.id).joined(separator: ", "))")
+        var metrics = ""
+        if let prometheus {
+            metrics = await RunMetrics.table(from: prometheus, scenarios: chosen.map(\.id))
+            say("")
+            say(metrics)
+        }
 
         if let recordFile {
             let machine = await ResultTable.machine()
             guard let document = try? String(contentsOfFile: recordFile, encoding: .utf8),
-                let updated = ResultTable.record(rows, in: document, machine: machine, date: Date(), duration: duration)
+                let updated = ResultTable.record(rows, metrics: metrics, in: document, machine: machine, date: Date(), duration: duration)
             else {
                 say("error: \(recordFile) has no \(ResultTable.begin) … \(ResultTable.end) section to record the table in")
                 exit(2)

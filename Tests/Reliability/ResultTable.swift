@@ -44,7 +44,7 @@ enum ResultTable {
     static let end = "<!-- reliability-table:end -->"
 
     /// `document` with the part between the markers replaced by this run's table, date and machine.
-    static func record(_ rows: [ScenarioRow], in document: String, machine: String, date: Date, duration: Duration) -> String? {
+    static func record(_ rows: [ScenarioRow], metrics: String, in document: String, machine: String, date: Date, duration: Duration) -> String? {
         guard let start = document.range(of: begin), let stop = document.range(of: end), start.upperBound <= stop.lowerBound else {
             return nil
         }
@@ -55,6 +55,7 @@ enum ResultTable {
             Recorded on \(day) on \(machine); the whole run took \(seconds / 60) min \(seconds % 60) s.
 
             \(markdown(rows))
+            \(metrics.isEmpty ? "" : "\n" + metrics + "\n")
             \(end)
             """
         return document.replacingCharacters(in: start.lowerBound..<stop.upperBound, with: section)

@@ -26,9 +26,19 @@ public final class PrometheusServer: Sendable {
 
     /// Starts it scraping `targets` (`127.0.0.1:PORT`) at `/metrics`, and waits until it is ready.
     public static func start(scraping targets: [String]) async throws -> PrometheusServer {
+        let list = targets.map { "'\($0)'" }.joined(separator: ", ")
+        return try await start(scrapeConfiguration: { _ in "static_configs:\n      - targets: [\(list)]" })
+    }
+
+    /// Starts it scraping the targets listed in `targetsFile` (Prometheus's file service discovery: a JSON list of
+    /// `{"targets": […], "labels": {…}}`, read again whenever it changes), and waits until it is ready.
+    public static func start(scrapingTargetsIn targetsFile: URL) async throws -> PrometheusServer {
+        try await start(scrapeConfiguration: { _ in "file_sd_configs:\n      - files: ['\(targetsFile.path)']" })
+    }
+
+    private static func start(scrapeConfiguration: (URL) -> String) async throws -> PrometheusServer {
         let directory = try temporaryDirectory("prometheus")
         let configuration = directory.appendingPathComponent("prometheus.yml")
-        let list = targets.map { "'\($0)'" }.joined(separator: ", ")
         try Data(
             """
             global:
@@ -36,8 +46,7 @@ public final class PrometheusServer: Sendable {
               evaluation_interval: 1s
             scrape_configs:
               - job_name: restock
-                static_configs:
-                  - targets: [\(list)]
+                \(scrapeConfiguration(directory))
             """.utf8
         ).write(to: configuration)
         // The kernel's free port can be taken again before Prometheus binds it; then try another.
@@ -66,6 +75,15 @@ public final class PrometheusServer: Sendable {
 
     /// The value of the first series `expression` (PromQL) selects now, through the HTTP API; `nil` when it selects none.
     public func query(_ expression: String) async throws -> Double? {
+        try await series(expression).first?.value
+    }
+
+    /// The value of each series `expression` selects now, by the value of its label `label` ("" when it has none).
+    public func query(_ expression: String, byLabel label: String) async throws -> [String: Double] {
+        Dictionary(try await series(expression).map { ($0.labels[label] ?? "", $0.value) }) { first, _ in first }
+    }
+
+    private func series(_ expression: String) async throws -> [(labels: [String: String], value: Double)] {
         var components = URLComponents(string: "\(url)/api/v1/query")!
         components.queryItems = [URLQueryItem(name: "query", value: expression)]
         let answer = try await httpGet(components.url!.absoluteString)
@@ -73,8 +91,11 @@ public final class PrometheusServer: Sendable {
             let json = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
             let data = json["data"] as? [String: Any], let result = data["result"] as? [[String: Any]]
         else { throw PrometheusExited(log: "the query \(expression) was answered \(answer.status): \(answer.body)") }
-        guard let value = result.first?["value"] as? [Any], value.count == 2, let text = value[1] as? String else { return nil }
-        return Double(text)
+        return result.compactMap { series in
+            guard let value = series["value"] as? [Any], value.count == 2, let text = value[1] as? String, let number = Double(text)
+            else { return nil }
+            return (series["metric"] as? [String: String] ?? [:], number)
+        }
     }
 }
 

@@ -69,12 +69,14 @@ public final class StoreProcess: Sendable {
     /// Starts the process without waiting for anything.
     @discardableResult
     public func launch(extraEnvironment: [String: String] = [:]) throws -> ChildProcess {
-        let (executable, arguments) = FakeTime.command(restockExecutable, self.arguments, offset: clockOffset)
+        let (executable, arguments) = FakeTime.command(
+            restockExecutable, self.arguments + ScrapedStores.arguments(adding: self.arguments), offset: clockOffset)
         let child = try ChildProcess(
             executable, arguments, outputFile: logFile,
             environment: environment.merging(extraEnvironment) { $1 }.merging(FakeTime.environment(offset: clockOffset)) { $1 },
             ownProcessGroup: clockOffset != nil)
         process.withLock { $0 = child }
+        ScrapedStores.register(log: { [logFile] in (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }, exited: { child.exitStatus != nil })
         return child
     }
 

@@ -53,6 +53,8 @@ enum TwoStores {
             expected: total, distinct: applied, deliveries: applied)
         row.notes.append("the first: exit \(old.exitStatus ?? -1), changes applied by it: \(appliedByOld ?? 0); sessions taken over on the broker: \(takeovers)")
         row.check(old.exitStatus != nil && old.exitStatus != 0, "the first store did not stop")
+        row.check(old.exitStatus == nil || old.exitStatus == 1, "the first store did not stop cleanly (exit \(old.exitStatus ?? -1))")
+        if let status = old.exitStatus, status != 1 { say("R7e: the first store's log ends:\n\(old.log.suffix(3000))") }
         row.check(appliedByOld == nil, "the first store applied \(appliedByOld ?? 0) changes after the network returned")
         row.check(takeovers <= 1, "the first store took the session back (\(takeovers) takeovers in the broker's log)")
         try await newer.send(SIGTERM)
@@ -79,6 +81,8 @@ enum TwoStores {
         row.notes.append(
             "second store online \(tookOver.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))) after the freeze; the first: exit \(old.exitStatus ?? -1), changes applied by it: \(appliedByOld ?? 0)")
         row.check(old.exitStatus != nil && old.exitStatus != 0, "the first store did not stop")
+        row.check(old.exitStatus == nil || old.exitStatus == 1, "the first store did not stop cleanly (exit \(old.exitStatus ?? -1))")
+        if let status = old.exitStatus, status != 1 { say("R7d: the first store's log ends:\n\(old.log.suffix(3000))") }
         row.check(old.log.contains("took over"), "the first store did not say another took over")
         row.check(appliedByOld == nil, "the first store applied \(appliedByOld ?? 0) changes after it woke")
         try await newer.send(SIGTERM)
