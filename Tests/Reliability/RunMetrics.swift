@@ -3,7 +3,7 @@ import LocalBroker
 import RestockTestSupport
 
 /// The run's metrics, read back from a real Prometheus (Debian's `prometheus`) that scraped every store of every
-/// scenario (``ScrapedStores``) once a second: what the stores themselves counted, beside the table of what the
+/// scenario (``ScrapedStores``) every 250 ms: what the stores themselves counted, beside the table of what the
 /// scenarios saw (docs/reliability.md). Without `prometheus` on the PATH the run goes on without it, and says so.
 enum RunMetrics {
     /// A Prometheus scraping the stores launched from now on, or `nil` (said why) when it cannot start.
@@ -12,8 +12,8 @@ enum RunMetrics {
             let directory = try temporaryDirectory("scrape-targets")
             let targets = directory.appendingPathComponent("stores.json")
             try ScrapedStores.enable(targetsFile: targets)
-            let server = try await PrometheusServer.start(scrapingTargetsIn: targets)
-            say("metrics: every store serves /metrics (--http 127.0.0.1:0); Prometheus at \(server.url) scrapes them every second")
+            let server = try await PrometheusServer.start(scrapingTargetsIn: targets, every: "250ms")
+            say("metrics: every store serves /metrics (--http 127.0.0.1:0); Prometheus at \(server.url) scrapes each every 250 ms")
             return server
         } catch {
             say("metrics: not read back (Prometheus did not start: \(error))")
@@ -22,7 +22,7 @@ enum RunMetrics {
     }
 
     /// What is read back, per scenario: each store process's largest value of a counter, summed (a store that
-    /// restarts is a new series, so nothing is counted twice; a store killed between scrapes loses its last second).
+    /// restarts is a new series, so nothing is counted twice; a store killed or stopped loses what it counted since its last scrape).
     static let columns: [(title: String, expression: String)] = [
         ("stores scraped", "count by (scenario) (max_over_time(up[3h]))"),
         ("requests journaled", "sum by (scenario) (max_over_time(restock_requests_journaled_total[3h]))"),
@@ -46,7 +46,7 @@ enum RunMetrics {
         }
         func cell(_ value: Double?) -> String { value.map { $0.formatted(.number.precision(.fractionLength(0))) } ?? "–" }
         var lines = [
-            "Read back from Prometheus after the run (each store's /metrics, scraped every second; – where no store of the scenario served that metric):",
+            "Read back from Prometheus after the run (each store's /metrics, scraped every 250 ms; – where no store of the scenario served that metric):",
             "",
             "| scenario | " + columns.map(\.title).joined(separator: " | ") + " |",
             "|---|" + columns.map { _ in "---:|" }.joined(),

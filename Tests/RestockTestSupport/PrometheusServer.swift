@@ -32,17 +32,18 @@ public final class PrometheusServer: Sendable {
 
     /// Starts it scraping the targets listed in `targetsFile` (Prometheus's file service discovery: a JSON list of
     /// `{"targets": […], "labels": {…}}`, read again whenever it changes), and waits until it is ready.
-    public static func start(scrapingTargetsIn targetsFile: URL) async throws -> PrometheusServer {
-        try await start(scrapeConfiguration: { _ in "file_sd_configs:\n      - files: ['\(targetsFile.path)']" })
+    /// - Parameter interval: How often it scrapes each (stores that live a few seconds want it often).
+    public static func start(scrapingTargetsIn targetsFile: URL, every interval: String = "1s") async throws -> PrometheusServer {
+        try await start(interval: interval, scrapeConfiguration: { _ in "file_sd_configs:\n      - files: ['\(targetsFile.path)']" })
     }
 
-    private static func start(scrapeConfiguration: (URL) -> String) async throws -> PrometheusServer {
+    private static func start(interval: String = "1s", scrapeConfiguration: (URL) -> String) async throws -> PrometheusServer {
         let directory = try temporaryDirectory("prometheus")
         let configuration = directory.appendingPathComponent("prometheus.yml")
         try Data(
             """
             global:
-              scrape_interval: 1s
+              scrape_interval: \(interval)
               evaluation_interval: 1s
             scrape_configs:
               - job_name: restock
