@@ -103,10 +103,10 @@ struct OneStoreTests {
         let newer = try StoreProcess(broker: broker)
         // What a partition or a frozen process does: heartbeats the old instance sent before it knew reach the broker
         // after the newer one went online, and the retained status is the old one's again as it wakes.
-        let (sent, _) = try await old.wakeAfterTakeover(by: newer, sku: "late") {
+        let (sent, _) = try await old.wakeAfterTakeover(by: newer, sku: "late", beforeWaking: {
             let late = StoreStatus.online(store: try StoreID("apple"), since: Date(), instance: oldInstance, heartbeatAt: Date())
             try await mosquittoPub(broker, "restock/apple/status", String(decoding: try JSONEncoder().encode(late), as: UTF8.self), retain: true)
-        }
+        })
         #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
         #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
         try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU("late")).first?.quantity) == sent }
@@ -115,6 +115,39 @@ struct OneStoreTests {
         #expect(newer.exitStatus == nil, "\(newer.log.suffix(600))")
         #expect(broker.log.components(separatedBy: "Client restock:apple already connected").count - 1 <= 1, "the old instance took the session back")
         try await newer.send(SIGTERM)
+    }
+
+    @Test("requests the broker sent a frozen store before another took over are applied by the newer one only: the frozen one, woken, finds the end of its connection behind them and leaves them (found by the outside trial: it applied and published them, 22 runs of 22)")
+    func requestsReadAfterTakeoverAreLeft() async throws {
+        let broker = try await MosquittoBroker.start()
+        let old = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let newer = try StoreProcess(broker: broker)
+        // Sent while it is frozen: the broker passes the first of them (its in-flight window) to the frozen store's
+        // connection, where they wait in the kernel; the newer store takes the session, and they are delivered to it.
+        let (sent, _) = try await old.wakeAfterTakeover(by: newer, sku: "held", whileFrozen: {
+            try await Requests.publish((0..<30).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"held","add":1}"#.utf8)) }, to: broker.url)
+            return 30
+        })
+        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
+        try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU("held")).first?.quantity) == sent }
+        #expect(try await client.inventory(try SKU("held")).first?.quantity == sent, "the retained inventory is not the newer store's")
+        #expect(try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("held")] == nil, "the frozen store applied adds it read after the takeover")
+        #expect(try StoreDatabase.queueLengths(readingOnly: old.dataDirectory).inbox == 0, "the frozen store journaled requests it read after the takeover")
+        try await newer.send(SIGTERM)
+    }
+
+    @Test("an instance frozen while another took over stays stopped when it wakes after the newer one died: what the newer one acknowledged is in the newer one's data directory (found by the outside trial: it took the session back, 4 runs of 4)")
+    func frozenInstanceDoesNotReturnAfterNewerDied() async throws {
+        let broker = try await MosquittoBroker.start()
+        let old = try await StoreProcess.started(on: broker)
+        let newer = try StoreProcess(broker: broker)
+        _ = try await old.wakeAfterTakeover(by: newer, sku: "orphan", beforeWaking: {
+            try await newer.send(SIGKILL)
+        })
+        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
+        #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
+        #expect(try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("orphan")] == nil, "the old instance applied adds")
     }
 
     @Test("a store that sees another instance take over stops, applies nothing more, and exits non-zero with one line")

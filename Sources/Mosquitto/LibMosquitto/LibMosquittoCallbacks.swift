@@ -83,9 +83,15 @@ private func onDisconnect(
 ) {
     guard let userdata else { return }
     let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
-    // The messages read before the connection closed reach the journal first, as they did before it closed.
-    let actions = context.journalInbound()
-    if let mosq { LibMosquittoCallbacks.perform(actions, on: mosq, context: context) }
+    // The messages read before the connection closed, in the read phase it closed in: their acknowledgements were
+    // never written (they are written after the phase), so the broker delivers them again. A journaling client leaves
+    // them to that delivery (``LibMosquittoLoop``); the others still hand them to their streams.
+    if context.journal != nil {
+        context.discardInbound()
+    } else {
+        let actions = context.journalInbound()
+        if let mosq { LibMosquittoCallbacks.perform(actions, on: mosq, context: context) }
+    }
     context.disconnected(reasonCode: reasonCode)
 }
 

@@ -209,6 +209,12 @@ final class LibMosquittoContext: Sendable {
     /// How many messages read wait for the journal.
     var inboundCount: Int { state.withLock { $0.inboundCount } }
 
+    /// Forgets the messages read and not yet journaled: their connection ended before any acknowledgement of them
+    /// could be written, so the broker delivers them again.
+    func discardInbound() {
+        _ = state.withLock { $0.takeInbound() }
+    }
+
     /// The read phase ended, or the connection closed: the journal (if any) records the messages read, as one batch,
     /// outside the lock; the recorded ones go to the streams. Returns `[.shutSocket]` when the journal refused one:
     /// the caller drops the connection before any acknowledgement is written.

@@ -70,6 +70,14 @@ struct LibMosquittoLoop {
         } while code == Self.success && reads < Self.batchLimit && mosquitto_socket(pointer) == socket
             && context.inboundCount < Self.batchLimit && !context.stopRequested
             && (Self.readable(socket) || LibMosquittoTLS.hasPendingData(pointer))
+        // The connection ended during the phase: none of its acknowledgements can be written any more, so the broker
+        // delivers these messages again — to whoever holds the session next, which may be another process that took it
+        // over while this one was frozen or cut off (the end was waiting in the kernel behind them). A journaling
+        // client leaves them to that delivery instead of recording them (docs/contract.md, "One store per store id").
+        if context.journal != nil, code != Self.success || mosquitto_socket(pointer) != socket {
+            context.discardInbound()
+            return (code, false)
+        }
         return (code, journal())
     }
 

@@ -24,6 +24,9 @@ package final class StoreLiveness: Sendable {
         /// When each instance last showed a sign of life in its status, and in its claim.
         var statusLife: [String: ContinuousClock.Instant] = [:]
         var claimLife: [String: ContinuousClock.Instant] = [:]
+        /// Every instance whose status showed a sign of life here while online, since this view began — kept when it
+        /// says offline later.
+        var seenOnline: Set<String> = []
         /// When the status (and claim) were last subscribed to — the broker sends the retained ones right after its
         /// answer — and whether they have come since the connection last (re)connected.
         var subscribedAt: ContinuousClock.Instant?
@@ -80,7 +83,10 @@ package final class StoreLiveness: Sendable {
                 guard status.isOnline else { seen.statusLife[instance] = nil; return }
                 let beat = status.heartbeatAt ?? ""
                 // Published just now (not replayed from the retained store), or a heartbeat that moved on.
-                if !message.retain || seen.heartbeats[instance].map({ $0 != beat }) == true { seen.statusLife[instance] = now }
+                if !message.retain || seen.heartbeats[instance].map({ $0 != beat }) == true {
+                    seen.statusLife[instance] = now
+                    seen.seenOnline.insert(instance)
+                }
                 seen.heartbeats[instance] = beat
             }
         } else if message.topic == topics.claim {
@@ -146,27 +152,39 @@ package final class StoreLiveness: Sendable {
     /// (``recentlyLiveInstance(otherThan:)``), or the one whose online status the broker holds, if it shows a sign of life
     /// within ``StoreTiming/livenessWindow``. `nil` when none does: the status is offline, one of `excluded`'s, absent, or
     /// shows no sign of life within the window.
-    /// - Parameters:
-    ///   - trustingClocks: Take a heartbeat that reads fresh on this machine's clock as live at once (a shortcut that
-    ///     can only err towards "live": for a check whose safe answer is "live").
-    ///   - watchingClaims: Watch for the window, too, when the claim the broker holds is another instance's (one that
-    ///     has not said offline since): it started after `excluded`'s, and its status may have been overwritten by theirs.
-    ///     For a store that lost its session, before it makes it again.
-    package func liveInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false, watchingClaims: Bool = false) async throws -> String? {
+    /// - Parameter trustingClocks: Take a heartbeat that reads fresh on this machine's clock as live at once (a shortcut
+    ///   that can only err towards "live": for a check whose safe answer is "live").
+    package func liveInstance(otherThan excluded: Set<String>, trustingClocks: Bool = false) async throws -> String? {
         try await waitUntilCurrent()
         let deadline = clock.now + timing.livenessWindow
         while true {
             if let other = recentlyLiveInstance(otherThan: excluded) { return other }
-            let (status, claim) = seen.withLock { ($0.status, $0.claim) }
-            let statusOther = status.flatMap { $0.isOnline ? $0.instance : nil }.flatMap { excluded.contains($0) ? nil : $0 }
-            if let statusOther, trustingClocks, status?.isLive(at: Date()) == true { return statusOther }
-            let claimOther = claim.flatMap { claim -> String? in
-                guard watchingClaims, !excluded.contains(claim.instance) else { return nil }
-                if let status, status.instance == claim.instance, !status.isOnline { return nil }
-                return claim.instance
-            }
-            guard statusOther != nil || claimOther != nil else { return nil }
+            guard let status, status.isOnline, let other = status.instance, !excluded.contains(other) else { return nil }
+            if trustingClocks && status.isLive(at: Date()) { return other }
             if clock.now >= deadline { return nil }
+            try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
+        }
+    }
+
+    /// For a store whose session was lost, before it makes it again: the instance that took the store over from `own`
+    /// (or is taking it), `nil` when none did (docs/contract.md, "One store per store id"):
+    /// - one whose status came here live while online, at any time since this view began — even if it has said offline
+    ///   since: it held the session after `own`, and what it acknowledged is in its data directory, not `own`'s;
+    /// - the one whose claim the broker holds, when not `own`'s: it started after `own`. A start that refuses withdraws
+    ///   its claim, so the view watches for ``StoreTiming/livenessWindow`` for that first;
+    /// - the one whose online status the broker holds, when its heartbeat changes within the window. `own`'s own
+    ///   heartbeats, sent before it knew it was frozen or cut off, can reach the broker late and overwrite that status:
+    ///   the first two do not depend on it.
+    package func newerInstance(than own: String) async throws -> String? {
+        try await waitUntilCurrent()
+        let deadline = clock.now + timing.livenessWindow
+        while true {
+            let (status, claim, online) = seen.withLock { ($0.status, $0.claim, $0.seenOnline.subtracting([own])) }
+            if let other = online.sorted().first { return other }
+            let claimant = claim.map(\.instance).flatMap { $0 == own ? nil : $0 }
+            let statusOther = status.flatMap { $0.isOnline ? $0.instance : nil }.flatMap { $0 == own ? nil : $0 }
+            if claimant == nil && statusOther == nil { return nil }
+            if clock.now >= deadline { return claimant }
             try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
         }
     }

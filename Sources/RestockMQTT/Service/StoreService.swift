@@ -195,25 +195,14 @@ public final class StoreService: Service, Sendable {
             }
         } catch is CancellationError {
             await wiring.session.disconnect()
-            if wiring.claimPublished.isRaised {
-                // Stopped between its claim and going online: withdraw the claim, so that it does not hold off another
-                // start — if the broker still holds this one's (in a task of its own, which this cancellation does not
-                // reach; the claim may take a moment to come back on this connection).
-                let (publisher, liveness, claim, instance) = (wiring.publisher, wiring.liveness, topics.claim, instance)
-                await Task {
-                    try? await waitUntil("this instance's claim", within: 0.5, pollEvery: .milliseconds(10)) {
-                        liveness.claim?.instance == instance
-                    }
-                    guard liveness.claim?.instance == instance else { return }
-                    _ = try? await withDeadline(2) { try await publisher.publish([], to: claim, retain: true) }
-                }.value
-            }
+            await withdrawClaim(wiring)
             await wiring.publisher.disconnect()
             logger.info("store \(store.id) stopped before it was online")
             return false
         } catch {
             // The state could not be read, another instance is live, or the broker refused the store: nothing was applied.
             await wiring.session.disconnect()
+            await withdrawClaim(wiring)
             await wiring.publisher.disconnect()
             throw error
         }
@@ -320,6 +309,22 @@ public final class StoreService: Service, Sendable {
         if let status = wiring.liveness.status, let other = status.instance, !others.contains(other), wiring.liveness.isLive(other) {
             throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
         }
+    }
+
+    /// Stopped or refused between its claim and going online: withdraws the claim, if the broker still holds this one's,
+    /// so that it neither holds off another start nor tells a running store that lost its session that a newer instance
+    /// started (``StoreLiveness/newerInstance(than:)``). In a task of its own, which a cancellation does not reach; the
+    /// claim may take a moment to come back on this connection.
+    private func withdrawClaim(_ wiring: Wiring) async {
+        guard wiring.claimPublished.isRaised else { return }
+        let (publisher, liveness, claim, instance) = (wiring.publisher, wiring.liveness, topics.claim, instance)
+        await Task {
+            try? await waitUntil("this instance's claim", within: 0.5, pollEvery: .milliseconds(10)) {
+                liveness.claim?.instance == instance
+            }
+            guard liveness.claim?.instance == instance else { return }
+            _ = try? await withDeadline(2) { try await publisher.publish([], to: claim, retain: true) }
+        }.value
     }
 
     private func publishClaim(_ wiring: Wiring) async throws {

@@ -90,10 +90,10 @@ struct SessionWatch: Service {
             }
         }
         // A newer instance took the session (libmosquitto does not pass on MQTT 5's "session taken over"): its status
-        // came here live, or its heartbeat changes while this one waits — even when this one's own heartbeats, held by a
-        // partition or a frozen process, reached the broker late and overwrote its status; its claim says it started
-        // later. It stands: this one stops, applying nothing more.
-        if let winner = try await liveness.liveInstance(otherThan: [instance], watchingClaims: true) {
+        // came here live, its claim says it started later, or its heartbeat changes while this one waits — even when
+        // this one's own heartbeats, held by a partition or a frozen process, reached the broker late and overwrote its
+        // status, and even when it has stopped or died since. It stands: this one stops, applying nothing more.
+        if let winner = try await liveness.newerInstance(than: instance) {
             lifecycle.takenOver(by: winner)
             throw RestockMQTTError.storeTakenOver(store: store.rawValue, instance: winner)
         }
