@@ -83,14 +83,7 @@ struct OneStoreTests {
         // Frozen until stale, a newer store takes the session, then it wakes mid-stream of stock changes.
         let newer = try StoreProcess(broker: broker)
         let (sent, _) = try await old.wakeAfterTakeover(by: newer, sku: "cnt")
-        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
-        #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
-        let total = sent
-        try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU("cnt")).first?.quantity) == total }
-        #expect(try await client.inventory(try SKU("cnt")).first?.quantity == total)
-        let applied = try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("cnt")]
-        #expect(applied == nil, "the old instance applied \(applied ?? 0) adds")
-        #expect(try StoreDatabase.queueLengths(readingOnly: old.dataDirectory).inbox == 0, "the old instance journaled requests")
+        try await expectTakenOver(old, sku: "cnt", sent: sent, client: client)
         try await newer.send(SIGTERM)
     }
 
@@ -107,11 +100,7 @@ struct OneStoreTests {
             let late = StoreStatus.online(store: try StoreID("apple"), since: Date(), instance: oldInstance, heartbeatAt: Date())
             try await mosquittoPub(broker, "restock/apple/status", String(decoding: try JSONEncoder().encode(late), as: UTF8.self), retain: true)
         })
-        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
-        #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
-        try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU("late")).first?.quantity) == sent }
-        #expect(try await client.inventory(try SKU("late")).first?.quantity == sent)
-        #expect(try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("late")] == nil, "the old instance applied adds")
+        try await expectTakenOver(old, sku: "late", sent: sent, client: client)
         #expect(newer.exitStatus == nil, "\(newer.log.suffix(600))")
         #expect(broker.log.components(separatedBy: "Client restock:apple already connected").count - 1 <= 1, "the old instance took the session back")
         try await newer.send(SIGTERM)
@@ -129,11 +118,7 @@ struct OneStoreTests {
             try await Requests.publish((0..<30).map { _ in (topic: "restock/apple/admin/stock", payload: Array(#"{"sku":"held","add":1}"#.utf8)) }, to: broker.url)
             return 30
         })
-        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
-        try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU("held")).first?.quantity) == sent }
-        #expect(try await client.inventory(try SKU("held")).first?.quantity == sent, "the retained inventory is not the newer store's")
-        #expect(try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("held")] == nil, "the frozen store applied adds it read after the takeover")
-        #expect(try StoreDatabase.queueLengths(readingOnly: old.dataDirectory).inbox == 0, "the frozen store journaled requests it read after the takeover")
+        try await expectTakenOver(old, sku: "held", sent: sent, client: client)
         try await newer.send(SIGTERM)
     }
 
@@ -145,9 +130,7 @@ struct OneStoreTests {
         _ = try await old.wakeAfterTakeover(by: newer, sku: "orphan", beforeWaking: {
             try await newer.send(SIGKILL)
         })
-        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
-        #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
-        #expect(try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU("orphan")] == nil, "the old instance applied adds")
+        try await expectTakenOver(old, sku: "orphan", sent: 0, client: nil)
     }
 
     @Test("a store that sees another instance take over stops, applies nothing more, and exits non-zero with one line")
@@ -247,5 +230,20 @@ struct OneStoreTests {
         #expect(took < .seconds(6))
         #expect(try await client.watching(try CustomerID("alice"))?.watching.map(\.sku) == ["ipad"])
         try await standby.send(SIGTERM)
+    }
+
+    /// After ``StoreProcess/wakeAfterTakeover(by:sku:whileFrozen:beforeWaking:)``: the old instance stopped with one line
+    /// saying another took over, and neither journaled nor applied a change of `sku`; the newer one, when `client` reads
+    /// it, holds all `sent` (and so does the retained inventory).
+    private func expectTakenOver(_ old: StoreProcess, sku: String, sent: Int, client: StoreClient?) async throws {
+        #expect(old.exitStatus != nil && old.exitStatus != 0, "\(old.log.suffix(600))")
+        #expect(old.log.contains("took over"), "\(old.log.suffix(600))")
+        if let client {
+            try? await waitUntil("every add at the newer store", within: 30) { (try? await client.inventory(try SKU(sku)).first?.quantity) == sent }
+            #expect(try await client.inventory(try SKU(sku)).first?.quantity == sent, "the retained inventory is not the newer store's")
+        }
+        let applied = try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU(sku)]
+        #expect(applied == nil, "the old instance applied \(applied ?? 0) adds")
+        #expect(try StoreDatabase.queueLengths(readingOnly: old.dataDirectory).inbox == 0, "the old instance journaled requests")
     }
 }
