@@ -67,6 +67,11 @@ public struct OperationsServer: Service {
 }
 
 /// The endpoint cannot listen on its address.
+extension OperationsServer: CustomStringConvertible {
+    /// What the service lifecycle logs when it starts this service.
+    public var description: String { "OperationsServer(\(address))" }
+}
+
 public struct OperationsServerError: Error, Sendable, CustomStringConvertible {
     /// The address given.
     public let address: HTTPListenAddress

@@ -116,12 +116,15 @@ extension Restock {
                 services.insert(OperationsServer(address: address, health: health, metrics: metrics, logger: logger), at: 0)
             }
             // However the store ends (stopped, taken over, failed), the endpoint stops gracefully after it, not cancelled.
+            // The lifecycle's own lines ("Starting service" and each service's fields) are for its developers, not operators.
+            var groupLogger = logger
+            groupLogger.logLevel = max(level, .info)
             let group = ServiceGroup(
                 configuration: .init(
                     services: services.map {
                         .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
                     },
-                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: groupLogger))
             try await group.run()
         }
 

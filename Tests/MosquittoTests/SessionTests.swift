@@ -75,8 +75,8 @@ struct SessionTests {
 
         let publisher = try await connectedClient(to: broker)
         // The resubscription is in flight right after the CONNACK; publish until it has taken effect.
-        let received = try await withDeadline(20, waitingFor: "a message after the restart") {
-            let reader = Task { try await first(1, of: messages, within: 20) }
+        let received = try await withDeadline(60, waitingFor: "a message after the restart") {
+            let reader = Task { try await first(1, of: messages, within: 60) }
             while !Task.isCancelled {
                 try await publisher.publish("after restart", to: topic)
                 if let done = try? await withDeadline(0.5, { try await reader.value }) { return done }

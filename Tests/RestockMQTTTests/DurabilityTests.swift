@@ -127,18 +127,18 @@ struct DurabilityTests {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
         let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
-        try await client.subscribe(customer("alice"), to: sku("ipad"), wait: 20)
-        try await client.subscribe(customer("bob"), to: sku("vision"), mode: .every, minQuantity: 3, wait: 20)
-        try await client.changeStock(of: sku("pencil"), .set(7), wait: 20)
+        try await client.subscribe(customer("alice"), to: sku("ipad"), wait: 60)
+        try await client.subscribe(customer("bob"), to: sku("vision"), mode: .every, minQuantity: 3, wait: 60)
+        try await client.changeStock(of: sku("pencil"), .set(7), wait: 60)
         // carol watched something once: the store told her she watches nothing, and owns that mirror too.
-        try await client.subscribe(customer("carol"), to: sku("ipad"), wait: 20)
-        try await client.unsubscribe(customer("carol"), from: nil, wait: 20)
+        try await client.subscribe(customer("carol"), to: sku("ipad"), wait: 60)
+        try await client.unsubscribe(customer("carol"), from: nil, wait: 60)
         #expect(store.log.contains("connected to the broker") && !store.log.contains("reconnected"), "the first connection is not a reconnection")
 
         try await broker.stop()  // no persistence: every retained message and the store's session are gone
         try await broker.launch()
         let clock = ContinuousClock(), back = clock.now
-        try await waitUntil("every retained topic back", within: 15) {
+        try await waitUntil("every retained topic back", within: 60) {
             let inventory = (try? await client.inventory()) ?? []
             let alice = try? await client.watching(customer("alice"))
             let bob = try? await client.watching(customer("bob"))

@@ -32,20 +32,20 @@ struct FullDiskTests {
         let lateSender = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "late-\(UUID().uuidString.prefix(8))", maxInflight: 1_000))
         try await lateSender.connect()
         try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"ipad","set":1}"#)
-        try await waitUntil("the first alert", within: 30, pollEvery: .milliseconds(1)) { alerts.customers > 0 }
+        try await waitUntil("the first alert", within: 90, pollEvery: .milliseconds(1)) { alerts.customers > 0 }
         try Data().write(to: flag)
 
         // A request sent while the disk is full is refused by the journal before it is acknowledged: the store pauses.
         let later = Requests.customers(200, prefix: "late")
         let sent = try Requests.subscriptions(later, to: "mac").map { try lateSender.send($0.payload, to: $0.topic, qos: .atLeastOnce) }
-        try await waitUntil("the store to log that it is paused", within: 30, pollEvery: .milliseconds(2)) {
+        try await waitUntil("the store to log that it is paused", within: 90, pollEvery: .milliseconds(2)) {
             store.log.contains("paused journaling requests: ")
         }
         let alertsAtPause = alerts.customers
         print("alerts out when the pause began: \(alertsAtPause) of \(total)")
         for publication in sent { try await publication.acknowledged() }  // by the broker, which keeps them for the store
         await lateSender.disconnect()
-        try await waitUntil("the status to say the store is paused", within: 30, pollEvery: .milliseconds(20)) {
+        try await waitUntil("the status to say the store is paused", within: 90, pollEvery: .milliseconds(20)) {
             (try? await client.status())?.paused?.contains("the disk is full") == true
         }
         // The alerts committed before go out in full while the store is paused.
@@ -66,7 +66,7 @@ struct FullDiskTests {
         try FileManager.default.removeItem(at: flag)
         // The once-watches ended with their alerts: what is stored now is the late ones.
         try await StoreQueues.waitForWatches(200, in: store.dataDirectory, within: 60)
-        try await waitUntil("the status to say the store takes requests again", within: 30) {
+        try await waitUntil("the status to say the store takes requests again", within: 90) {
             let status = try? await client.status()
             return status?.isOnline == true && status?.paused == nil
         }

@@ -18,17 +18,17 @@ struct StoreHealthTests {
         let store = try RunningStore(on: broker)
         let health = store.service.health
         #expect(health.liveness == .passing)
-        try await waitUntil("ready", within: 10, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         #expect(broker.status?.isOnline == true)
 
         // The broker holds its acknowledgements: the drain waits for a mirror's.
         broker.holdAcknowledgements()
         broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
-        try await waitUntil("alice's mirror sent", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("alice's mirror sent", within: 60, pollEvery: .milliseconds(5)) {
             broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
         }
         let stopping = Task { await store.stop() }
-        try await waitUntil("draining", within: 10, pollEvery: .milliseconds(5)) { reason(health.readiness)?.hasPrefix("draining") == true }
+        try await waitUntil("draining", within: 60, pollEvery: .milliseconds(5)) { reason(health.readiness)?.hasPrefix("draining") == true }
         #expect(health.liveness == .passing)
         broker.releaseAcknowledgements()
         try await stopping.value.get()
@@ -41,14 +41,14 @@ struct StoreHealthTests {
         let broker = InMemoryBroker()
         let store = try RunningStore(on: broker)
         let health = store.service.health
-        try await waitUntil("ready", within: 10, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         broker.stop()
-        try await waitUntil("not ready", within: 10, pollEvery: .milliseconds(5)) {
+        try await waitUntil("not ready", within: 60, pollEvery: .milliseconds(5)) {
             reason(health.readiness)?.contains("session with the broker is down") == true
         }
         #expect(health.liveness == .passing)
         broker.start()
-        try await waitUntil("ready again", within: 10, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         #expect(health.liveness == .passing)
         await store.stop()
     }

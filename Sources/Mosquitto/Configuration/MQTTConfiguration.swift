@@ -189,3 +189,12 @@ public struct MQTTWill: Sendable, Hashable {
         self.retain = retain
     }
 }
+
+extension MQTTConfiguration: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The configuration with the password left out, for logs.
+    public var description: String {
+        "MQTTConfiguration(broker: \(broker), clientID: \(clientID), username: \(username ?? "none"), "
+            + "password: \(password == nil ? "none" : "(set, not shown)"), keepalive: \(keepAliveSeconds) s)"
+    }
+    public var debugDescription: String { description }
+}

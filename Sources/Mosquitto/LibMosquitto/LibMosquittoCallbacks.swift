@@ -165,7 +165,7 @@ enum LibMosquittoLogLevel {
         case MOSQ_LOG_WARNING: .warning
         case MOSQ_LOG_NOTICE: .notice
         case MOSQ_LOG_INFO: .info
-        default: .debug  // MOSQ_LOG_DEBUG, MOSQ_LOG_SUBSCRIBE, MOSQ_LOG_UNSUBSCRIBE and any later one
+        default: .trace  // MOSQ_LOG_DEBUG (a line per packet), MOSQ_LOG_SUBSCRIBE, MOSQ_LOG_UNSUBSCRIBE and any later one
         }
     }
 

@@ -61,3 +61,12 @@ public struct BrokerSettings: Sendable {
             maxInflight: 1_000)
     }
 }
+
+extension BrokerSettings: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The settings with the password left out, for logs (a service's description is logged at debug level).
+    public var description: String {
+        "BrokerSettings(broker: \(broker), username: \(username ?? "none"), password: \(password == nil ? "none" : "(set, not shown)"), "
+            + "tls: \(tls == nil ? "off" : "on"), protocol: \(protocolVersion))"
+    }
+    public var debugDescription: String { description }
+}

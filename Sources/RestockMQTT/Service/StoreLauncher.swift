@@ -82,3 +82,10 @@ public struct StoreLauncher: Service {
         }
     }
 }
+
+extension StoreLauncher: CustomStringConvertible {
+    /// What the service lifecycle logs when it starts this service: the store and where it keeps its state, no settings.
+    public var description: String {
+        "StoreLauncher(store: \(configuration.store), data: \(configuration.dataDirectory.path)\(standby ? ", standby" : ""))"
+    }
+}

@@ -46,14 +46,18 @@ extension StoreService {
                     try await publisher.subscribe(to: topics.claim)
                     liveness.subscribed()
                 },
-                logger: logger, probeInterval: timing.retry, metrics: metrics),
+                logger: logger, probeInterval: timing.retry, readTimeout: timing.staleAfter, reportEvery: timing.pauseReport,
+                metrics: metrics),
         ]
+        // The lifecycle's own lines ("Starting service" and each stage's fields) are for its developers, not operators.
+        var groupLogger = logger
+        groupLogger.logLevel = max(logger.logLevel, .info)
         let group = ServiceGroup(
             configuration: .init(
                 services: stages.map {
                     .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
                 },
-                logger: logger))
+                logger: groupLogger))
         var failure: (any Error)?
         do {
             try await withGracefulShutdownHandler {

@@ -1,3 +1,4 @@
+import Deadlines
 import Logging
 import Mosquitto
 import RestockCore
@@ -34,6 +35,11 @@ struct SessionWatch: Service {
 
     /// How often a paused journal tries the log again.
     let probeInterval: Duration
+    /// How long one reading of the status and claim may take before it is tried again (an answer lost with a
+    /// connection must not hold the session down for good).
+    let readTimeout: Duration
+    /// How often a status that cannot be read is logged again, as a warning.
+    let reportEvery: Duration
     let metrics: StoreMetrics
 
     func run() async throws {
@@ -80,12 +86,26 @@ struct SessionWatch: Service {
         if let failure = lifecycle.failure { throw failure }
         // While the broker cannot be reached (it restarts, the network is cut) the view cannot be read: the session
         // stays down until it can, so that it is never taken back from a newer instance on an unread status.
+        let clock = ContinuousClock(), since = clock.now
+        var reported: ContinuousClock.Instant?
         while true {
             do {
-                try await refreshView()
+                try await withDeadline(readTimeout.seconds, waitingFor: "the broker's answer to reading the store's status") {
+                    try await refreshView()
+                }
                 break
-            } catch let error as MQTTError {
-                logger.debug("cannot read the store's status yet", metadata: [StoreLoggingKeys.error: "\(error)"])
+            } catch let error where error is MQTTError || error is DeadlineExceeded {
+                // Once at debug when it begins, then as a warning after a liveness window and every `reportEvery`.
+                if reported == nil {
+                    logger.debug("cannot read the store's status yet", metadata: [StoreLoggingKeys.error: "\(error)"])
+                    reported = since
+                }
+                if let last = reported, clock.now - last >= (last == since ? readTimeout : reportEvery) {
+                    logger.warning(
+                        "the session stays down until the store's status can be read on the broker, so that it is never taken back from a newer instance",
+                        metadata: [StoreLoggingKeys.error: "\(error)", StoreLoggingKeys.reason: "for \(Int((clock.now - since).seconds)) s"])
+                    reported = clock.now
+                }
                 try await Task.sleep(for: min(.milliseconds(100), probeInterval))
             }
         }
