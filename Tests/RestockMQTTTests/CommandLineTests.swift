@@ -42,7 +42,7 @@ struct CommandLineTests {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
-        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 20)
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 60)
         let everything = try await TopicWatcher(broker: broker, filter: "restock/apple/#")
         try await everything.wait(for: "apple's retained mirror") { $0.messages.contains { $0.topic.hasSuffix("alice/subscriptions") } }
         // The status is refreshed every 2 s (the heartbeat); anything else on apple's topics would be the demo's doing.

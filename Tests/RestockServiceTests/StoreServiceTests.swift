@@ -141,6 +141,27 @@ struct StoreServiceTests {
         #expect(store.log.text.contains("the outbox is empty"))
     }
 
+    @Test("a store whose session is lost while it starts, before its subscriptions are made, goes online once the broker is back (found by the outside trial: it tried connect() again for good, and never stopped)")
+    func sessionLostWhileStarting() async throws {
+        let broker = InMemoryBroker()
+        broker.answerSubscriptions(after: .milliseconds(300))
+        let store = try RunningStore(on: broker)
+        let session = SessionClientIDs.store(try StoreID("apple"))
+        try await waitUntil("the store's session connected", within: 60, pollEvery: .milliseconds(1)) {
+            broker.events.contains { $0.hasPrefix("connected \(session) ") }
+        }
+        broker.stop()
+        broker.answerSubscriptions(after: .zero)
+        broker.start()
+        try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
+        broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
+        try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) {
+            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 1
+        }
+        #expect(!store.log.text.contains("misuse"), "\(store.log.text.suffix(800))")
+        try await store.stop().get()
+    }
+
     @Test("a graceful stop with a broker that never acknowledges ends within the drain timeout and its grace, and keeps what is left")
     func drainBounded() async throws {
         let broker = InMemoryBroker()

@@ -275,6 +275,8 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
     }
 
     func connect() async throws -> Bool {
+        // As ``MQTTClient``: a connection lost and not stopped reconnects by itself (once allowed), not by connect().
+        if state.withLock({ $0.lost && !$0.stopped }) { throw MQTTError.misuse("connect() called on a client that is already connected") }
         state.withLock { $0.stopped = false }
         return try broker.connect(self)
     }

@@ -114,6 +114,9 @@ package final class StoreLiveness: Sendable {
         return seen.withLock { $0.statusLife[instance].map { now - $0 <= timing.staleAfter } ?? false }
     }
 
+    /// Whether `instance`'s status showed a sign of life here while online, at any time since this view began.
+    package func hasBeenSeenOnline(_ instance: String) -> Bool { seen.withLock { $0.seenOnline.contains(instance) } }
+
     /// The instance, not in `excluded`, whose status showed a sign of life here most recently, within
     /// ``StoreStatus/staleAfter`` seconds, and which has not said offline since — whether or not its status is still
     /// the retained one: an instance cut off from the broker can overwrite the newer one's status with heartbeats it

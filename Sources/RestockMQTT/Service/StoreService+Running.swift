@@ -39,13 +39,7 @@ extension StoreService {
                     republish.raise()
                     arrived.yield()
                 },
-                refreshView: { [publisher = wiring.publisher, liveness = wiring.liveness, topics] in
-                    // A subscription made again is answered with the retained messages, after everything before it.
-                    liveness.connected()
-                    try await publisher.subscribe(to: topics.status)
-                    try await publisher.subscribe(to: topics.claim)
-                    liveness.subscribed()
-                },
+                refreshView: { try await self.refreshView(wiring) },
                 logger: logger, probeInterval: timing.retry, readTimeout: timing.staleAfter, reportEvery: timing.pauseReport,
                 metrics: metrics),
         ]

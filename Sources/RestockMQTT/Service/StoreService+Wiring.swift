@@ -66,8 +66,9 @@ extension StoreService {
         /// and the session watch before each decision), and has the heartbeat say online again at once when that
         /// connection comes back (a restarted broker may have lost the retained status) or an offline status replaced
         /// this one's (a will of an instance that was taken over, published late), at most once a second. Never over
-        /// another instance's online status: that one may have taken this one's session, which the session watch is
-        /// about to find out (the next heartbeat comes all the same, if it did not).
+        /// another instance's online status, nor over the will of an instance seen online since this one went online:
+        /// that one may have taken this one's session, which the session watch is about to find out (the next heartbeat
+        /// comes all the same, if it did not).
         func watchStatus(instance: String) async {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -77,6 +78,8 @@ extension StoreService {
                         liveness.received(message)
                         guard message.topic == heartbeat.topics.status, lifecycle.isLive,
                             let status = liveness.status, !status.isOnline,
+                            // Not the will of an instance seen online since: that one came after this one (and died).
+                            status.instance.map({ $0 == instance || !liveness.hasBeenSeenOnline($0) }) ?? true,
                             lastAnswer.map({ clock.now - $0 >= .seconds(1) }) ?? true
                         else { continue }
                         lastAnswer = clock.now

@@ -249,7 +249,21 @@ public final class StoreService: Service, Sendable {
             }
             defer { group.cancelAll() }
             try await retryingWhileUnreachable {
-                if !wiring.session.isConnected { try await wiring.session.connect() }
+                if !wiring.session.isConnected {
+                    do {
+                        try await wiring.session.connect()
+                    } catch MQTTError.misuse {
+                        // Connected once, then lost before its subscriptions were made (the broker went away, or this process was
+                        // frozen while another took the store): it reconnects by itself only once allowed, as the session watch
+                        // does later — unless a newer instance took the store meanwhile, when this one stops.
+                        try await self.refreshView(wiring)
+                        if let winner = try await wiring.liveness.newerInstance(than: self.instance) {
+                            throw RestockMQTTError.storeTakenOver(store: self.store.id.rawValue, instance: winner)
+                        }
+                        wiring.session.allowReconnect()
+                        throw MQTTError.notConnected  // tried again once it is back
+                    }
+                }
                 // Requests are live messages: a retained one is never sent again at subscribe (v5), and any that still
                 // arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at subscribe have it).
                 let options = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
@@ -258,6 +272,16 @@ public final class StoreService: Service, Sendable {
                 }
             }
         }
+    }
+
+    /// Has the publishing connection read the retained status and claim again, so that ``Wiring/liveness`` holds the
+    /// broker's current view, not one a stalled process kept: a subscription made again is answered with the retained
+    /// messages, after everything the broker sent before it.
+    func refreshView(_ wiring: Wiring) async throws {
+        wiring.liveness.connected()
+        try await wiring.publisher.subscribe(to: topics.status)
+        try await wiring.publisher.subscribe(to: topics.claim)
+        wiring.liveness.subscribed()
     }
 
     /// Runs `operation` until it succeeds, retrying after an error of a broker that is not reachable (yet): the
