@@ -229,7 +229,13 @@ public final class StoreService: Service, Sendable {
     /// and subscribes it to the status and the claim.
     private func connectPublisher(_ wiring: Wiring) async throws {
         try await retryingWhileUnreachable {
-            try await wiring.publisher.connect()
+            if !wiring.publisher.isConnected {
+                do {
+                    try await wiring.publisher.connect()
+                } catch MQTTError.misuse {
+                    throw MQTTError.notConnected  // connected once, then lost: it reconnects by itself; tried again then
+                }
+            }
             wiring.liveness.connected()
             try await wiring.publisher.subscribe(to: self.topics.status)
             try await wiring.publisher.subscribe(to: self.topics.claim)
@@ -346,8 +352,14 @@ public final class StoreService: Service, Sendable {
             try? await waitUntil("this instance's claim", within: 0.5, pollEvery: .milliseconds(10)) {
                 liveness.claim?.instance == instance
             }
-            guard liveness.claim?.instance == instance else { return }
-            _ = try? await withDeadline(2) { try await publisher.publish([], to: claim, retain: true) }
+            guard liveness.claim?.instance == instance,
+                let publication = try? publisher.send([], to: claim, retain: true)
+            else { return }
+            // Up to 2 s for the broker's acknowledgement, without waiting on a publication that cannot be cancelled
+            // (one queued on a connection that is away), so that a stop or a refusal is never held up by it.
+            let acknowledged = Latch()
+            Task { _ = try? await publication.acknowledged(); _ = acknowledged.open() }
+            _ = await acknowledged.wait(timeout: .seconds(2))
         }.value
     }
 
