@@ -55,6 +55,7 @@ struct ReliabilityRun {
         var metrics = ""
         if let prometheus {
             metrics = await RunMetrics.table(from: prometheus, scenarios: chosen.map(\.id))
+            prometheus.stop()  // the run ends with exit(), which releases nothing
             say("")
             say(metrics)
         }

@@ -16,7 +16,10 @@ public final class PrometheusServer: Sendable {
         self.process = process
     }
 
-    deinit {
+    deinit { stop() }
+
+    /// Kills it and removes its directory (also done when it is released; a process that ends with `exit` releases nothing).
+    public func stop() {
         process.send(SIGKILL)
         try? FileManager.default.removeItem(at: directory)
     }
