@@ -36,15 +36,14 @@ public enum ScrapedStores {
         guard let scenario = state.withLock({ $0.file == nil ? nil : $0.scenario }) else { return }
         Task.detached {
             let marker = "serving /livez, /readyz and /metrics on http://"
-            while !exited() {
-                let text = log()
-                if let range = text.range(of: marker) {
-                    let address = text[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" }
-                    add(Target(targets: [String(address)], labels: ["scenario": scenario]))
-                    return
-                }
-                try? await Task.sleep(for: .milliseconds(100))  // how often the log is read; ends with the process
+            // The store names its address within a second of starting; a store that exits first is not listed.
+            try? await waitUntil("the store's HTTP address in its log", within: 120, pollEvery: .milliseconds(100)) {
+                exited() || log().contains(marker)
             }
+            let text = log()
+            guard let range = text.range(of: marker) else { return }
+            let address = text[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" }
+            add(Target(targets: [String(address)], labels: ["scenario": scenario]))
         }
     }
 
