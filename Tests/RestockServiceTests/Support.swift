@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Logging
 import Mosquitto
@@ -51,6 +52,16 @@ final class RunningStore: Sendable {
     func stop() async -> Result<Void, any Error> {
         await group.triggerGracefulShutdown()
         return await run.result
+    }
+
+    /// How its run ended, waited for at most `seconds`: a store that goes on fails the test instead of hanging it.
+    func result(within seconds: Double) async throws -> Result<Void, any Error> {
+        let ended = Mutex<Result<Void, any Error>?>(nil)
+        let run = self.run
+        let watcher = Task { let result = await run.result; ended.withLock { $0 = result } }
+        defer { watcher.cancel() }
+        try await waitUntil("the store's run to end", within: seconds, pollEvery: .milliseconds(10)) { ended.withLock { $0 != nil } }
+        return ended.withLock { $0 } ?? .success(())
     }
 
     deinit {

@@ -24,6 +24,8 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var holdingAcknowledgements = false
     private var subscribeDelay = Duration.zero
     private var heldAcknowledgements = Completion()
+    /// What waits, in order, for a connection whose reader is frozen (``holdDeliveries(to:)``), by client id.
+    private var heldDeliveries: [String: [MQTTMessage]] = [:]
     private var log: [String] = []
 
     /// A session the broker keeps for a client id.
@@ -97,6 +99,28 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     }
 
     /// Every subscription is answered `delay` late from now on, its retained messages right after (a slow link).
+    /// A frozen reader (a stopped process, or its socket's bytes held by the network): what the broker sends the
+    /// connection of `clientID` from now waits, in order, as in its socket, and reaches it before the answer to its
+    /// next subscription — which must read it first, as TCP would — or at ``releaseDeliveries(to:)``.
+    public func holdDeliveries(to clientID: String) { locked { heldDeliveries[clientID] = heldDeliveries[clientID] ?? [] } }
+
+    /// Ends ``holdDeliveries(to:)``: hands what waited to the connection, in order.
+    public func releaseDeliveries(to clientID: String) {
+        locked {
+            guard let held = heldDeliveries.removeValue(forKey: clientID), let connection = live[clientID] else { return }
+            for message in held { _ = connection.deliver(message) }
+        }
+    }
+
+    /// Keeps `message` for `clientID` when its reader is frozen; whether it did.
+    fileprivate func held(_ message: MQTTMessage, for clientID: String) -> Bool {
+        locked {
+            guard heldDeliveries[clientID] != nil else { return false }
+            heldDeliveries[clientID]?.append(message)
+            return true
+        }
+    }
+
     public func answerSubscriptions(after delay: Duration) { locked { subscribeDelay = delay } }
 
     /// The retained message of `topic`, if any.
@@ -331,6 +355,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
         let delay = broker.subscriptionDelay
         // A slow link (answerSubscriptions(after:)): the latency simulated, not a wait for anything.
         if delay > .zero { try await Task.sleep(for: delay) }
+        broker.releaseDeliveries(to: clientID)
         try broker.subscribe(self, to: filter, options: options)
     }
 
@@ -407,6 +432,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
 
     /// Hands `message` to the journal (which may refuse it: `false`) and to the streams whose filter matches.
     func deliver(_ message: MQTTMessage) -> Bool {
+        if broker.held(message, for: clientID) { return true }
         if let journal, journal.record(message) == .refused { return false }
         let sinks = state.withLock { state in state.sinks.values.filter { $0.filter.matches(message.topic) }.map(\.continuation) }
         for sink in sinks { sink.yield(message) }

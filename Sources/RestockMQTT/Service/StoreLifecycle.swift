@@ -75,6 +75,14 @@ final class StoreLifecycle: Sendable {
         state.withLock { ($0.sessionConnected || $0.pauses[.journal] != nil) && $0.takenOverBy == nil && $0.failure == nil }
     }
 
+    /// Whether what the store committed must wait before it goes out: its session was lost for a reason other than its
+    /// own pause, and the session watch has not decided yet whether a newer instance took it. Messages sent then could
+    /// overwrite what the newer one publishes (found by an outside trial: a store frozen with its outbox full sent it on
+    /// waking, over the newer store's retained inventory).
+    var holdsPublications: Bool {
+        state.withLock { !$0.sessionConnected && $0.pauses[.journal] == nil && $0.failure == nil && $0.takenOverBy == nil }
+    }
+
     // MARK: Pauses
 
     /// `stage` cannot write its file for now: it pauses. Logged when the pause begins, and again every

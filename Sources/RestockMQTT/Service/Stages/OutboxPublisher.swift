@@ -129,6 +129,7 @@ struct OutboxPublisher: Service {
                         _ = try? await withDeadline(acknowledgementGrace.seconds) { try await acknowledge(last, sentAt: since) }
                         return total
                     }
+                    try await waitForTheSession()
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
                     let round = try reader.next(Self.round)
                     let now = ContinuousClock.now
@@ -194,6 +195,16 @@ struct OutboxPublisher: Service {
             unrecorded.keep(messages: messages, batches: batches)
         }
         if let interrupted { throw interrupted }
+    }
+
+    /// Returns once the store's session is up again, or paused by the store itself, or the store stops (a graceful
+    /// drain goes on); while it is lost and not decided (``StoreLifecycle/holdsPublications``), nothing more is sent.
+    /// Throws when a newer instance took the store over: it stops at once.
+    private func waitForTheSession() async throws {
+        while lifecycle.holdsPublications, !stopping.isStopping {
+            try await Task.sleep(for: .milliseconds(10))  // the session watch decides within a liveness window
+        }
+        if lifecycle.takenOverBy != nil { throw CancellationError() }
     }
 
     private func waitUntilConnected() async throws {
