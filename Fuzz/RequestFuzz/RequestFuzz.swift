@@ -140,10 +140,15 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// A decoded request re-checks against the contract.
 func recheck(_ request: StoreRequest, kind: RestockTopics.Request, customer: CustomerID?, payload: String) {
     switch request {
-    case .subscribe(let who, let sku, _, let minQuantity):
+    case .subscribe(let who, let sku, _, let minQuantity, let expiresAt):
         check(kind == .subscribe(customer: who.rawValue) && who == customer, "\(payload): subscribe for \(who) on a \(kind) topic")
         check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
         check(Limits.minQuantity.contains(minQuantity), "\(payload) decoded with minQuantity \(minQuantity), outside 1…1,000,000,000")
+        if let expiresAt {
+            check(
+                (0..<253_402_300_800).contains(expiresAt.timeIntervalSince1970),
+                "\(payload) decoded with expiresAt \(expiresAt.timeIntervalSince1970), outside the years 1970…9999")
+        }
     case .unsubscribe(let who, let sku):
         check(kind == .unsubscribe(customer: who.rawValue) && who == customer, "\(payload): unsubscribe for \(who) on a \(kind) topic")
         check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
@@ -165,7 +170,9 @@ func recheck(_ request: StoreRequest, kind: RestockTopics.Request, customer: Cus
 func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: CustomerID?, payload: String) {
     let json: String
     switch request {
-    case .subscribe(_, let sku, let mode, let minQuantity):
+    case .subscribe(_, let sku, let mode, let minQuantity, let expiresAt?):
+        json = #"{"sku":"\#(sku)","mode":"\#(mode.rawValue)","minQuantity":\#(minQuantity),"expiresAt":"\#(Timestamp.string(from: expiresAt))"}"#
+    case .subscribe(_, let sku, let mode, let minQuantity, nil):
         json = #"{"sku":"\#(sku)","mode":"\#(mode.rawValue)","minQuantity":\#(minQuantity)}"#
     case .unsubscribe(_, let sku):
         json = #"{"sku":"\#(sku)"}"#
@@ -194,7 +201,7 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
     let sent: [UInt8]
     do throws(RequestRefusal) {
         switch request {
-        case .subscribe(_, let sku, let mode, let minQuantity): sent = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity).payload
+        case .subscribe(_, let sku, let mode, let minQuantity, let expiresAt): sent = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt).payload
         case .unsubscribe(_, let sku): sent = UnsubscribeRequest.sku(sku).payload
         case .unsubscribeAll: sent = UnsubscribeRequest.all.payload
         case .stock(let sku, let change): sent = try StockRequest(sku: sku, change: change).payload

@@ -38,7 +38,12 @@ struct MosquittoConnection: BrokerConnection {
     func unsubscribe(from filter: String) async throws { try await client.unsubscribe(from: filter) }
 
     func send(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement {
-        let publication = try client.send(payload, to: topic, qos: .atLeastOnce, retain: retain)
+        try send(payload, to: topic, retain: retain, messageExpiry: nil)
+    }
+
+    func send(_ payload: [UInt8], to topic: String, retain: Bool, messageExpiry: UInt32?) throws -> BrokerAcknowledgement {
+        let properties = MQTTMessageProperties(messageExpiryInterval: messageExpiry)
+        let publication = try client.send(payload, to: topic, qos: .atLeastOnce, retain: retain, properties: properties)
         return BrokerAcknowledgement { try await publication.acknowledged() }
     }
 

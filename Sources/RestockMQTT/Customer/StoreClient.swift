@@ -41,11 +41,13 @@ public final class StoreClient: Sendable {
     /// - Returns: The customer's watch list as the store confirmed it.
     /// - Throws: ``RestockMQTTError/storeOffline(store:)``, ``RestockMQTTError/refused(code:detail:)``,
     ///   ``RestockMQTTError/noAnswer(what:seconds:)``, or an ``MQTTError`` for the connection.
+    /// - Parameter expiresAt: When the watch ends unalerted; `nil`: the store's watch lifetime from when it applies
+    ///   the request.
     @discardableResult
     public func subscribe(
-        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, wait: Double = 10
+        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, expiresAt: Date? = nil, wait: Double = 10
     ) async throws -> SubscriptionsMirror {
-        let request = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity)
+        let request = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
         return try await self.request(
             topics.subscribe(customer), payload: request.payload,
             answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait,

@@ -12,7 +12,8 @@ extension StoreService {
         let processor = try await withTaskExecutorPreference(database.executor) {
             try RequestProcessor(
                 store: store, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
-                logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics)
+                logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics,
+                watchLifetime: configuration.watchLifetime.map { $0.seconds })
         }
         // Requests and alerts left from before a restart go first.
         wiring.requestArrived.yield()
@@ -28,7 +29,9 @@ extension StoreService {
             OutboxPublisher(
                 client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
-                acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics),
+                acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
+                alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
+            ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry),
             ApplyStage(
                 processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
                 lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),

@@ -3,7 +3,7 @@ import RestockCore
 
 /// A request to the store, decoded from a topic and a payload (docs/contract.md, "Requests").
 public enum StoreRequest: Sendable, Hashable {
-    case subscribe(CustomerID, SKU, mode: WatchMode, minQuantity: Int)
+    case subscribe(CustomerID, SKU, mode: WatchMode, minQuantity: Int, expiresAt: Date? = nil)
     case unsubscribe(CustomerID, SKU)
     case unsubscribeAll(CustomerID)
     case stock(SKU, StockChange)
@@ -38,7 +38,7 @@ public enum RequestDecoder {
     /// Decodes a subscribe request of `customer`.
     public static func subscribe(_ customer: CustomerID, payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
         let request = try SubscribeRequest(payload: payload)
-        return .subscribe(customer, request.sku, mode: request.mode, minQuantity: request.minQuantity)
+        return .subscribe(customer, request.sku, mode: request.mode, minQuantity: request.minQuantity, expiresAt: request.expiresAt)
     }
 
     /// Decodes an unsubscribe request of `customer`.

@@ -83,10 +83,14 @@ public struct StoreMetric: Sendable, Hashable {
         "restock_paused_seconds_total", .counter, label: "stage",
         "Seconds a stage spent paused because its file could not be written (a full disk, a lock): journal or apply.")
 
+    /// Watches ended by their `expiresAt`.
+    public static let watchesExpired = StoreMetric(
+        "restock_watches_expired_total", .counter, "Watches that reached their expiresAt and ended unalerted.")
+
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
         journalLag, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects, watches, customers,
-        deadLetters, pausedSeconds,
+        deadLetters, pausedSeconds, watchesExpired,
     ]
 }

@@ -31,6 +31,7 @@ package final class StoreMetrics: Sendable {
     package let alertsPublished: Counter
     package let alertsAcknowledged: Counter
     package let deadLetters: Counter
+    package let watchesExpired: Counter
     package let outboxDepth: Gauge
     package let journalLag: Gauge
     package let watches: Gauge
@@ -56,6 +57,7 @@ package final class StoreMetrics: Sendable {
         alertsPublished = Counter(label: StoreMetric.alertsPublished.name)
         alertsAcknowledged = Counter(label: StoreMetric.alertsAcknowledged.name)
         deadLetters = Counter(label: StoreMetric.deadLetters.name)
+        watchesExpired = Counter(label: StoreMetric.watchesExpired.name)
         outboxDepth = Gauge(label: StoreMetric.outboxDepth.name)
         journalLag = Gauge(label: StoreMetric.journalLag.name)
         watches = Gauge(label: StoreMetric.watches.name)

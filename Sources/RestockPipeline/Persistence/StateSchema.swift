@@ -73,6 +73,15 @@ enum StateSchema {
                     INSERT OR IGNORE INTO mirror (customer) SELECT DISTINCT customer FROM watch;
                     """)
         }
+        migrator.registerMigration("v-admin-1: watch expiry") { db in
+            // When a watch ends unalerted (seconds since 2001-01-01, as `Date` keeps them); NULL: never, as every watch
+            // made before this version. The index is the durable timer: the store asks it for the watches due.
+            try db.execute(
+                sql: """
+                    ALTER TABLE watch ADD COLUMN expiresAt REAL;
+                    CREATE INDEX watch_expiresAt ON watch (expiresAt) WHERE expiresAt IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

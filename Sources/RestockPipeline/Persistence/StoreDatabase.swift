@@ -120,6 +120,12 @@ package final class StoreDatabase: Sendable {
     /// The on-hand quantity of every SKU the store has recorded, zeros included.
     package func inventory() throws -> [(SKU, Int)] { try reader.inventory() }
 
+    /// The watches that have expired at `now`, soonest first, at most `limit` (``WatchTable/expired(at:limit:in:)``).
+    package func expiredWatches(at now: Date, limit: Int) throws -> [WatchKey] { try reader.expiredWatches(at: now, limit: limit) }
+
+    /// When the first watch expires after `now`; `nil` when none will.
+    package func nextExpiry(after now: Date) throws -> Date? { try reader.nextExpiry(after: now) }
+
     // MARK: Requests
 
     /// Records a request as received, in the request log, before it is acknowledged to the broker; returns its place.

@@ -56,6 +56,10 @@ package final class RequestProcessor: Sendable {
     /// How fast each customer's requests are applied (``CustomerRateLimiter``): checked before a request is decoded,
     /// so a refusal costs no more than a lookup.
     let rateLimiter: Mutex<CustomerRateLimiter>
+    /// How long a watch lasts when its subscribe names no `expiresAt` (`nil`: forever); see RequestProcessor+Expiry.swift.
+    let watchLifetime: TimeInterval?
+    /// The store's clock time from which a watch may have expired: nothing is looked up before it.
+    let expiryCheck = Mutex<Date>(.distantPast)
     /// A batch applied to the store whose commit failed with an error that may pass, and the last request in it.
     private let pendingCommit = Mutex<(changes: StoreChanges, last: Int64)?>(nil)
 
@@ -64,9 +68,10 @@ package final class RequestProcessor: Sendable {
     package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
-        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics()
+        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil
     ) throws {
         self.metrics = metrics
+        self.watchLifetime = watchLifetime
         self.trimEvery = trimEvery
         self.rateLimiter = Mutex(CustomerRateLimiter(rateLimit))
         self.store = store
@@ -119,6 +124,7 @@ package final class RequestProcessor: Sendable {
     private func applyWaiting() throws -> Int {
         var total = 0
         if let pending = pendingCommit.withLock({ $0 }) { try commit(pending.changes, through: pending.last) }
+        try expireDueWatches()
         while !Task.isCancelled {
             let waiting = try nextRequests()
             if waiting.isEmpty { break }
@@ -176,15 +182,10 @@ package final class RequestProcessor: Sendable {
         var mirrorsToRefresh = Set<CustomerID>()
         var tally = BatchTally()
         let started = ContinuousClock.now
+        // Watches past their time end before any request of the batch can alert them.
+        try expireDue(into: &changes, refreshing: &mirrorsToRefresh)
         for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh, tally: &tally) }
-        let now = clock()
-        for customer in mirrorsToRefresh.sorted() {
-            let mirror = SubscriptionsMirror(
-                store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
-            let topic = topics.subscriptions(customer)
-            changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
-        }
-        changes.mirrored = mirrorsToRefresh
+        appendMirrors(of: mirrorsToRefresh, to: &changes)
         changes.counters = store.counters
         changes.processedThrough = last.seq
         metrics.applyDuration.record(duration: .now - started)
@@ -195,7 +196,7 @@ package final class RequestProcessor: Sendable {
     /// Commits what a batch changed and passes its messages on to the publisher. A commit that fails with an error
     /// that may pass (a full disk) is kept and tried again first by the next ``drainInbox()``: the store holds these
     /// changes already. Any other error marks the attempt failed (its requests become suspects at the next start).
-    private func commit(_ changes: StoreChanges, through last: Int64) throws {
+    func commit(_ changes: StoreChanges, through last: Int64) throws {
         let messages: [CommittedPublication]
         do {
             let started = ContinuousClock.now
@@ -337,10 +338,12 @@ package final class RequestProcessor: Sendable {
 
         do {
             switch try decoded.get() {
-            case .subscribe(let who, let sku, let mode, let minQuantity):
+            case .subscribe(let who, let sku, let mode, let minQuantity, let expiresAt):
+                let expiresAt = try expiry(of: expiresAt)
                 let outcome = try perform { () throws(RestockError) in
-                    try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity)
+                    try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
                 }
+                if outcome.isKept, let expiresAt { expiryCheck.withLock { $0 = min($0, expiresAt) } }
                 if outcome.isChanged {
                     if outcome.isKept { changes.save(outcome.watch) } else { changes.remove(WatchKey(customer: who, sku: sku)) }
                 }

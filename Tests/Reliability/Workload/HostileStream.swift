@@ -86,8 +86,8 @@ struct HostileStream {
     private mutating func apply(_ request: StoreRequest) -> Bool {
         do {
             switch request {
-            case .subscribe(let who, let sku, let mode, let minQuantity):
-                if let alert = try reference.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity).alert { alertIDs.insert(alert.id) }
+            case .subscribe(let who, let sku, let mode, let minQuantity, let expiresAt):
+                if let alert = try reference.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt).alert { alertIDs.insert(alert.id) }
             case .unsubscribe(let who, let sku): reference.unsubscribe(who, from: sku)
             case .unsubscribeAll(let who): reference.unsubscribeAll(who)
             case .stock(let sku, let change):
