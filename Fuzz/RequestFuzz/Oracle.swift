@@ -262,7 +262,7 @@ enum Assembler {
         var faults = Faults()
         var request: StoreRequest?
 
-        if layout % 4 == 0, kind != .stock {
+        if layout % 4 == 0, kind != .stock, kind != .forget {
             // A bare SKU.
             let valid = input.byte() % 2 == 0
             let choice = input.pick((valid ? validSKUs : invalidSKUs).filter { !$0.json.contains("\\") })
@@ -301,6 +301,13 @@ enum Assembler {
             } else {
                 faults.codes.insert("invalid-field")
             }
+        case .forget:
+            // The customer is the payload's: the same identifiers as SKUs, refused as invalid-customer.
+            var who = sku(&input, required: true)
+            if who.faults.remove("invalid-sku") != nil { who.faults.insert("invalid-customer") }
+            faults.add(who)
+            members = [("customer", who.json)]
+            if let value = who.value, let id = try? CustomerID(value) { request = .forget(id) }
         case .stock:
             let sku = sku(&input, required: true)
             let set = number(&input, range: 0...Limits.maximumQuantity, rangeCode: "invalid-quantity")
@@ -341,7 +348,7 @@ enum Assembler {
             oracle = .refuse(["payload-too-large"])
         } else if mark == .twice {
             // The second mark starts the payload: a bare SKU that is not an identifier, or no JSON object.
-            oracle = .refuse([kind == .stock ? "invalid-json" : "invalid-sku"])
+            oracle = .refuse([kind == .stock || kind == .forget ? "invalid-json" : "invalid-sku"])
         } else if faults.breaksJSON {
             oracle = .refuse(["invalid-json"])
         } else if !faults.codes.isEmpty {

@@ -2,6 +2,8 @@
 // is not a product of its own: a library user imports RestockMQTT alone, and gets exactly these types of it (a scoped
 // re-export, not the whole module).
 @_exported import enum RestockPipeline.ExpiryText
+@_exported import struct RestockPipeline.ForgetRequest
+@_exported import struct RestockPipeline.ForgottenReport
 @_exported import enum RestockPipeline.RequestDecoder
 @_exported import enum RestockPipeline.RestockMQTTError
 @_exported import enum RestockPipeline.SessionClientIDs

@@ -160,6 +160,18 @@ def test_every_kind_of_payload(world):
     capture.wait_for("carol's alert at subscribe time", alert("carol", 5), mark)
 
 
+def test_forget_a_customer(world):
+    """An admin's forget request: the customer's mirror is cleared (an empty retained message), then the answer."""
+    capture = world.capture
+    mark = world.publish("restock/apple/subscribe/dora", b'{"sku":"drive-phone","expiresAt":"2999-01-01T00:00:00Z"}')
+    capture.wait_for("dora's mirror", lambda m: m.topic == "restock/apple/customers/dora/subscriptions", mark)
+    mark = world.publish("restock/apple/admin/forget", b'{"customer":"dora"}')
+    answer = capture.wait_for("the forgotten report", lambda m: m.topic == "restock/apple/admin/forgotten", mark)
+    assert json_of(answer)["customer"] == "dora" and json_of(answer)["watches"] == 1, answer.payload
+    cleared = [m for m in capture.poll()[mark:] if m.topic == "restock/apple/customers/dora/subscriptions"]
+    assert cleared and cleared[-1].payload == b"", cleared
+
+
 def parse_timestamp(text: str) -> datetime:
     """A contract timestamp (`2026-11-21T19:41:47.528Z`) as an aware datetime."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
@@ -194,6 +206,9 @@ def test_everything_the_store_published_keeps_the_contract(world):
 
     kinds = set()
     for m in messages:
+        if m.payload == b"":
+            kinds.add("cleared " + world.model.channel(m.topic).name)
+            continue
         body = json_of(m)
         channel = world.model.channel(m.topic).name
         if channel == "subscriptions":
@@ -205,6 +220,6 @@ def test_everything_the_store_published_keeps_the_contract(world):
         else:
             kinds.add(channel)
     expected = {"alerts", "subscriptions with watches", "subscriptions empty", "customerErrors", "adminErrors",
-                "inventory 0", "inventory > 0", "status online", "status offline"}
+                "inventory 0", "inventory > 0", "status online", "status offline", "forgotten", "cleared subscriptions"}
     assert expected <= kinds, f"no payload of kind {expected - kinds} was captured"
     print(f"{len(messages)} messages the store published, all within the contract")

@@ -75,9 +75,9 @@ public final class StoreClient: Sendable {
     /// Waits for the store to be online, publishes `payload` on `topic` and waits for the first live (not
     /// retained) message on `answer`, or an error report about `topic` on `errors`. The whole exchange, the
     /// wait for the store included, is bounded by `wait` seconds.
-    private func request<Answer: Decodable & Sendable>(
+    func request<Answer: Decodable & Sendable>(
         _ topic: String, payload: [UInt8], answer: String, errors: String, wait: Double,
-        first: @escaping @Sendable () async throws -> Void = {}
+        first: @escaping @Sendable () async throws -> Void = {}, accepting: @escaping @Sendable (Answer) -> Bool = { _ in true }
     ) async throws -> Answer {
         let storeOnline = Atomic<Bool>(false)
         do {
@@ -91,7 +91,7 @@ public final class StoreClient: Sendable {
                     try await client.subscribe(to: answer)
                     try await client.subscribe(to: errors)
                     try await client.publish(Array(payload), to: topic)
-                    return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals)
+                    return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals, accepting: accepting)
                 }
             }
         } catch let timeout as DeadlineExceeded {
@@ -103,12 +103,12 @@ public final class StoreClient: Sendable {
     /// The first live message on `answers` that decodes as `Answer`, or the refusal of `topic` on `refusals`.
     private static func firstAnswer<Answer: Decodable & Sendable>(
         _ type: Answer.Type, on answers: AsyncStream<MQTTMessage>, orRefusalOf topic: String,
-        on refusals: AsyncStream<MQTTMessage>
+        on refusals: AsyncStream<MQTTMessage>, accepting: @escaping @Sendable (Answer) -> Bool
     ) async throws -> Answer {
         try await withThrowingTaskGroup(of: Answer?.self) { group in
             group.addTask {
                 for await message in answers where !message.retain {
-                    if let decoded = try? JSONDecoder().decode(Answer.self, from: Data(message.payload)) { return decoded }
+                    if let decoded = try? JSONDecoder().decode(Answer.self, from: Data(message.payload)), accepting(decoded) { return decoded }
                 }
                 return nil
             }

@@ -71,6 +71,7 @@ extension StoreService {
             logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])
             throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)
         }
+        await checkpointAtStop()
         logger.info("store \(store.id) offline")
         if let failure { throw wiring.lifecycle.failure ?? failure }
     }

@@ -45,6 +45,10 @@ public struct RestockTopics: Sendable, Hashable {
     public func unsubscribe(_ customer: CustomerID) -> String { "\(root)/unsubscribe/\(customer)" }
     /// `P/{store}/admin/stock`: stock changes.
     public var adminStock: String { "\(root)/admin/stock" }
+    /// `P/{store}/admin/forget`: requests to forget a customer (admin).
+    public var adminForget: String { "\(root)/admin/forget" }
+    /// `P/{store}/admin/forgotten`: the store's answer to each forget request.
+    public var adminForgotten: String { "\(root)/admin/forgotten" }
     /// `P/{store}/admin/errors`: refused admin requests.
     public var adminErrors: String { "\(root)/admin/errors" }
     /// `P/{store}/customers/{customer}/alerts`.
@@ -63,13 +67,14 @@ public struct RestockTopics: Sendable, Hashable {
     public var claim: String { "\(root)/claim" }
 
     /// The filters the store subscribes to for requests.
-    public var requestFilters: [String] { ["\(root)/subscribe/+", "\(root)/unsubscribe/+", adminStock] }
+    public var requestFilters: [String] { ["\(root)/subscribe/+", "\(root)/unsubscribe/+", adminStock, adminForget] }
 
     /// What a request topic asks for, with the customer level as sent (not yet validated).
     public enum Request: Sendable, Hashable {
         case subscribe(customer: String)
         case unsubscribe(customer: String)
         case stock
+        case forget
     }
 
     /// Classifies a topic the store received; `nil` for anything that is not one of its request topics.
@@ -77,6 +82,7 @@ public struct RestockTopics: Sendable, Hashable {
         guard topic.hasPrefix(root + "/") else { return nil }
         let rest = topic.dropFirst(root.count + 1)
         if rest == "admin/stock" { return .stock }
+        if rest == "admin/forget" { return .forget }
         let levels = rest.split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count == 2 else { return nil }
         switch levels[0] {

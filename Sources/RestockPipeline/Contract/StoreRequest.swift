@@ -7,6 +7,8 @@ public enum StoreRequest: Sendable, Hashable {
     case unsubscribe(CustomerID, SKU)
     case unsubscribeAll(CustomerID)
     case stock(SKU, StockChange)
+    /// Forget everything about a customer (admin).
+    case forget(CustomerID)
 }
 
 /// Why a request was refused: a stable code and one human sentence, as published on the errors topics.
@@ -53,6 +55,11 @@ public enum RequestDecoder {
     public static func stock(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
         let request = try StockRequest(payload: payload)
         return .stock(request.sku, request.change)
+    }
+
+    /// Decodes an admin forget request.
+    public static func forget(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
+        .forget(try ForgetRequest(payload: payload).customer)
     }
 
     /// The refusal of a payload of `size` bytes, over ``maximumPayloadSize``.

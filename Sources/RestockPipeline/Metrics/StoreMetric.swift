@@ -36,7 +36,7 @@ public struct StoreMetric: Sendable, Hashable {
     /// Requests applied to the store, by kind.
     public static let requestsApplied = StoreMetric(
         "restock_requests_applied_total", .counter, label: "kind",
-        "Requests applied to the store, by kind (subscribe, unsubscribe, unsubscribe-all, stock).")
+        "Requests applied to the store, by kind (subscribe, unsubscribe, unsubscribe-all, stock, forget).")
     /// Requests refused, by refusal code.
     public static let requestsRefused = StoreMetric(
         "restock_requests_refused_total", .counter, label: "code", "Requests refused and changing nothing, by refusal code.")
@@ -87,10 +87,14 @@ public struct StoreMetric: Sendable, Hashable {
     public static let watchesExpired = StoreMetric(
         "restock_watches_expired_total", .counter, "Watches that reached their expiresAt and ended unalerted.")
 
+    /// Customers forgotten by an admin's forget request.
+    public static let customersForgotten = StoreMetric(
+        "restock_customers_forgotten_total", .counter, "Customers forgotten by an admin's forget request (every watch and row about them removed).")
+
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
         journalLag, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects, watches, customers,
-        deadLetters, pausedSeconds, watchesExpired,
+        deadLetters, pausedSeconds, watchesExpired, customersForgotten,
     ]
 }

@@ -8,7 +8,7 @@ import RestockCore
 package final class StoreMetrics: Sendable {
     /// A request's kind, as the `kind` label of ``StoreMetric/requestsApplied`` names it.
     package enum RequestKind: String, Sendable, CaseIterable {
-        case subscribe, unsubscribe, unsubscribeAll = "unsubscribe-all", stock
+        case subscribe, unsubscribe, unsubscribeAll = "unsubscribe-all", stock, forget
     }
 
     /// A connection to the broker, as the `connection` label names it.
@@ -32,6 +32,7 @@ package final class StoreMetrics: Sendable {
     package let alertsAcknowledged: Counter
     package let deadLetters: Counter
     package let watchesExpired: Counter
+    package let customersForgotten: Counter
     package let outboxDepth: Gauge
     package let journalLag: Gauge
     package let watches: Gauge
@@ -58,6 +59,7 @@ package final class StoreMetrics: Sendable {
         alertsAcknowledged = Counter(label: StoreMetric.alertsAcknowledged.name)
         deadLetters = Counter(label: StoreMetric.deadLetters.name)
         watchesExpired = Counter(label: StoreMetric.watchesExpired.name)
+        customersForgotten = Counter(label: StoreMetric.customersForgotten.name)
         outboxDepth = Gauge(label: StoreMetric.outboxDepth.name)
         journalLag = Gauge(label: StoreMetric.journalLag.name)
         watches = Gauge(label: StoreMetric.watches.name)

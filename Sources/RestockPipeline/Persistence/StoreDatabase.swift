@@ -196,6 +196,13 @@ package final class StoreDatabase: Sendable {
         return committed
     }
 
+    /// Checkpoints both files' write-ahead logs into them and truncates the logs to nothing (after a customer is
+    /// forgotten: the WAL keeps old page images until then).
+    package func checkpoint() throws {
+        try state.checkpoint()
+        try log.checkpoint()
+    }
+
     // MARK: Outbox
 
     /// Messages committed but not yet acknowledged, oldest first, after `seq`.

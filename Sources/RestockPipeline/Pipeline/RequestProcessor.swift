@@ -213,6 +213,7 @@ package final class RequestProcessor: Sendable {
         pendingCommit.withLock { $0 = nil }
         database.endAttempt()
         progress.withLock { $0.lastApplied = last }
+        if !changes.forgotten.isEmpty { eraseForgotten(through: last) }
         if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
         }
@@ -295,7 +296,7 @@ package final class RequestProcessor: Sendable {
     private func errorsTopic(for topic: String) -> String? {
         switch topics.request(for: topic) {
         case .subscribe(let raw), .unsubscribe(let raw): (try? CustomerID(raw)).map(topics.errors)
-        case .stock: topics.adminErrors
+        case .stock, .forget: topics.adminErrors
         case nil: nil
         }
     }
@@ -323,7 +324,7 @@ package final class RequestProcessor: Sendable {
                 tally.refused[.rateLimited, default: 0] += 1
                 return
             }
-        case .stock:
+        case .stock, .forget:
             customer = nil
         }
         let decoded = Result { () throws(RequestRefusal) -> StoreRequest in
@@ -332,6 +333,7 @@ package final class RequestProcessor: Sendable {
             switch (kind, customer) {
             case (.subscribe, let id?): return try RequestDecoder.subscribe(id, payload: request.payload)
             case (.unsubscribe, let id?): return try RequestDecoder.unsubscribe(id, payload: request.payload)
+            case (.forget, _): return try RequestDecoder.forget(payload: request.payload)
             default: return try RequestDecoder.stock(payload: request.payload)
             }
         }
@@ -365,6 +367,9 @@ package final class RequestProcessor: Sendable {
                 logAccepted(request, "unsubscribe-all", who, sku: nil, position: nil)
             case .stock(let sku, let change):
                 try applyStock(sku, change, to: &changes, refreshing: &mirrors, tally: &tally)
+            case .forget(let who):
+                forget(who, request, into: &changes, refreshing: &mirrors)
+                tally.applied[.forget, default: 0] += 1
             }
         } catch {
             let refusal = error

@@ -68,6 +68,7 @@ struct HostileStream {
                 case .subscribe: decoded = try RequestDecoder.subscribe(customer!, payload: request.payload)
                 case .unsubscribe: decoded = try RequestDecoder.unsubscribe(customer!, payload: request.payload)
                 case .stock: decoded = try RequestDecoder.stock(payload: request.payload)
+                case .forget: decoded = try RequestDecoder.forget(payload: request.payload)
                 }
                 refused = !apply(decoded)
             } catch {
@@ -92,6 +93,7 @@ struct HostileStream {
             case .unsubscribeAll(let who): reference.unsubscribeAll(who)
             case .stock(let sku, let change):
                 for alert in try reference.changeStock(of: sku, change).alerts { alertIDs.insert(alert.id) }
+            case .forget(let who): reference.unsubscribeAll(who)
             }
             return true
         } catch {

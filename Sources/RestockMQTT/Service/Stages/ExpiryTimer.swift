@@ -9,11 +9,15 @@ struct ExpiryTimer: Service {
     let interval: Duration
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: interval)
-                wake.yield()
+        do {
+            try await cancelWhenGracefulShutdown {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: interval)
+                    wake.yield()
+                }
             }
+        } catch is CancellationError {
+            // Graceful shutdown: the timer just stops.
         }
     }
 }

@@ -1,0 +1,29 @@
+import Foundation
+import LocalBroker
+import Mosquitto
+import RestockCore
+import RestockMQTT
+import RestockTestSupport
+import Testing
+
+/// The shipped ACL (deploy/mosquitto/acl) and the admin's requests of issue 24: the admin alone may send them.
+extension ProductionConfigTests {
+    @Test("the admin may forget a customer; a customer may not, and the CLI says so in one line")
+    func adminForget() async throws {
+        let broker = try await MosquittoBroker.shipped()
+        let store = try StoreProcess(broker: broker, extraArguments: ["--username", "store-apple"], environment: ["RESTOCK_PASSWORD": "store-secret"])
+        try await store.start(username: "alice", password: "alice-secret")
+        let subscribed = try await restock(["subscribe", "--customer", "bob", "--sku", "tv"], user: "bob", password: "bob-secret", broker: broker)
+        #expect(subscribed.status == 0, "\(subscribed.standardError)")
+
+        let intruder = try await restock(["forget", "--customer", "bob"], user: "alice", password: "alice-secret", broker: broker)
+        #expect(intruder.status != 0)
+        #expect(intruder.standardError.split(separator: "\n").count == 1, "\(intruder.standardError)")
+        #expect(intruder.standardError.contains("Not authorized"), "\(intruder.standardError)")
+
+        let admin = try await restock(["forget", "--customer", "bob"], user: "admin", password: "admin-secret", broker: broker)
+        #expect(admin.status == 0, "\(admin.standardError)")
+        #expect(admin.standardOutput.contains("bob is forgotten (1 watches removed)"), "\(admin.standardOutput)")
+        try await store.send(SIGTERM)
+    }
+}
