@@ -26,4 +26,23 @@ extension ProductionConfigTests {
         #expect(admin.standardOutput.contains("bob is forgotten (1 watches removed)"), "\(admin.standardOutput)")
         try await store.send(SIGTERM)
     }
+
+    @Test("the admin may ask for the report and the dead letters, over MQTT 5 and 3.1.1; a customer may not")
+    func adminQueries() async throws {
+        let broker = try await MosquittoBroker.shipped()
+        let store = try StoreProcess(broker: broker, extraArguments: ["--username", "store-apple"], environment: ["RESTOCK_PASSWORD": "store-secret"])
+        try await store.start(username: "alice", password: "alice-secret")
+        for version in ["5", "3.1.1"] {
+            let report = try await restock(["report", "--mqtt-version", version], user: "admin", password: "admin-secret", broker: broker)
+            #expect(report.status == 0 && report.standardOutput.contains("0 customers, 0 watches"), "\(version): \(report.standardError)")
+            let letters = try await restock(["dead-letters", "--mqtt-version", version], user: "admin", password: "admin-secret", broker: broker)
+            #expect(letters.status == 0 && letters.standardOutput == "no dead letters\n", "\(version): \(letters.standardError)")
+        }
+        for command in [["report"], ["dead-letters"], ["dead-letters", "--drop", "1"]] {
+            let intruder = try await restock(command + ["--wait", "3"], user: "alice", password: "alice-secret", broker: broker)
+            #expect(intruder.status != 0, "\(command)")
+            #expect(intruder.standardError.split(separator: "\n").count == 1, "\(command): \(intruder.standardError)")
+        }
+        try await store.send(SIGTERM)
+    }
 }

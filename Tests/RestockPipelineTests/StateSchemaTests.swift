@@ -60,6 +60,16 @@ struct StateSchemaTests {
             CREATE INDEX watch_expiresAt ON watch (expiresAt) WHERE expiresAt IS NOT NULL;
             """
         ),
+        (
+            "v-admin-2: alert figures, dead-letter reasons",
+            """
+            CREATE TABLE alertFigure (
+                sku TEXT NOT NULL, hour INTEGER NOT NULL, raised INTEGER NOT NULL, acknowledged INTEGER NOT NULL,
+                PRIMARY KEY (sku, hour)) WITHOUT ROWID;
+            ALTER TABLE outbox ADD COLUMN sku TEXT;
+            ALTER TABLE deadLetter ADD COLUMN reason TEXT NOT NULL DEFAULT 'the store failed while applying this request';
+            """
+        ),
     ]
 
     /// A state in memory as the first `versions` released versions left it, with GRDB's record of their migrations.

@@ -38,11 +38,10 @@ struct MosquittoConnection: BrokerConnection {
     func unsubscribe(from filter: String) async throws { try await client.unsubscribe(from: filter) }
 
     func send(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement {
-        try send(payload, to: topic, retain: retain, messageExpiry: nil)
+        try send(payload, to: topic, retain: retain, properties: MQTTMessageProperties())
     }
 
-    func send(_ payload: [UInt8], to topic: String, retain: Bool, messageExpiry: UInt32?) throws -> BrokerAcknowledgement {
-        let properties = MQTTMessageProperties(messageExpiryInterval: messageExpiry)
+    func send(_ payload: [UInt8], to topic: String, retain: Bool, properties: MQTTMessageProperties) throws -> BrokerAcknowledgement {
         let publication = try client.send(payload, to: topic, qos: .atLeastOnce, retain: retain, properties: properties)
         return BrokerAcknowledgement { try await publication.acknowledged() }
     }

@@ -77,7 +77,8 @@ public final class StoreClient: Sendable {
     /// wait for the store included, is bounded by `wait` seconds.
     func request<Answer: Decodable & Sendable>(
         _ topic: String, payload: [UInt8], answer: String, errors: String, wait: Double,
-        first: @escaping @Sendable () async throws -> Void = {}, accepting: @escaping @Sendable (Answer) -> Bool = { _ in true }
+        first: @escaping @Sendable () async throws -> Void = {}, accepting: @escaping @Sendable (Answer) -> Bool = { _ in true },
+        properties: MQTTMessageProperties = MQTTMessageProperties()
     ) async throws -> Answer {
         let storeOnline = Atomic<Bool>(false)
         do {
@@ -90,7 +91,7 @@ public final class StoreClient: Sendable {
                     let refusals = try client.messages(matching: errors)
                     try await client.subscribe(to: answer)
                     try await client.subscribe(to: errors)
-                    try await client.publish(Array(payload), to: topic)
+                    try await client.send(Array(payload), to: topic, retain: false, properties: properties).acknowledged()
                     return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals, accepting: accepting)
                 }
             }

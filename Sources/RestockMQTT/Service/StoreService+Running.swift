@@ -32,6 +32,9 @@ extension StoreService {
                 acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
                 alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
             ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry),
+            AdminQueries(
+                client: wiring.publisher, topics: topics, database: database, clock: clock, logger: logger, metrics: metrics,
+                gaugeInterval: .seconds(60)),
             ApplyStage(
                 processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
                 lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),

@@ -9,6 +9,8 @@ public enum StoreRequest: Sendable, Hashable {
     case stock(SKU, StockChange)
     /// Forget everything about a customer (admin).
     case forget(CustomerID)
+    /// Replay or drop a dead letter (admin).
+    case deadLetter(DeadLetterAction)
 }
 
 /// Why a request was refused: a stable code and one human sentence, as published on the errors topics.
@@ -60,6 +62,11 @@ public enum RequestDecoder {
     /// Decodes an admin forget request.
     public static func forget(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
         .forget(try ForgetRequest(payload: payload).customer)
+    }
+
+    /// Decodes an admin dead-letter request.
+    public static func deadLetter(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
+        .deadLetter(try DeadLetterAction(payload: payload))
     }
 
     /// The refusal of a payload of `size` bytes, over ``maximumPayloadSize``.

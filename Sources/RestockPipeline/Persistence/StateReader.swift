@@ -84,6 +84,11 @@ struct StateReader: Sendable {
         }
     }
 
+    /// The report of the store's figures as of `now` (``AlertFigures/report(at:sku:in:)``).
+    func report(at now: Date, sku: SKU?) throws(StorageError) -> StoreReport {
+        try read { db in try AlertFigures.report(at: now, sku: sku, in: db) }
+    }
+
     /// The watches that have expired at `now`, soonest first, at most `limit`.
     func expiredWatches(at now: Date, limit: Int) throws(StorageError) -> [WatchKey] {
         try read { db in try WatchTable.expired(at: now, limit: limit, in: db) }

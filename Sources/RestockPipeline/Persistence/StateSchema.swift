@@ -82,6 +82,18 @@ enum StateSchema {
                     CREATE INDEX watch_expiresAt ON watch (expiresAt) WHERE expiresAt IS NOT NULL;
                     """)
         }
+        migrator.registerMigration("v-admin-2: alert figures, dead-letter reasons") { db in
+            // Alerts raised and acknowledged by the broker, per SKU and hour (seconds since 1970 / 3600); hour 0 holds
+            // the sums of the hours older than a day (AlertFigures). The outbox row of an alert names its SKU.
+            try db.execute(
+                sql: """
+                    CREATE TABLE alertFigure (
+                        sku TEXT NOT NULL, hour INTEGER NOT NULL, raised INTEGER NOT NULL, acknowledged INTEGER NOT NULL,
+                        PRIMARY KEY (sku, hour)) WITHOUT ROWID;
+                    ALTER TABLE outbox ADD COLUMN sku TEXT;
+                    ALTER TABLE deadLetter ADD COLUMN reason TEXT NOT NULL DEFAULT 'the store failed while applying this request';
+                    """)
+        }
         return migrator
     }
 }

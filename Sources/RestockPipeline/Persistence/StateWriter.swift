@@ -23,6 +23,8 @@ struct StateWriter: Sendable {
                 try CounterRecord(.nextAlertSequence, Int64(counters.nextAlertSequence)).insert(db, onConflict: .replace)
             }
             for forgotten in changes.forgotten { try Self.forget(forgotten, in: db) }
+            for seq in changes.deadLettersRemoved { try db.execute(sql: "DELETE FROM deadLetter WHERE seq = ?", arguments: [seq]) }
+            try AlertFigures.record(raised: changes.alertsRaised, at: changes.appliedAt, in: db)
             try Self.mirrors.insert(changes.mirrored.sorted().map { MirrorRecord(customer: $0.rawValue) }, in: db)
             try Outbox.insert(messages, in: db)
             if let seq = changes.processedThrough { try CounterRecord.recordProcessed(through: seq, in: db) }

@@ -187,6 +187,7 @@ package final class RequestProcessor: Sendable {
         for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh, tally: &tally) }
         appendMirrors(of: mirrorsToRefresh, to: &changes)
         changes.counters = store.counters
+        changes.appliedAt = clock()
         changes.processedThrough = last.seq
         metrics.applyDuration.record(duration: .now - started)
         metrics.record(tally)
@@ -285,7 +286,7 @@ package final class RequestProcessor: Sendable {
         let topic = errorsTopic(for: request.topic) ?? topics.adminErrors
         let error = try database.deadLetter(
             request, error: Publication(key: "error:\(request.seq):request-failed", topic: topic, payload: report.payloadBytes(), retain: false),
-            at: now)
+            reason: what, at: now)
         progress.withLock { $0.lastApplied = request.seq }
         metrics.deadLetters.increment()
         committed.append(error)
@@ -296,12 +297,12 @@ package final class RequestProcessor: Sendable {
     private func errorsTopic(for topic: String) -> String? {
         switch topics.request(for: topic) {
         case .subscribe(let raw), .unsubscribe(let raw): (try? CustomerID(raw)).map(topics.errors)
-        case .stock, .forget: topics.adminErrors
+        case .stock, .forget, .deadLetter: topics.adminErrors
         case nil: nil
         }
     }
 
-    private func apply(
+    func apply(
         _ request: JournaledRequest, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>, tally: inout BatchTally
     ) {
         FaultInjection.trapIfChosen(request.payload)
@@ -324,7 +325,7 @@ package final class RequestProcessor: Sendable {
                 tally.refused[.rateLimited, default: 0] += 1
                 return
             }
-        case .stock, .forget:
+        case .stock, .forget, .deadLetter:
             customer = nil
         }
         let decoded = Result { () throws(RequestRefusal) -> StoreRequest in
@@ -334,6 +335,7 @@ package final class RequestProcessor: Sendable {
             case (.subscribe, let id?): return try RequestDecoder.subscribe(id, payload: request.payload)
             case (.unsubscribe, let id?): return try RequestDecoder.unsubscribe(id, payload: request.payload)
             case (.forget, _): return try RequestDecoder.forget(payload: request.payload)
+            case (.deadLetter, _): return try RequestDecoder.deadLetter(payload: request.payload)
             default: return try RequestDecoder.stock(payload: request.payload)
             }
         }
@@ -349,7 +351,10 @@ package final class RequestProcessor: Sendable {
                 if outcome.isChanged {
                     if outcome.isKept { changes.save(outcome.watch) } else { changes.remove(WatchKey(customer: who, sku: sku)) }
                 }
-                if let alert = outcome.alert { changes.publications.append(publication(of: alert)) }
+                if let alert = outcome.alert {
+                    changes.publications.append(publication(of: alert))
+                    changes.alertsRaised[sku, default: 0] += 1
+                }
                 tally.alerts += outcome.alert == nil ? 0 : 1
                 tally.applied[.subscribe, default: 0] += 1
                 mirrors.insert(who)
@@ -370,6 +375,9 @@ package final class RequestProcessor: Sendable {
             case .forget(let who):
                 forget(who, request, into: &changes, refreshing: &mirrors)
                 tally.applied[.forget, default: 0] += 1
+            case .deadLetter(let action):
+                handle(action, request, into: &changes, refreshing: &mirrors, tally: &tally)
+                tally.applied[.deadLetter, default: 0] += 1
             }
         } catch {
             let refusal = error

@@ -69,6 +69,7 @@ struct HostileStream {
                 case .unsubscribe: decoded = try RequestDecoder.unsubscribe(customer!, payload: request.payload)
                 case .stock: decoded = try RequestDecoder.stock(payload: request.payload)
                 case .forget: decoded = try RequestDecoder.forget(payload: request.payload)
+                case .deadLetter: decoded = try RequestDecoder.deadLetter(payload: request.payload)
                 }
                 refused = !apply(decoded)
             } catch {
@@ -94,6 +95,7 @@ struct HostileStream {
             case .stock(let sku, let change):
                 for alert in try reference.changeStock(of: sku, change).alerts { alertIDs.insert(alert.id) }
             case .forget(let who): reference.unsubscribeAll(who)
+            case .deadLetter: break  // the stream sends none
             }
             return true
         } catch {

@@ -141,7 +141,8 @@ struct OutboxPublisher: Service {
                         (
                             message,
                             try client.send(
-                                message.payload, to: message.topic, retain: message.retain, messageExpiry: message.isAlert ? alertExpiry : nil)
+                                message.payload, to: message.topic, retain: message.retain,
+                                properties: MQTTMessageProperties(messageExpiryInterval: message.isAlert ? alertExpiry : nil))
                         )
                     }
                     total += sent.count
