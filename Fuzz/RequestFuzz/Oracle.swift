@@ -262,7 +262,7 @@ enum Assembler {
         var faults = Faults()
         var request: StoreRequest?
 
-        if layout % 4 == 0, kind != .stock, kind != .forget {
+        if layout % 4 == 0, kind != .stock, kind != .forget, kind != .deadLetter {
             // A bare SKU.
             let valid = input.byte() % 2 == 0
             let choice = input.pick((valid ? validSKUs : invalidSKUs).filter { !$0.json.contains("\\") })
@@ -301,6 +301,18 @@ enum Assembler {
             } else {
                 faults.codes.insert("invalid-field")
             }
+        case .deadLetter:
+            // Exactly one of replay and drop, a whole number from 1 (out of range is a bad field: it is no id).
+            let replay = number(&input, range: 1...Int.max, rangeCode: "invalid-field")
+            let drop = number(&input, range: 1...Int.max, rangeCode: "invalid-field")
+            faults.add(replay)
+            faults.add(drop)
+            members = [("replay", replay.json), ("drop", drop.json)]
+            let givenReplay = replay.json != nil && replay.json != "null"
+            let givenDrop = drop.json != nil && drop.json != "null"
+            if givenReplay == givenDrop { faults.codes.insert("invalid-field") }
+            if let id = replay.value { request = .deadLetter(.replay(Int64(id))) }
+            if let id = drop.value { request = .deadLetter(.drop(Int64(id))) }
         case .forget:
             // The customer is the payload's: the same identifiers as SKUs, refused as invalid-customer.
             var who = sku(&input, required: true)
@@ -348,7 +360,7 @@ enum Assembler {
             oracle = .refuse(["payload-too-large"])
         } else if mark == .twice {
             // The second mark starts the payload: a bare SKU that is not an identifier, or no JSON object.
-            oracle = .refuse([kind == .stock || kind == .forget ? "invalid-json" : "invalid-sku"])
+            oracle = .refuse([kind == .stock || kind == .forget || kind == .deadLetter ? "invalid-json" : "invalid-sku"])
         } else if faults.breaksJSON {
             oracle = .refuse(["invalid-json"])
         } else if !faults.codes.isEmpty {

@@ -70,7 +70,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             check(error.code == "invalid-customer", "customer \(String(reflecting: raw)) refused with code \(error.code)")
             return 0
         }
-    case .stock, .forget:
+    case .stock, .forget, .deadLetter:
         break
     }
 
@@ -100,6 +100,8 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         decoded = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: payload) }
     case .forget:
         decoded = Result { () throws(RequestRefusal) in try RequestDecoder.forget(payload: payload) }
+    case .deadLetter:
+        decoded = Result { () throws(RequestRefusal) in try RequestDecoder.deadLetter(payload: payload) }
     }
     let shown = String(reflecting: String(decoding: payload.prefix(300), as: UTF8.self))
 
@@ -156,6 +158,9 @@ func recheck(_ request: StoreRequest, kind: RestockTopics.Request, customer: Cus
         check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
     case .unsubscribeAll(let who):
         check(kind == .unsubscribe(customer: who.rawValue) && who == customer, "\(payload): unsubscribe-all for \(who) on a \(kind) topic")
+    case .deadLetter(let action):
+        check(kind == .deadLetter, "\(payload): a dead-letter request on a \(kind) topic")
+        check(action.id >= 1, "\(payload): dead letter \(action.id) is not an id")
     case .forget(let who):
         check(kind == .forget, "\(payload): a forget request on a \(kind) topic")
         check(isIdentifier(who.rawValue), "\(payload): customer \(String(reflecting: who.rawValue)) is not an identifier")
@@ -185,6 +190,10 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
         json = #"{"all":true}"#
     case .forget(let who):
         json = #"{"customer":"\#(who)"}"#
+    case .deadLetter(.replay(let id)):
+        json = #"{"replay":\#(id)}"#
+    case .deadLetter(.drop(let id)):
+        json = #"{"drop":\#(id)}"#
     case .stock(let sku, .set(let quantity)):
         json = #"{"sku":"\#(sku)","set":\#(quantity)}"#
     case .stock(let sku, .add(let delta)):
@@ -197,6 +206,7 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
     case .unsubscribe: again = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: bytes) }
     case .stock: again = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: bytes) }
     case .forget: again = Result { () throws(RequestRefusal) in try RequestDecoder.forget(payload: bytes) }
+    case .deadLetter: again = Result { () throws(RequestRefusal) in try RequestDecoder.deadLetter(payload: bytes) }
     }
     switch again {
     case .success(let decoded):
@@ -214,6 +224,7 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
         case .unsubscribeAll: sent = UnsubscribeRequest.all.payload
         case .stock(let sku, let change): sent = try StockRequest(sku: sku, change: change).payload
         case .forget(let who): sent = ForgetRequest(customer: who).payload
+        case .deadLetter(let action): sent = action.payload
         }
     } catch {
         fatalError("\(payload) decoded to \(request), which the client's request types refuse: \(error)")
@@ -224,6 +235,7 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
     case .unsubscribe: received = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: sent) }
     case .stock: received = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: sent) }
     case .forget: received = Result { () throws(RequestRefusal) in try RequestDecoder.forget(payload: sent) }
+    case .deadLetter: received = Result { () throws(RequestRefusal) in try RequestDecoder.deadLetter(payload: sent) }
     }
     check(
         (try? received.get()) == request,
@@ -243,6 +255,8 @@ func applyToStore(_ request: StoreRequest, payload: String) {
             check(store.unsubscribe(who, from: sku) == nil, "\(payload): an empty store had a watch")
         case .unsubscribeAll(let who), .forget(let who):
             check(store.unsubscribeAll(who).isEmpty, "\(payload): an empty store had watches")
+        case .deadLetter:
+            break  // the store's database holds the dead letters, not the Store
         case .stock(let sku, let change):
             let outcome = try store.changeStock(of: sku, change)
             let expected: Int
@@ -289,6 +303,8 @@ func makeTopic(_ input: inout FuzzInput) -> (String, RestockTopics.Request?) {
         return ("restock/apple/admin/stock", .stock)
     case 6 where selector & 8 != 0:
         return ("restock/apple/admin/forget", .forget)
+    case 7 where selector & 8 != 0:
+        return ("restock/apple/admin/dead-letter", .deadLetter)
     default:
         let odd: [(String, RestockTopics.Request?)] = [
             ("restock/apple/subscribe/alice/extra", nil), ("restock/apple/subscribe", nil), ("restock/pear/admin/stock", nil),
@@ -296,6 +312,7 @@ func makeTopic(_ input: inout FuzzInput) -> (String, RestockTopics.Request?) {
             ("restock/apple//subscribe/alice", nil), ("restock/applesauce/subscribe/alice", nil), ("restock/apple", nil),
             ("Restock/apple/subscribe/alice", nil), ("restock/apple/customers/alice/alerts", nil), ("", nil),
             ("restock/apple/admin/forgotten", nil), ("restock/apple/admin/forget/alice", nil), ("restock/apple/admin/Forget", nil),
+            ("restock/apple/admin/dead-letters", nil), ("restock/apple/admin/report", nil), ("restock/apple/admin/dead-letter/1", nil),
         ]
         return input.pick(odd)
     }

@@ -15,7 +15,7 @@ struct Restock: AsyncParsableCommand {
         version: RestockVersion.current,
         subcommands: [
             Serve.self, Backup.self, Subscribe.self, Unsubscribe.self, Listen.self, Stock.self, Inventory.self, Watching.self, Forget.self,
-            Report.self, DeadLetters.self,
+            Report.self, DeadLetters.self, Export.self,
             Demo.self,
         ])
 
