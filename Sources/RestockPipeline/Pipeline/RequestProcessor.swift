@@ -177,13 +177,14 @@ package final class RequestProcessor: Sendable {
             logger.debug("retrying a request on its own", metadata: [StoreLoggingKeys.topic: "\(first.topic)", StoreLoggingKeys.seq: "\(first.seq)"])
         }
         let kills = progress.withLock { $0.killedAlone?.seq == first.seq ? $0.killedAlone?.times ?? 0 : 0 }
-        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
         var changes = StoreChanges()
         var mirrorsToRefresh = Set<CustomerID>()
+        // Watches past their time end before any request of the batch can alert them (read before the attempt begins:
+        // a read that fails is no request's fault).
+        try expireDue(into: &changes, refreshing: &mirrorsToRefresh)
+        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
         var tally = BatchTally()
         let started = ContinuousClock.now
-        // Watches past their time end before any request of the batch can alert them.
-        try expireDue(into: &changes, refreshing: &mirrorsToRefresh)
         for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh, tally: &tally) }
         appendMirrors(of: mirrorsToRefresh, to: &changes)
         changes.counters = store.counters
