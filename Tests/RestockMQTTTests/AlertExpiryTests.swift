@@ -20,7 +20,7 @@ struct AlertExpiryTests {
         let inventory = try await TopicWatcher(broker: broker, filter: "restock/apple/inventory/tv")
         try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"tv","set":5}"#)
         // The inventory record goes out after the alert, on the same connection: the broker holds the alert by then.
-        try await inventory.wait(for: "the first restock") { $0.messages.count == 1 }
+        try await inventory.wait(for: "the first restock", within: 60) { $0.messages.count == 1 }
         let queued = Date()
         try await waitUntil("the alert's expiry to pass", within: 10) { Date() > queued.addingTimeInterval(3) }
 
@@ -30,7 +30,7 @@ struct AlertExpiryTests {
         try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"tv","set":0}"#)
         try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"tv","set":7}"#)
         let received = { @Sendable in alerts.payloads(RestockAlert.self, on: "restock/apple/customers/alice/alerts") }
-        try await alerts.wait(for: "the fresh alert") { _ in received().contains { $0.quantity == 7 } }
+        try await alerts.wait(for: "the fresh alert", within: 60) { _ in received().contains { $0.quantity == 7 } }
         #expect(received().map(\.quantity) == [7], "the expired alert was delivered")
         try await running.stop()
     }

@@ -26,7 +26,7 @@ struct ExportTests {
         let watcher = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/subscriptions")
         try await mosquittoPub(broker, "restock/apple/subscribe/alice", #"{"sku":"tv","mode":"every","minQuantity":2}"#)
         try await mosquittoPub(broker, "restock/apple/subscribe/bob", #"{"sku":"radio","expiresAt":"2999-01-01T00:00:00Z"}"#)
-        try await watcher.wait(for: "both mirrors") { $0.messages.count >= 2 }
+        try await watcher.wait(for: "both mirrors", within: 60) { $0.messages.count >= 2 }
         let before = try FileManager.default.contentsOfDirectory(atPath: store.dataDirectory.path).sorted()
 
         let result = try await ChildProcess.run(restockExecutable, ["export", "--data", store.dataDirectory.path], within: 60)
@@ -41,7 +41,7 @@ struct ExportTests {
 
         // The store went on: it takes a request after the export.
         try await mosquittoPub(broker, "restock/apple/subscribe/carol", "lamp")
-        try await watcher.wait(for: "carol's mirror") { $0.messages.contains { $0.topic.hasSuffix("/carol/subscriptions") } }
+        try await watcher.wait(for: "carol's mirror", within: 60) { $0.messages.contains { $0.topic.hasSuffix("/carol/subscriptions") } }
 
         let missing = try await ChildProcess.run(restockExecutable, ["export", "--data", "/nonexistent/restock"], within: 60)
         #expect(missing.status != 0)

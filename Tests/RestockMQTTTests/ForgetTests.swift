@@ -47,7 +47,7 @@ struct ForgetTests {
         #expect(forget.standardOutput.contains("\(zelda) is forgotten (1 watches removed)"), "\(forget.standardOutput)")
 
         let mirrors = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/subscriptions")
-        try await mirrors.wait(for: "bob's retained mirror") { $0.messages.contains { $0.topic == appleTopics.subscriptions(bob) } }
+        try await mirrors.wait(for: "bob's retained mirror", within: 60) { $0.messages.contains { $0.topic == appleTopics.subscriptions(bob) } }
         #expect(!mirrors.messages.contains { $0.topic == appleTopics.subscriptions(zelda) }, "zelda's retained mirror is still on the broker")
         #expect(try await client.watching(zelda) == nil)
 
@@ -65,12 +65,12 @@ struct ForgetTests {
         let broker = try await MosquittoBroker.start()
         let running = try await InProcessStore.start(broker: broker)
         try await mosquittoPub(broker, "restock/apple/subscribe/alice", "tv")
-        try await waitUntil("alice's watch") { running.service.store.watchCount == 1 }
+        try await waitUntil("alice's watch", within: 60) { running.service.store.watchCount == 1 }
         let errors = try await TopicWatcher(broker: broker, filter: "restock/apple/admin/errors")
         for payload in ["alice", #"{"customer":"not an id!"}"#, #"{"customer":5}"#, "{}"] {
             try await mosquittoPub(broker, "restock/apple/admin/forget", payload)
         }
-        try await errors.wait(for: "four refusals") { $0.payloads(ErrorReport.self, on: "restock/apple/admin/errors").count == 4 }
+        try await errors.wait(for: "four refusals", within: 60) { $0.payloads(ErrorReport.self, on: "restock/apple/admin/errors").count == 4 }
         let codes = errors.payloads(ErrorReport.self, on: "restock/apple/admin/errors").map(\.error)
         #expect(codes == ["invalid-json", "invalid-customer", "invalid-field", "invalid-field"])
         #expect(running.service.store.watchCount == 1)
