@@ -16,7 +16,7 @@ struct AlertExpiryTests {
         let running = try await InProcessStore.start(broker: broker) { $0.alertExpiry = .seconds(2) }
         let client = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
         // Makes alice's persistent listening session, and leaves it: nobody listens while the first alert is raised.
-        try await client.subscribe(customer("alice"), to: sku("tv"), mode: .every)
+        try await client.subscribe(customer("alice"), to: sku("tv"), mode: .every, wait: 60)
         let inventory = try await TopicWatcher(broker: broker, filter: "restock/apple/inventory/tv")
         try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"tv","set":5}"#)
         // The inventory record goes out after the alert, on the same connection: the broker holds the alert by then.

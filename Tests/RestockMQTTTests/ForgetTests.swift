@@ -34,15 +34,15 @@ struct ForgetTests {
         let zelda = customer("zelda-erase-7f3q"), bob = customer("bob-keep-2k9x")
         // Watches, an alert, a refusal, and a mirror: rows of every kind about zelda, and about bob.
         for who in [zelda, bob] {
-            try await client.subscribe(who, to: sku("tv"), mode: .every)
-            try await client.subscribe(who, to: sku("radio"))
+            try await client.subscribe(who, to: sku("tv"), mode: .every, wait: 60)
+            try await client.subscribe(who, to: sku("radio"), wait: 60)
             try await mosquittoPub(broker, appleTopics.subscribe(who), "not a sku!")
         }
-        try await client.changeStock(of: sku("tv"), .set(3))
-        try await client.unsubscribe(zelda, from: sku("radio"))
+        try await client.changeStock(of: sku("tv"), .set(3), wait: 60)
+        try await client.unsubscribe(zelda, from: sku("radio"), wait: 60)
         #expect(try files(in: store.dataDirectory, containing: zelda.rawValue) != [], "the check finds nothing even before")
 
-        let forget = try await restock(["forget", "--broker", broker.url, "--customer", zelda.rawValue])
+        let forget = try await restock(["forget", "--broker", broker.url, "--customer", zelda.rawValue, "--wait", "60"])
         #expect(forget.status == 0, "\(forget.standardError)")
         #expect(forget.standardOutput.contains("\(zelda) is forgotten (1 watches removed)"), "\(forget.standardOutput)")
 

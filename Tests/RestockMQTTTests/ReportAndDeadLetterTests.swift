@@ -51,7 +51,7 @@ struct ReportAndDeadLetterTests {
         let store = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
         let settled = Mutex<StoreReport?>(nil)
         try await waitUntil("every alert raised and acknowledged", within: 60) {
-            let report = try await store.report()
+            let report = try await store.report(wait: 60)
             settled.withLock { $0 = report }
             return report.alertsRaised.life == expectedRaised && report.alertsAcknowledged.life == expectedRaised
         }
@@ -73,11 +73,11 @@ struct ReportAndDeadLetterTests {
         // 3.1.1: the reply comes on admin/replies, known by its id; one SKU's figures only.
         let old = StoreClient(
             connection: BrokerSettings(broker: try BrokerAddress(url: broker.url), protocolVersion: .v311), topics: appleTopics)
-        let tv = try await old.report(sku: sku("tv"))
+        let tv = try await old.report(sku: sku("tv"), wait: 60)
         #expect(tv.skus == report.skus.filter { $0.sku == "tv" })
         #expect(tv.watches == report.skus.first { $0.sku == "tv" }?.watching)
         // The CLI prints the same figures.
-        let printed = try await restock(["report", "--broker", broker.url, "--sku", "tv"])
+        let printed = try await restock(["report", "--broker", broker.url, "--sku", "tv", "--wait", "60"])
         #expect(printed.status == 0, "\(printed.standardError)")
         #expect(printed.standardOutput.contains("tv\t\(tv.skus[0].watching)\t\(tv.skus[0].waiting)\t\(raised["tv", default: 0])"), "\(printed.standardOutput)")
         try await running.stop()
@@ -105,7 +105,7 @@ struct ReportAndDeadLetterTests {
 
         // Each request may be there more than once: one the broker delivered again after a crash (its acknowledgement
         // was not written yet) is set aside again (QoS 1, at least once).
-        let listed = try await restock(["dead-letters", "--broker", broker.url])
+        let listed = try await restock(["dead-letters", "--broker", broker.url, "--wait", "60"])
         #expect(listed.status == 0, "\(listed.standardError)")
         let entries = listed.standardOutput.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
         #expect(entries.allSatisfy { $0.count == 5 && $0[4] == "the store failed while applying this request, twice" }, "\(listed.standardOutput)")
@@ -114,16 +114,16 @@ struct ReportAndDeadLetterTests {
         let (mallory, trudy) = (ids("mallory"), ids("trudy"))
         try #require(!mallory.isEmpty && !trudy.isEmpty, "\(listed.standardOutput)")
 
-        let dropped = try await restock(["dead-letters", "--broker", broker.url, "--drop", "\(mallory[0])"])
+        let dropped = try await restock(["dead-letters", "--broker", broker.url, "--drop", "\(mallory[0])", "--wait", "60"])
         #expect(dropped.status == 0 && dropped.standardOutput.contains("dead letter \(mallory[0]) dropped"), "\(dropped.standardOutput)\(dropped.standardError)")
-        let replayed = try await restock(["dead-letters", "--broker", broker.url, "--replay", "\(trudy[0])"])
+        let replayed = try await restock(["dead-letters", "--broker", broker.url, "--replay", "\(trudy[0])", "--wait", "60"])
         #expect(replayed.status == 0 && replayed.standardOutput.contains("dead letter \(trudy[0]) replayed"), "\(replayed.standardOutput)\(replayed.standardError)")
         try await watcher.wait(for: "trudy's watch, replayed", within: 60) { watcher in
             watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/trudy/subscriptions").last?.watching.map(\.sku) == ["poison-b"]
         }
-        let again = try await restock(["dead-letters", "--broker", broker.url, "--drop", "\(mallory[0])"])
+        let again = try await restock(["dead-letters", "--broker", broker.url, "--drop", "\(mallory[0])", "--wait", "60"])
         #expect(again.status != 0 && again.standardError.contains("no dead letter \(mallory[0])"), "\(again.standardError)")
-        let left = try await restock(["dead-letters", "--broker", broker.url])
+        let left = try await restock(["dead-letters", "--broker", broker.url, "--wait", "60"])
         let remaining = Set(mallory.dropFirst()).union(trudy.dropFirst())
         if remaining.isEmpty {
             #expect(left.standardOutput == "no dead letters\n", "\(left.standardOutput)")
