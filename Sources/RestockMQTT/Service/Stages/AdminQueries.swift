@@ -24,8 +24,17 @@ struct AdminQueries: Service {
     func run() async throws {
         let reports = try client.messages(matching: topics.adminReport)
         let lists = try client.messages(matching: topics.adminDeadLetters)
-        try await client.subscribe(to: topics.adminReport)
-        try await client.subscribe(to: topics.adminDeadLetters)
+        // A connection down right now is no reason to stop the store: the client makes its subscriptions again when it
+        // connects again, and the admin's client waits for the store to be online before it asks.
+        for filter in [topics.adminReport, topics.adminDeadLetters] {
+            do {
+                try await client.subscribe(to: filter)
+            } catch {
+                logger.warning(
+                    "cannot subscribe to the admin's questions now; they are answered once the broker has the subscription",
+                    metadata: [StoreLoggingKeys.topic: "\(filter)", StoreLoggingKeys.error: "\(error)"])
+            }
+        }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await message in reports where !message.retain { await self.answer(message, report: true) } }
