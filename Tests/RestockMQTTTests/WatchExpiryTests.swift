@@ -36,7 +36,7 @@ struct WatchExpiryTests {
         try await mosquittoPub(broker, "restock/apple/subscribe/bob", "tv")
         try await waitUntil("both watches", within: 60) { store.watchers(of: sku("tv")).count == 2 }
         let mirrors = { @Sendable in watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/alice/subscriptions") }
-        try await watcher.wait(for: "alice's mirror with expiresAt", within: 60) { _ in mirrors().last?.watching.first?.expiresAt == stamp }
+        try await watcher.wait(for: "alice's mirror with expiresAt", within: 60) { _ in mirrors().contains { $0.watching.first?.expiresAt == stamp } }
         // bob's watch has the store's default lifetime (180 days).
         let bobs = store.watch(customer("bob"), of: sku("tv"))?.expiresAt
         #expect(bobs.map { abs($0.timeIntervalSinceNow - 180 * 86_400) < 120 } == true)
