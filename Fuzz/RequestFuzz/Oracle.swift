@@ -1,3 +1,4 @@
+import Foundation
 import FuzzSupport
 import RestockCore
 import RestockMQTT
@@ -187,6 +188,38 @@ enum Assembler {
         }
     }
 
+    /// An `expiresAt`: absent, null, a valid RFC 3339 UTC time assembled from parts (0 to 3 digits of a second, so
+    /// the time it names is exact), a text that is not one (`invalid-expires-at`), or not a string (`invalid-field`).
+    static func expiresAt(_ input: inout FuzzInput) -> Field<Date> {
+        switch input.byte() % 8 {
+        case 0, 1, 2: return Field(json: nil, value: nil)
+        case 3: return Field(json: "null", value: nil)
+        case 4, 5:
+            let year = 1970 + Int(input.byte()) * 37 % 8030
+            let (month, day) = (1 + Int(input.byte()) % 12, 1 + Int(input.byte()) % 28)
+            let (hour, minute, second) = (Int(input.byte()) % 24, Int(input.byte()) % 60, Int(input.byte()) % 60)
+            let digits = Int(input.byte()) % 4
+            let scale = [1, 10, 100, 1000][digits]
+            let fraction = Int(input.byte()) * 7 % scale
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            let whole = calendar.date(from: DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second))!
+            let exact = whole.timeIntervalSince1970 + Double(fraction) / Double(scale)
+            let text = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", year, month, day, hour, minute, second)
+                + (digits == 0 ? "" : "." + String(String(fraction + scale).dropFirst())) + "Z"
+            // What the store keeps of it: SubscribeRequest's own millisecond.
+            let kept = (try? SubscribeRequest(sku: SKU("a"), expiresAt: Date(timeIntervalSince1970: exact)))?.expiresAt
+            return Field(json: "\"\(text)\"", value: kept)
+        case 6:
+            let texts = [
+                "2027-02-29T00:00:00Z", "2027-05-20T12:00:00", "2027-05-20T12:00:00+00:00", "tomorrow", "", "2027-05-20 12:00:00Z",
+                "1969-12-31T23:59:59Z", "2027-05-20T24:00:00Z", "2027-05-20T12:00:00.Z",
+            ]
+            return Field(json: "\"\(input.pick(texts))\"", value: nil, faults: ["invalid-expires-at"])
+        default: return Field(json: input.pick(["1", "true", #"["2027-05-20T12:00:00Z"]"#]), value: nil, faults: ["invalid-field"])
+        }
+    }
+
     static func all(_ input: inout FuzzInput) -> Field<Bool> {
         switch input.byte() % 8 {
         case 0, 1, 2: return Field(json: nil, value: nil)
@@ -229,7 +262,7 @@ enum Assembler {
         var faults = Faults()
         var request: StoreRequest?
 
-        if layout % 4 == 0, kind != .stock {
+        if layout % 4 == 0, kind != .stock, kind != .forget, kind != .deadLetter {
             // A bare SKU.
             let valid = input.byte() % 2 == 0
             let choice = input.pick((valid ? validSKUs : invalidSKUs).filter { !$0.json.contains("\\") })
@@ -245,12 +278,14 @@ enum Assembler {
             let sku = sku(&input, required: true)
             let mode = mode(&input)
             let minQuantity = number(&input, range: 1...Limits.maximumQuantity, rangeCode: "invalid-min-quantity")
+            let expiresAt = expiresAt(&input)
             faults.add(sku)
             faults.add(mode)
             faults.add(minQuantity)
-            members = [("sku", sku.json), ("mode", mode.json), ("minQuantity", minQuantity.json)]
+            faults.add(expiresAt)
+            members = [("sku", sku.json), ("mode", mode.json), ("minQuantity", minQuantity.json), ("expiresAt", expiresAt.json)]
             if let value = sku.value, let skuID = try? SKU(value) {
-                request = .subscribe(customer!, skuID, mode: mode.value ?? .once, minQuantity: minQuantity.value ?? 1)
+                request = .subscribe(customer!, skuID, mode: mode.value ?? .once, minQuantity: minQuantity.value ?? 1, expiresAt: expiresAt.value)
             }
         case .unsubscribe:
             let sku = sku(&input, required: false)
@@ -266,6 +301,25 @@ enum Assembler {
             } else {
                 faults.codes.insert("invalid-field")
             }
+        case .deadLetter:
+            // Exactly one of replay and drop, a whole number from 1 (out of range is a bad field: it is no id).
+            let replay = number(&input, range: 1...Int.max, rangeCode: "invalid-field")
+            let drop = number(&input, range: 1...Int.max, rangeCode: "invalid-field")
+            faults.add(replay)
+            faults.add(drop)
+            members = [("replay", replay.json), ("drop", drop.json)]
+            let givenReplay = replay.json != nil && replay.json != "null"
+            let givenDrop = drop.json != nil && drop.json != "null"
+            if givenReplay == givenDrop { faults.codes.insert("invalid-field") }
+            if let id = replay.value { request = .deadLetter(.replay(Int64(id))) }
+            if let id = drop.value { request = .deadLetter(.drop(Int64(id))) }
+        case .forget:
+            // The customer is the payload's: the same identifiers as SKUs, refused as invalid-customer.
+            var who = sku(&input, required: true)
+            if who.faults.remove("invalid-sku") != nil { who.faults.insert("invalid-customer") }
+            faults.add(who)
+            members = [("customer", who.json)]
+            if let value = who.value, let id = try? CustomerID(value) { request = .forget(id) }
         case .stock:
             let sku = sku(&input, required: true)
             let set = number(&input, range: 0...Limits.maximumQuantity, rangeCode: "invalid-quantity")
@@ -306,7 +360,7 @@ enum Assembler {
             oracle = .refuse(["payload-too-large"])
         } else if mark == .twice {
             // The second mark starts the payload: a bare SKU that is not an identifier, or no JSON object.
-            oracle = .refuse([kind == .stock ? "invalid-json" : "invalid-sku"])
+            oracle = .refuse([kind == .stock || kind == .forget || kind == .deadLetter ? "invalid-json" : "invalid-sku"])
         } else if faults.breaksJSON {
             oracle = .refuse(["invalid-json"])
         } else if !faults.codes.isEmpty {

@@ -35,7 +35,7 @@ enum Limits {
     /// The codes a refused request may carry.
     static let codes: Set<String> = [
         "invalid-json", "invalid-utf8", "payload-too-large", "invalid-field", "invalid-sku", "invalid-customer",
-        "invalid-mode", "invalid-min-quantity", "invalid-quantity",
+        "invalid-mode", "invalid-min-quantity", "invalid-quantity", "invalid-expires-at",
     ]
 }
 
@@ -70,7 +70,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             check(error.code == "invalid-customer", "customer \(String(reflecting: raw)) refused with code \(error.code)")
             return 0
         }
-    case .stock:
+    case .stock, .forget, .deadLetter:
         break
     }
 
@@ -98,6 +98,10 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         decoded = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: payload) }
     case .stock:
         decoded = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: payload) }
+    case .forget:
+        decoded = Result { () throws(RequestRefusal) in try RequestDecoder.forget(payload: payload) }
+    case .deadLetter:
+        decoded = Result { () throws(RequestRefusal) in try RequestDecoder.deadLetter(payload: payload) }
     }
     let shown = String(reflecting: String(decoding: payload.prefix(300), as: UTF8.self))
 
@@ -140,15 +144,26 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// A decoded request re-checks against the contract.
 func recheck(_ request: StoreRequest, kind: RestockTopics.Request, customer: CustomerID?, payload: String) {
     switch request {
-    case .subscribe(let who, let sku, _, let minQuantity):
+    case .subscribe(let who, let sku, _, let minQuantity, let expiresAt):
         check(kind == .subscribe(customer: who.rawValue) && who == customer, "\(payload): subscribe for \(who) on a \(kind) topic")
         check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
         check(Limits.minQuantity.contains(minQuantity), "\(payload) decoded with minQuantity \(minQuantity), outside 1…1,000,000,000")
+        if let expiresAt {
+            check(
+                (0..<253_402_300_800).contains(expiresAt.timeIntervalSince1970),
+                "\(payload) decoded with expiresAt \(expiresAt.timeIntervalSince1970), outside the years 1970…9999")
+        }
     case .unsubscribe(let who, let sku):
         check(kind == .unsubscribe(customer: who.rawValue) && who == customer, "\(payload): unsubscribe for \(who) on a \(kind) topic")
         check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
     case .unsubscribeAll(let who):
         check(kind == .unsubscribe(customer: who.rawValue) && who == customer, "\(payload): unsubscribe-all for \(who) on a \(kind) topic")
+    case .deadLetter(let action):
+        check(kind == .deadLetter, "\(payload): a dead-letter request on a \(kind) topic")
+        check(action.id >= 1, "\(payload): dead letter \(action.id) is not an id")
+    case .forget(let who):
+        check(kind == .forget, "\(payload): a forget request on a \(kind) topic")
+        check(isIdentifier(who.rawValue), "\(payload): customer \(String(reflecting: who.rawValue)) is not an identifier")
     case .stock(let sku, let change):
         check(kind == .stock, "\(payload): a stock change on a \(kind) topic")
         check(isIdentifier(sku.rawValue), "\(payload): SKU \(String(reflecting: sku.rawValue)) is not an identifier")
@@ -165,12 +180,20 @@ func recheck(_ request: StoreRequest, kind: RestockTopics.Request, customer: Cus
 func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: CustomerID?, payload: String) {
     let json: String
     switch request {
-    case .subscribe(_, let sku, let mode, let minQuantity):
+    case .subscribe(_, let sku, let mode, let minQuantity, let expiresAt?):
+        json = #"{"sku":"\#(sku)","mode":"\#(mode.rawValue)","minQuantity":\#(minQuantity),"expiresAt":"\#(Timestamp.string(from: expiresAt))"}"#
+    case .subscribe(_, let sku, let mode, let minQuantity, nil):
         json = #"{"sku":"\#(sku)","mode":"\#(mode.rawValue)","minQuantity":\#(minQuantity)}"#
     case .unsubscribe(_, let sku):
         json = #"{"sku":"\#(sku)"}"#
     case .unsubscribeAll:
         json = #"{"all":true}"#
+    case .forget(let who):
+        json = #"{"customer":"\#(who)"}"#
+    case .deadLetter(.replay(let id)):
+        json = #"{"replay":\#(id)}"#
+    case .deadLetter(.drop(let id)):
+        json = #"{"drop":\#(id)}"#
     case .stock(let sku, .set(let quantity)):
         json = #"{"sku":"\#(sku)","set":\#(quantity)}"#
     case .stock(let sku, .add(let delta)):
@@ -182,6 +205,8 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
     case .subscribe: again = Result { () throws(RequestRefusal) in try RequestDecoder.subscribe(customer!, payload: bytes) }
     case .unsubscribe: again = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: bytes) }
     case .stock: again = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: bytes) }
+    case .forget: again = Result { () throws(RequestRefusal) in try RequestDecoder.forget(payload: bytes) }
+    case .deadLetter: again = Result { () throws(RequestRefusal) in try RequestDecoder.deadLetter(payload: bytes) }
     }
     switch again {
     case .success(let decoded):
@@ -194,10 +219,12 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
     let sent: [UInt8]
     do throws(RequestRefusal) {
         switch request {
-        case .subscribe(_, let sku, let mode, let minQuantity): sent = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity).payload
+        case .subscribe(_, let sku, let mode, let minQuantity, let expiresAt): sent = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt).payload
         case .unsubscribe(_, let sku): sent = UnsubscribeRequest.sku(sku).payload
         case .unsubscribeAll: sent = UnsubscribeRequest.all.payload
         case .stock(let sku, let change): sent = try StockRequest(sku: sku, change: change).payload
+        case .forget(let who): sent = ForgetRequest(customer: who).payload
+        case .deadLetter(let action): sent = action.payload
         }
     } catch {
         fatalError("\(payload) decoded to \(request), which the client's request types refuse: \(error)")
@@ -207,6 +234,8 @@ func roundTrip(_ request: StoreRequest, kind: RestockTopics.Request, customer: C
     case .subscribe: received = Result { () throws(RequestRefusal) in try RequestDecoder.subscribe(customer!, payload: sent) }
     case .unsubscribe: received = Result { () throws(RequestRefusal) in try RequestDecoder.unsubscribe(customer!, payload: sent) }
     case .stock: received = Result { () throws(RequestRefusal) in try RequestDecoder.stock(payload: sent) }
+    case .forget: received = Result { () throws(RequestRefusal) in try RequestDecoder.forget(payload: sent) }
+    case .deadLetter: received = Result { () throws(RequestRefusal) in try RequestDecoder.deadLetter(payload: sent) }
     }
     check(
         (try? received.get()) == request,
@@ -218,14 +247,16 @@ func applyToStore(_ request: StoreRequest, payload: String) {
     let store = try! Store(id: storeID, clock: { Date(timeIntervalSince1970: 1_800_000_000) })
     do throws(RestockError) {
         switch request {
-        case .subscribe(let who, let sku, let mode, let minQuantity):
-            let outcome = try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity)
+        case .subscribe(let who, let sku, let mode, let minQuantity, let expiresAt):
+            let outcome = try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
             check(outcome.isNew && outcome.isKept && outcome.alert == nil, "\(payload): a first watch on an empty store gave \(outcome)")
             check(store.watch(who, of: sku)?.minQuantity == minQuantity, "\(payload): the store keeps \(String(describing: store.watch(who, of: sku)))")
         case .unsubscribe(let who, let sku):
             check(store.unsubscribe(who, from: sku) == nil, "\(payload): an empty store had a watch")
-        case .unsubscribeAll(let who):
+        case .unsubscribeAll(let who), .forget(let who):
             check(store.unsubscribeAll(who).isEmpty, "\(payload): an empty store had watches")
+        case .deadLetter:
+            break  // the store's database holds the dead letters, not the Store
         case .stock(let sku, let change):
             let outcome = try store.changeStock(of: sku, change)
             let expected: Int
@@ -270,12 +301,18 @@ func makeTopic(_ input: inout FuzzInput) -> (String, RestockTopics.Request?) {
         return ("restock/apple/unsubscribe/\(customer)", levelOK ? .unsubscribe(customer: customer) : nil)
     case 4, 5:
         return ("restock/apple/admin/stock", .stock)
+    case 6 where selector & 8 != 0:
+        return ("restock/apple/admin/forget", .forget)
+    case 7 where selector & 8 != 0:
+        return ("restock/apple/admin/dead-letter", .deadLetter)
     default:
         let odd: [(String, RestockTopics.Request?)] = [
             ("restock/apple/subscribe/alice/extra", nil), ("restock/apple/subscribe", nil), ("restock/pear/admin/stock", nil),
             ("restock/apple/admin/stock/", nil), ("restock/apple/admin/stocks", nil), ("restock/apple/subscribe/", .subscribe(customer: "")),
             ("restock/apple//subscribe/alice", nil), ("restock/applesauce/subscribe/alice", nil), ("restock/apple", nil),
             ("Restock/apple/subscribe/alice", nil), ("restock/apple/customers/alice/alerts", nil), ("", nil),
+            ("restock/apple/admin/forgotten", nil), ("restock/apple/admin/forget/alice", nil), ("restock/apple/admin/Forget", nil),
+            ("restock/apple/admin/dead-letters", nil), ("restock/apple/admin/report", nil), ("restock/apple/admin/dead-letter/1", nil),
         ]
         return input.pick(odd)
     }

@@ -92,14 +92,16 @@ public final class Store: Sendable {
     /// is taken even at the limit: it is alerted and not kept, so it leaves the customer with no more watches
     /// than before (unless fair release holds earlier watches of the SKU back: then it would wait, and is
     /// refused).
+    ///
+    /// `expiresAt` is when the watch ends unalerted (``expire(_:of:at:)``); `nil`, never. New terms replace it.
     /// - Throws: ``RestockError/invalidMinQuantity(_:)``, ``RestockError/tooManyWatches(customer:watching:limit:)``.
     @discardableResult
     public func subscribe(
-        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1
+        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, expiresAt: Date? = nil
     ) throws(RestockError) -> SubscribeOutcome {
         let now = clock()
         let outcome = try state.withLock { state throws(RestockError) in
-            try state.subscribe(customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, now: now)
+            try state.subscribe(customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt, now: now)
         }
         if let alert = outcome.alert { observers.deliver([alert]) }
         return outcome
@@ -109,6 +111,13 @@ public final class Store: Sendable {
     @discardableResult
     public func unsubscribe(_ customer: CustomerID, from sku: SKU) -> Watch? {
         state.withLock { $0.unsubscribe(customer: customer, sku: sku) }
+    }
+
+    /// Ends a customer's watch of a SKU if it has expired at `now` (its ``Watch/expiresAt`` is not after it), as an
+    /// unsubscribe would; returns it, or `nil` when there is no such watch or it has not expired.
+    @discardableResult
+    public func expire(_ customer: CustomerID, of sku: SKU, at now: Date) -> Watch? {
+        state.withLock { $0.expire(customer: customer, sku: sku, now: now) }
     }
 
     /// Removes every watch of a customer; returns them in position order.

@@ -84,12 +84,12 @@ struct StoreState: Sendable {
     // MARK: Requests
 
     mutating func subscribe(
-        customer: CustomerID, sku: SKU, mode: WatchMode, minQuantity: Int, now: Date
+        customer: CustomerID, sku: SKU, mode: WatchMode, minQuantity: Int, expiresAt: Date? = nil, now: Date
     ) throws(RestockError) -> SubscribeOutcome {
         _ = try RequestLimits.checkMinQuantity(minQuantity)
         let onHand = quantity(of: sku)
         let existing = watch(customer: customer, sku: sku)
-        if let existing, existing.mode == mode, existing.minQuantity == minQuantity {
+        if let existing, existing.mode == mode, existing.minQuantity == minQuantity, existing.expiresAt == expiresAt {
             return SubscribeOutcome(watch: existing, isNew: false, isChanged: false, isKept: true, alert: nil)
         }
         if existing == nil {
@@ -108,12 +108,13 @@ struct StoreState: Sendable {
             if existing.isWaiting, existing.isSatisfied(by: onHand) { heldBack[sku, default: 0] -= 1 }
             existing.mode = mode
             existing.minQuantity = minQuantity
+            existing.expiresAt = expiresAt
             if !existing.isSatisfied(by: onHand) { existing.isWaiting = true }
             watch = existing
         } else {
             watch = Watch(
                 customer: customer, sku: sku, mode: mode, minQuantity: minQuantity,
-                position: nextPosition, since: now)
+                position: nextPosition, since: now, expiresAt: expiresAt)
             nextPosition += 1
         }
 
@@ -141,6 +142,12 @@ struct StoreState: Sendable {
         guard let removed = remove(customer: customer, sku: sku) else { return nil }
         if removed.isWaiting, removed.isSatisfied(by: quantity(of: sku)) { heldBack[sku, default: 0] -= 1 }
         return removed
+    }
+
+    /// Ends the watch of `customer` on `sku` if it has expired at `now`; returns it, or `nil`.
+    mutating func expire(customer: CustomerID, sku: SKU, now: Date) -> Watch? {
+        guard let watch = watch(customer: customer, sku: sku), watch.hasExpired(at: now) else { return nil }
+        return unsubscribe(customer: customer, sku: sku)
     }
 
     mutating func unsubscribeAll(customer: CustomerID) -> [Watch] {

@@ -18,12 +18,16 @@ public struct Watch: Sendable, Hashable, Codable {
     /// and `true` again when stock falls below its minimum. A satisfied watch that still waits was held back
     /// by fair release and goes first on the next rise.
     public internal(set) var isWaiting: Bool
+    /// When the watch ends unalerted, on the store's clock; `nil`: never (docs/contract.md, "Watch expiry").
+    public internal(set) var expiresAt: Date?
 
-    /// Creates a watch as it was stored; the store creates new ones through ``Store/subscribe(_:to:mode:minQuantity:)``.
+    /// Creates a watch as it was stored; the store creates new ones through
+    /// ``Store/subscribe(_:to:mode:minQuantity:expiresAt:)``.
     public init(
         customer: CustomerID, sku: SKU, mode: WatchMode, minQuantity: Int, position: UInt64, since: Date,
-        isWaiting: Bool = true
+        isWaiting: Bool = true, expiresAt: Date? = nil
     ) {
+        self.expiresAt = expiresAt
         self.customer = customer
         self.sku = sku
         self.mode = mode
@@ -35,4 +39,7 @@ public struct Watch: Sendable, Hashable, Codable {
 
     /// Whether `quantity` on hand satisfies this watch.
     public func isSatisfied(by quantity: Int) -> Bool { quantity >= minQuantity }
+
+    /// Whether the watch has expired at `now`.
+    public func hasExpired(at now: Date) -> Bool { expiresAt.map { $0 <= now } ?? false }
 }

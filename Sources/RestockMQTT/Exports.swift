@@ -1,6 +1,14 @@
 // The topic contract — topics, requests, payloads, errors — is defined in RestockPipeline, which needs no broker and
 // is not a product of its own: a library user imports RestockMQTT alone, and gets exactly these types of it (a scoped
 // re-export, not the whole module).
+@_exported import enum RestockPipeline.ExpiryText
+@_exported import struct RestockPipeline.ForgetRequest
+@_exported import struct RestockPipeline.ForgottenReport
+@_exported import struct RestockPipeline.ReportRequest
+@_exported import struct RestockPipeline.StoreReport
+@_exported import struct RestockPipeline.DeadLetterList
+@_exported import enum RestockPipeline.DeadLetterAction
+@_exported import struct RestockPipeline.DeadLetterOutcome
 @_exported import enum RestockPipeline.RequestDecoder
 @_exported import enum RestockPipeline.RestockMQTTError
 @_exported import enum RestockPipeline.SessionClientIDs

@@ -14,7 +14,8 @@ struct Restock: AsyncParsableCommand {
             """,
         version: RestockVersion.current,
         subcommands: [
-            Serve.self, Backup.self, Subscribe.self, Unsubscribe.self, Listen.self, Stock.self, Inventory.self, Watching.self,
+            Serve.self, Backup.self, Subscribe.self, Unsubscribe.self, Listen.self, Stock.self, Inventory.self, Watching.self, Forget.self,
+            Report.self, DeadLetters.self, Export.self,
             Demo.self,
         ])
 

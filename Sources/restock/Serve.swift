@@ -31,6 +31,12 @@ extension Restock {
         @Option(parsing: .unconditional, help: "Requests one customer may send at once after a quiet spell (1 to 1000000) (env RESTOCK_CUSTOMER_BURST).")
         var customerBurst: Int = 60
 
+        @Option(help: "How long a watch lasts when its subscribe names no expiresAt, such as 180d, 12h or 90s, or off (env RESTOCK_WATCH_LIFETIME).")
+        var watchLifetime: String = "180d"
+
+        @Option(parsing: .unconditional, help: "MQTT 5 message expiry of each alert, in seconds (1 to 4294967295), or off: an alert not delivered by then is dropped by the broker (env RESTOCK_ALERT_EXPIRY).")
+        var alertExpiry: String = "604800"
+
         @Option(help: "The lowest level logged: trace, debug, info, notice, warning, error or critical (env RESTOCK_LOG_LEVEL).")
         var logLevel: String = "info"
         @Option(help: "How each log line is written: text, or json (one JSON object a line) (env RESTOCK_LOG_FORMAT).")
@@ -51,6 +57,7 @@ extension Restock {
                 throw ValidationError("--max-watches-per-customer must be 1 through 1000000, not \(maxWatchesPerCustomer)")
             }
             _ = try rateLimit()
+            _ = try expiries()
             _ = try logging()
             _ = try httpAddress()
         }
@@ -74,6 +81,20 @@ extension Restock {
                 throw ValidationError("--log-format must be text or json, not \(logFormat)")
             }
             return (level, format)
+        }
+
+        /// `--watch-lifetime` and `--alert-expiry` as the store takes them: `nil` for off.
+        func expiries() throws -> (watchLifetime: Duration?, alertExpiry: Duration?) {
+            do {
+                let lifetime = watchLifetime.lowercased() == "off" ? nil : Duration.seconds(try ExpiryText.seconds(watchLifetime, option: "--watch-lifetime"))
+                if alertExpiry.lowercased() == "off" { return (lifetime, nil) }
+                guard alertExpiry.allSatisfy({ $0.isASCII && $0.isNumber }), let seconds = UInt32(alertExpiry), seconds > 0 else {
+                    throw ValidationError("--alert-expiry must be a whole number of seconds from 1 to 4294967295, or off, not \(String(reflecting: String(alertExpiry.prefix(40))))")
+                }
+                return (lifetime, .seconds(Int64(seconds)))
+            } catch let error as ExpiryText.Invalid {
+                throw ValidationError(error.description)
+            }
         }
 
         /// `--customer-rate` and `--customer-burst` as the store takes them: `nil` rate for off.
@@ -108,7 +129,7 @@ extension Restock {
                     connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
                     dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000)),
                     maximumWatchesPerCustomer: maxWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
-                    customerRequestBurst: customerBurst),
+                    customerRequestBurst: customerBurst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry),
                 standby: standby, logger: logger, health: health)
             // The endpoint first: the group stops it last, so that it answers (503, draining) while the store drains.
             var services: [any Service] = [service]

@@ -18,7 +18,8 @@ extension Restock {
             let watching = try await connection.client().watching(who)?.watching ?? []
             if watching.isEmpty { print("\(who) is not watching anything") }
             for entry in watching {
-                print("\(entry.sku)\tposition \(entry.position)\t\(entry.mode)\tat least \(entry.minQuantity)\tsince \(entry.since)")
+                let until = entry.expiresAt.map { "\tuntil \($0)" } ?? ""
+                print("\(entry.sku)\tposition \(entry.position)\t\(entry.mode)\tat least \(entry.minQuantity)\tsince \(entry.since)\(until)")
             }
         }
     }

@@ -89,7 +89,7 @@ def test_channels_declare_their_parameters_and_operations_use_their_channels_mes
         channel = contract.deref(DOCUMENT, raw)
         in_address = set(re.findall(r"\{([^}]+)\}", channel["address"]))
         assert in_address == set(channel.get("parameters", {})), f"channel {name}: parameters and address disagree"
-        assert in_address <= {"store", "customer", "sku"}
+        assert in_address <= {"store", "customer", "sku", "reply"}
         assert channel["address"].startswith("restock/{store}/")
     for name, operation in DOCUMENT["operations"].items():
         assert operation["action"] in ("send", "receive"), name

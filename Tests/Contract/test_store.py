@@ -160,6 +160,39 @@ def test_every_kind_of_payload(world):
     capture.wait_for("carol's alert at subscribe time", alert("carol", 5), mark)
 
 
+def test_forget_a_customer(world):
+    """An admin's forget request: the customer's mirror is cleared (an empty retained message), then the answer."""
+    capture = world.capture
+    mark = world.publish("restock/apple/subscribe/dora", b'{"sku":"forget-phone","expiresAt":"2999-01-01T00:00:00Z"}')
+    capture.wait_for("dora's mirror", lambda m: m.topic == "restock/apple/customers/dora/subscriptions", mark)
+    mark = world.publish("restock/apple/admin/forget", b'{"customer":"dora"}')
+    answer = capture.wait_for("the forgotten report", lambda m: m.topic == "restock/apple/admin/forgotten", mark)
+    assert json_of(answer)["customer"] == "dora" and json_of(answer)["watches"] == 1, answer.payload
+    cleared = [m for m in capture.poll()[mark:] if m.topic == "restock/apple/customers/dora/subscriptions"]
+    assert cleared and cleared[-1].payload == b"", cleared
+
+
+def test_report_and_dead_letters(world):
+    """The admin's questions: the report and the dead letters, answered on a response topic (MQTT 5) or on
+    admin/replies with the request's id (3.1.1); a dead-letter action on one that does not exist."""
+    capture = world.capture
+    mark = world.publish("restock/apple/admin/report", b'{"id":"c1"}')
+    reply = json_of(capture.wait_for("the report on admin/replies", lambda m: m.topic == "restock/apple/admin/replies", mark))
+    assert reply["id"] == "c1" and reply["watches"] >= 1, reply
+    mark = len(capture.poll())
+    world.requests.add("restock/apple/admin/report")
+    world.broker.publish("restock/apple/admin/report", b'{"sku":"drive-phone","id":"c2"}', response_topic="restock/apple/admin/replies/c2",
+                         correlation="c2")
+    reply = json_of(capture.wait_for("the report on its response topic", lambda m: m.topic == "restock/apple/admin/replies/c2", mark))
+    assert [s["sku"] for s in reply["skus"]] == ["drive-phone"] and reply["skus"][0]["alertsRaised"]["life"] >= 3, reply
+    mark = world.publish("restock/apple/admin/dead-letters", b'{"id":"c3"}')
+    reply = json_of(capture.wait_for("the dead-letter list", lambda m: m.topic == "restock/apple/admin/replies" and b'"c3"' in m.payload, mark))
+    assert reply["deadLetters"] == [], reply
+    mark = world.publish("restock/apple/admin/dead-letter", b'{"drop":999999}')
+    reply = json_of(capture.wait_for("the dead-letter outcome", lambda m: m.topic == "restock/apple/admin/replies" and b'"outcome"' in m.payload, mark))
+    assert reply["outcome"] == "unknown" and reply["deadLetter"] == 999999, reply
+
+
 def parse_timestamp(text: str) -> datetime:
     """A contract timestamp (`2026-11-21T19:41:47.528Z`) as an aware datetime."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
@@ -194,6 +227,9 @@ def test_everything_the_store_published_keeps_the_contract(world):
 
     kinds = set()
     for m in messages:
+        if m.payload == b"":
+            kinds.add("cleared " + world.model.channel(m.topic).name)
+            continue
         body = json_of(m)
         channel = world.model.channel(m.topic).name
         if channel == "subscriptions":
@@ -205,6 +241,7 @@ def test_everything_the_store_published_keeps_the_contract(world):
         else:
             kinds.add(channel)
     expected = {"alerts", "subscriptions with watches", "subscriptions empty", "customerErrors", "adminErrors",
-                "inventory 0", "inventory > 0", "status online", "status offline"}
+                "inventory 0", "inventory > 0", "status online", "status offline", "forgotten", "cleared subscriptions",
+                "replies", "responses"}
     assert expected <= kinds, f"no payload of kind {expected - kinds} was captured"
     print(f"{len(messages)} messages the store published, all within the contract")

@@ -82,7 +82,7 @@ struct CommandLineTests {
 
         let subscribed = try await restock(["subscribe"] + connection + ["--customer", "alice", "--sku", "iphone-15", "--every", "--min-quantity", "2"])
         #expect(subscribed.status == 0, "\(subscribed.standardError)")
-        #expect(subscribed.standardOutput.contains("alice is watching iphone-15 (position 1, every, at least 2)"))
+        #expect(subscribed.standardOutput.contains("alice is watching iphone-15 (position 1, every, at least 2, until "), "\(subscribed.standardOutput)")
 
         let watching = try await restock(["watching"] + connection + ["--customer", "alice"])
         #expect(watching.standardOutput.hasPrefix("iphone-15\tposition 1\tevery\tat least 2"))

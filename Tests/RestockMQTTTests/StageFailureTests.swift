@@ -65,9 +65,9 @@ struct StageFailureTests {
         try await waitUntil("alice's watch stored") { (try? StoreDatabase.snapshot(readingOnly: store.dataDirectory).watches.count) == 1 }
         try await store.send(SIGTERM)
         try withDatabase(of: store) { db in
-            try db.execute(sql: "INSERT INTO watch VALUES ('bad id!', 'ipad', 'once', 1, 900, 0, 0)")
-            try db.execute(sql: "INSERT INTO watch VALUES ('bob', 'ipad', 'once', 'many', 901, 0, 0)")  // a text minQuantity
-            try db.execute(sql: "INSERT INTO watch VALUES ('carol', 'ipad', 'once', -5, 902, 0, 0)")
+            try db.execute(sql: "INSERT INTO watch VALUES ('bad id!', 'ipad', 'once', 1, 900, 0, 0, NULL)")
+            try db.execute(sql: "INSERT INTO watch VALUES ('bob', 'ipad', 'once', 'many', 901, 0, 0, NULL)")  // a text minQuantity
+            try db.execute(sql: "INSERT INTO watch VALUES ('carol', 'ipad', 'once', -5, 902, 0, 0, NULL)")
             try db.execute(sql: "INSERT INTO inventory VALUES ('ipad', 'lots')")
         }
         try await store.start()

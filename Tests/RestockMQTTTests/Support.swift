@@ -32,15 +32,21 @@ final class InProcessStore: Sendable {
         try? FileManager.default.removeItem(at: dataDirectory)
     }
 
-    static func start(broker: MosquittoBroker, alertsPerUnit: Int = 0) async throws -> InProcessStore {
-        let dataDirectory = try temporaryDirectory()
+    /// - Parameters:
+    ///   - dataDirectory: The data directory to start on (a restart); a new one when `nil`.
+    ///   - configure: Changes to the store's configuration.
+    static func start(
+        broker: MosquittoBroker, alertsPerUnit: Int = 0, dataDirectory: URL? = nil,
+        configure: (inout StoreService.Configuration) -> Void = { _ in }
+    ) async throws -> InProcessStore {
+        let dataDirectory = try dataDirectory ?? temporaryDirectory()
         var logger = Logging.Logger(label: "test.store")
         logger.logLevel = .warning
-        let service = try StoreService(
-            configuration: .init(
-                connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), store: apple,
-                dataDirectory: dataDirectory, alertsPerUnit: alertsPerUnit),
-            logger: logger)
+        var configuration = StoreService.Configuration(
+            connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), store: apple,
+            dataDirectory: dataDirectory, alertsPerUnit: alertsPerUnit)
+        configure(&configuration)
+        let service = try StoreService(configuration: configuration, logger: logger)
         let finished = CompletionFlag()
         let task = Task {
             defer { finished.set() }

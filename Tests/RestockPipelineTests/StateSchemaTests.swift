@@ -53,6 +53,23 @@ struct StateSchemaTests {
             INSERT OR IGNORE INTO mirror (customer) SELECT DISTINCT customer FROM watch;
             """
         ),
+        (
+            "v-admin-1: watch expiry",
+            """
+            ALTER TABLE watch ADD COLUMN expiresAt REAL;
+            CREATE INDEX watch_expiresAt ON watch (expiresAt) WHERE expiresAt IS NOT NULL;
+            """
+        ),
+        (
+            "v-admin-2: alert figures, dead-letter reasons",
+            """
+            CREATE TABLE alertFigure (
+                sku TEXT NOT NULL, hour INTEGER NOT NULL, raised INTEGER NOT NULL, acknowledged INTEGER NOT NULL,
+                PRIMARY KEY (sku, hour)) WITHOUT ROWID;
+            ALTER TABLE outbox ADD COLUMN sku TEXT;
+            ALTER TABLE deadLetter ADD COLUMN reason TEXT NOT NULL DEFAULT 'the store failed while applying this request';
+            """
+        ),
     ]
 
     /// A state in memory as the first `versions` released versions left it, with GRDB's record of their migrations.
@@ -137,21 +154,22 @@ struct StateSchemaTests {
         let older = try Self.written(byVersions: 2)
         let migration = try StateSchema.prepare(older, path: "/data/store.sqlite").migration
         #expect(migration == SchemaVersion(path: "/data/store.sqlite", from: 2, to: Self.released.count))
-        #expect(migration?.description == "migrated /data/store.sqlite from schema version 2 to 4 (RestockAlerter \(RestockVersion.current))")
+        #expect(migration?.description == "migrated /data/store.sqlite from schema version 2 to \(Self.released.count) (RestockAlerter \(RestockVersion.current))")
         #expect(try older.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == Self.released.count)
         #expect(try StateSchema.prepare(older).migration == nil, "nothing ran the second time")
     }
 
     @Test("a state written by a newer version — a migration this binary does not know, or a higher user_version — is refused in one line naming the file, and left as it was")
     func newerVersionRefused() throws {
-        let unknownMigration = try Self.written(byVersions: 4)
-        try unknownMigration.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v5: from the future')") }
-        let higherVersion = try Self.written(byVersions: 4)
-        try higherVersion.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 7") }
-        for (queue, version) in [(unknownMigration, 5), (higherVersion, 7)] {
+        let known = Self.released.count
+        let unknownMigration = try Self.written(byVersions: known)
+        try unknownMigration.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')") }
+        let higherVersion = try Self.written(byVersions: known)
+        try higherVersion.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = \(known + 3)") }
+        for (queue, version) in [(unknownMigration, known + 1), (higherVersion, known + 3)] {
             let before = try Self.schema(of: queue)
             let error = #expect(throws: RestockMQTTError.self) { try StateSchema.prepare(queue, path: "/data/store.sqlite") }
-            #expect(error == .dataDirectoryOfNewerVersion(file: "/data/store.sqlite", schemaVersion: version, knownVersion: 4))
+            #expect(error == .dataDirectoryOfNewerVersion(file: "/data/store.sqlite", schemaVersion: version, knownVersion: known))
             let line = error?.description ?? ""
             #expect(line.hasPrefix("/data/store.sqlite was written by a newer RestockAlerter (schema version \(version); RestockAlerter"), "\(line)")
             #expect(line.contains("restore a backup taken before the upgrade") && !line.contains("\n"), "\(line)")

@@ -72,9 +72,9 @@ struct StateStorageTests {
         changes.counters = (nextPosition: 2, nextAlertSequence: 1)
         try StateWriter(queue).commit(changes, messages: [])
         try queue.write { db in
-            try db.execute(sql: "INSERT INTO watch VALUES ('bob', 'ipad', 'once', 1, 90, 'yesterday', 1)")
-            try db.execute(sql: "INSERT INTO watch VALUES ('not a customer!', 'ipad', 'once', 1, 91, 0, 1)")
-            try db.execute(sql: "INSERT INTO watch VALUES ('carol', 'ipad', 'sometimes', 1, 92, 0, 1)")
+            try db.execute(sql: "INSERT INTO watch VALUES ('bob', 'ipad', 'once', 1, 90, 'yesterday', 1, NULL)")
+            try db.execute(sql: "INSERT INTO watch VALUES ('not a customer!', 'ipad', 'once', 1, 91, 0, 1, NULL)")
+            try db.execute(sql: "INSERT INTO watch VALUES ('carol', 'ipad', 'sometimes', 1, 92, 0, 1, 'soon')")
             try db.execute(sql: "INSERT INTO inventory VALUES ('no spaces allowed', 3), ('mac', 'many')")
             try db.execute(sql: "INSERT OR REPLACE INTO counter VALUES ('nextAlertSequence', -4)")
         }
@@ -87,9 +87,9 @@ struct StateStorageTests {
             "counter \"nextAlertSequence\", -4",
             "inventory \"mac\", \"many\"",
             "inventory \"no spaces allowed\", 3",
-            "watch \"bob\", \"ipad\", \"once\", 1, 90, \"yesterday\", 1",
-            "watch \"carol\", \"ipad\", \"sometimes\", 1, 92, 0.0, 1",
-            "watch \"not a customer!\", \"ipad\", \"once\", 1, 91, 0.0, 1",
+            "watch \"bob\", \"ipad\", \"once\", 1, 90, \"yesterday\", 1, NULL",
+            "watch \"carol\", \"ipad\", \"sometimes\", 1, 92, 0.0, 1, \"soon\"",
+            "watch \"not a customer!\", \"ipad\", \"once\", 1, 91, 0.0, 1, NULL",
         ])
     }
 

@@ -12,7 +12,7 @@ struct OptionSourcesTests {
     static let required: [String: [String]] = [
         "subscribe": ["--customer", "c0", "--sku", "s0"], "unsubscribe": ["--customer", "c0", "--sku", "s0"],
         "listen": ["--customer", "c0"], "stock": ["--sku", "s0", "--set", "1"], "watching": ["--customer", "c0"],
-        "backup": ["--data", "/tmp/d0", "--to", "/tmp/t0"],
+        "backup": ["--data", "/tmp/d0", "--to", "/tmp/t0"], "forget": ["--customer", "c0"], "export": ["--data", "/tmp/d0"],
     ]
     static let samples: [String: String] = [
         "broker": "mqtt://127.0.0.2:1884", "username": "u1", "password": "p1", "cafile": "/ca.pem", "cert": "/c.pem",
@@ -20,7 +20,8 @@ struct OptionSourcesTests {
         "alerts-per-unit": "3", "drain-timeout": "7", "max-watches-per-customer": "9", "customer-rate": "off",
         "customer-burst": "4", "log-level": "debug", "log-format": "json", "standby": "true", "customer": "c9", "sku": "s9",
         "every": "true", "min-quantity": "5", "wait": "3", "all": "true", "count": "2", "timeout": "4", "json": "true",
-        "set": "8", "add": "-2", "to": "/tmp/t9", "http": "127.0.0.1:9091",
+        "set": "8", "add": "-2", "to": "/tmp/t9", "http": "127.0.0.1:9091", "watch-lifetime": "30d", "alert-expiry": "60",
+        "expires-at": "2999-01-01T00:00:00Z", "expires-in": "2h", "replay": "3", "drop": "4",
     ]
     /// Options that cannot go with another the command needs otherwise: that one is left out.
     static let excludes = ["all": "sku", "add": "set"]

@@ -34,12 +34,20 @@ package protocol BrokerConnection: Sendable {
     /// Queues a QoS 1 message and returns at once; messages queued one after another leave in that order.
     func send(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement
 
+    /// ``send(_:to:retain:)`` with MQTT 5 properties (a message expiry interval, correlation data): ignored under MQTT
+    /// 3.1.1, and by a connection that has none (the default).
+    func send(_ payload: [UInt8], to topic: String, retain: Bool, properties: MQTTMessageProperties) throws -> BrokerAcknowledgement
+
     /// Makes sure the broker keeps a persistent session for this connection's client id, subscribed to `filter`,
     /// without taking anything it holds; the connection is then disconnected. Returns whether the session existed.
     func prepareSession(subscribingTo filter: String) async throws -> Bool
 }
 
 extension BrokerConnection {
+    package func send(_ payload: [UInt8], to topic: String, retain: Bool, properties: MQTTMessageProperties) throws -> BrokerAcknowledgement {
+        try send(payload, to: topic, retain: retain)
+    }
+
     /// Publishes a QoS 1 message and waits for the broker's acknowledgement.
     package func publish(_ payload: [UInt8], to topic: String, retain: Bool = false) async throws {
         try await send(payload, to: topic, retain: retain).acknowledged()

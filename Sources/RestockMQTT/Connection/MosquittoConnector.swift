@@ -38,7 +38,11 @@ struct MosquittoConnection: BrokerConnection {
     func unsubscribe(from filter: String) async throws { try await client.unsubscribe(from: filter) }
 
     func send(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement {
-        let publication = try client.send(payload, to: topic, qos: .atLeastOnce, retain: retain)
+        try send(payload, to: topic, retain: retain, properties: MQTTMessageProperties())
+    }
+
+    func send(_ payload: [UInt8], to topic: String, retain: Bool, properties: MQTTMessageProperties) throws -> BrokerAcknowledgement {
+        let publication = try client.send(payload, to: topic, qos: .atLeastOnce, retain: retain, properties: properties)
         return BrokerAcknowledgement { try await publication.acknowledged() }
     }
 

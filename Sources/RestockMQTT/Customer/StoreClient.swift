@@ -41,11 +41,13 @@ public final class StoreClient: Sendable {
     /// - Returns: The customer's watch list as the store confirmed it.
     /// - Throws: ``RestockMQTTError/storeOffline(store:)``, ``RestockMQTTError/refused(code:detail:)``,
     ///   ``RestockMQTTError/noAnswer(what:seconds:)``, or an ``MQTTError`` for the connection.
+    /// - Parameter expiresAt: When the watch ends unalerted; `nil`: the store's watch lifetime from when it applies
+    ///   the request.
     @discardableResult
     public func subscribe(
-        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, wait: Double = 10
+        _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, expiresAt: Date? = nil, wait: Double = 10
     ) async throws -> SubscriptionsMirror {
-        let request = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity)
+        let request = try SubscribeRequest(sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
         return try await self.request(
             topics.subscribe(customer), payload: request.payload,
             answer: topics.subscriptions(customer), errors: topics.errors(customer), wait: wait,
@@ -73,9 +75,10 @@ public final class StoreClient: Sendable {
     /// Waits for the store to be online, publishes `payload` on `topic` and waits for the first live (not
     /// retained) message on `answer`, or an error report about `topic` on `errors`. The whole exchange, the
     /// wait for the store included, is bounded by `wait` seconds.
-    private func request<Answer: Decodable & Sendable>(
+    func request<Answer: Decodable & Sendable>(
         _ topic: String, payload: [UInt8], answer: String, errors: String, wait: Double,
-        first: @escaping @Sendable () async throws -> Void = {}
+        first: @escaping @Sendable () async throws -> Void = {}, accepting: @escaping @Sendable (Answer) -> Bool = { _ in true },
+        properties: MQTTMessageProperties = MQTTMessageProperties()
     ) async throws -> Answer {
         let storeOnline = Atomic<Bool>(false)
         do {
@@ -88,8 +91,8 @@ public final class StoreClient: Sendable {
                     let refusals = try client.messages(matching: errors)
                     try await client.subscribe(to: answer)
                     try await client.subscribe(to: errors)
-                    try await client.publish(Array(payload), to: topic)
-                    return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals)
+                    try await client.send(Array(payload), to: topic, retain: false, properties: properties).acknowledged()
+                    return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals, accepting: accepting)
                 }
             }
         } catch let timeout as DeadlineExceeded {
@@ -101,12 +104,12 @@ public final class StoreClient: Sendable {
     /// The first live message on `answers` that decodes as `Answer`, or the refusal of `topic` on `refusals`.
     private static func firstAnswer<Answer: Decodable & Sendable>(
         _ type: Answer.Type, on answers: AsyncStream<MQTTMessage>, orRefusalOf topic: String,
-        on refusals: AsyncStream<MQTTMessage>
+        on refusals: AsyncStream<MQTTMessage>, accepting: @escaping @Sendable (Answer) -> Bool
     ) async throws -> Answer {
         try await withThrowingTaskGroup(of: Answer?.self) { group in
             group.addTask {
                 for await message in answers where !message.retain {
-                    if let decoded = try? JSONDecoder().decode(Answer.self, from: Data(message.payload)) { return decoded }
+                    if let decoded = try? JSONDecoder().decode(Answer.self, from: Data(message.payload)), accepting(decoded) { return decoded }
                 }
                 return nil
             }

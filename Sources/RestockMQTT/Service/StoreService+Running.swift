@@ -12,7 +12,8 @@ extension StoreService {
         let processor = try await withTaskExecutorPreference(database.executor) {
             try RequestProcessor(
                 store: store, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
-                logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics)
+                logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics,
+                watchLifetime: configuration.watchLifetime.map { $0.seconds })
         }
         // Requests and alerts left from before a restart go first.
         wiring.requestArrived.yield()
@@ -28,7 +29,12 @@ extension StoreService {
             OutboxPublisher(
                 client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
-                acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics),
+                acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
+                alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
+            ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry),
+            AdminQueries(
+                client: wiring.publisher, topics: topics, database: database, clock: clock, logger: logger, metrics: metrics,
+                gaugeInterval: .seconds(60)),
             ApplyStage(
                 processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
                 lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
@@ -68,6 +74,7 @@ extension StoreService {
             logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])
             throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)
         }
+        await checkpointAtStop()
         logger.info("store \(store.id) offline")
         if let failure { throw wiring.lifecycle.failure ?? failure }
     }

@@ -38,14 +38,21 @@ public final class StoreService: Service, Sendable {
         public var customerRequestRate: Double?
         /// How many requests one customer may send at once after a quiet spell; default 60.
         public var customerRequestBurst: Int
+        /// How long a watch lasts when its subscribe names no `expiresAt` (`nil`: forever); default 180 days.
+        public var watchLifetime: Duration?
+        /// The MQTT 5 message expiry interval of the alerts the store publishes (`nil`: none); default 7 days.
+        public var alertExpiry: Duration?
 
         /// A configuration; every limit has the contract's default.
         public init(
             connection: BrokerSettings, store: StoreID, prefix: String = RestockTopics.defaultPrefix,
             dataDirectory: URL, alertsPerUnit: Int = 0, drainTimeout: Duration = .seconds(5),
             maximumWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer, customerRequestRate: Double? = 1,
-            customerRequestBurst: Int = 60
+            customerRequestBurst: Int = 60, watchLifetime: Duration? = Configuration.defaultWatchLifetime,
+            alertExpiry: Duration? = Configuration.defaultAlertExpiry
         ) {
+            self.watchLifetime = watchLifetime
+            self.alertExpiry = alertExpiry
             self.connection = connection
             self.store = store
             self.prefix = prefix
@@ -56,6 +63,11 @@ public final class StoreService: Service, Sendable {
             self.customerRequestRate = customerRequestRate
             self.customerRequestBurst = customerRequestBurst
         }
+
+        /// A watch's lifetime when its subscribe names no `expiresAt`: 180 days, as back-in-stock services keep a request.
+        public static let defaultWatchLifetime = Duration.seconds(180 * 86_400)
+        /// How long the broker keeps an undelivered alert: 7 days.
+        public static let defaultAlertExpiry = Duration.seconds(7 * 86_400)
 
         /// The rate limit as the applying stage takes it.
         /// - Throws: a one-line error when the rate or the burst is out of range.

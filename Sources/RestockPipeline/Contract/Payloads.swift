@@ -15,6 +15,8 @@ public struct SubscriptionsMirror: Codable, Sendable, Hashable {
         public var position: UInt64
         /// When the watch was first created (RFC 3339).
         public var since: String
+        /// When the watch ends unalerted (RFC 3339); absent for a watch that never expires.
+        public var expiresAt: String?
     }
 
     /// The store.
@@ -33,7 +35,7 @@ public struct SubscriptionsMirror: Codable, Sendable, Hashable {
         self.watching = watches.map {
             Entry(
                 sku: $0.sku.rawValue, mode: $0.mode, minQuantity: $0.minQuantity, position: $0.position,
-                since: Timestamp.string(from: $0.since))
+                since: Timestamp.string(from: $0.since), expiresAt: $0.expiresAt.map(Timestamp.string(from:)))
         }
         self.updatedAt = Timestamp.string(from: updatedAt)
     }

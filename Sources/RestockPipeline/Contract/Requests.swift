@@ -1,3 +1,4 @@
+import Foundation
 import RestockCore
 
 // One definition per request: the client encodes these, the store decodes them, and each number is checked
@@ -11,11 +12,15 @@ public struct SubscribeRequest: Sendable, Hashable {
     public let mode: WatchMode
     /// The on-hand quantity at which the watch is satisfied (1 by default).
     public let minQuantity: Int
+    /// When the watch ends unalerted, on the store's clock; `nil`: the store's `--watch-lifetime` from when it applies
+    /// the request. Kept to the millisecond, as it is sent.
+    public let expiresAt: Date?
 
     /// - Throws: `invalid-min-quantity` when `minQuantity` is outside ``RequestLimits/minQuantity``.
-    public init(sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1) throws(RequestRefusal) {
+    public init(sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, expiresAt: Date? = nil) throws(RequestRefusal) {
         self.sku = sku
         self.mode = mode
+        self.expiresAt = expiresAt.map(SubscribeRequest.toTheMillisecond)
         do {
             self.minQuantity = try RequestLimits.checkMinQuantity(minQuantity)
         } catch {
@@ -28,12 +33,14 @@ public struct SubscribeRequest: Sendable, Hashable {
         let sku: String
         var modeText: String?
         var minQuantityNumber: JSONNumber?
+        var expiresAtText: String?
         switch try RequestDecoder.parse(payload) {
         case .bare(let text): sku = text
         case .object(let object):
             sku = try object.requiredString("sku")
             modeText = try object.string("mode")
             minQuantityNumber = try object.number("minQuantity")
+            expiresAtText = try object.string("expiresAt")
         }
         let mode: WatchMode
         switch modeText {
@@ -46,12 +53,32 @@ public struct SubscribeRequest: Sendable, Hashable {
         }
         let minQuantity =
             try minQuantityNumber?.integer("minQuantity", in: RequestLimits.minQuantity, outOfRange: RestockError.invalidMinQuantity) ?? 1
-        try self.init(sku: try RequestDecoder.sku(sku), mode: mode, minQuantity: minQuantity)
+        var expiresAt: Date?
+        if let expiresAtText {
+            guard let date = RFC3339.date(expiresAtText) else {
+                throw RequestRefusal(
+                    code: .invalidExpiresAt,
+                    detail: "expiresAt must be a time in UTC as RFC 3339 writes it, such as \"2027-05-20T12:00:00Z\", not \(String(reflecting: String(expiresAtText.prefix(40))))")
+            }
+            expiresAt = date
+        }
+        try self.init(sku: try RequestDecoder.sku(sku), mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
     }
 
-    /// The JSON payload, defaults left out: `{"sku":"ipad"}`, `{"minQuantity":2,"mode":"every","sku":"ipad"}`.
+    /// The JSON payload, defaults left out: `{"sku":"ipad"}`, `{"minQuantity":2,"mode":"every","sku":"ipad"}`,
+    /// `{"expiresAt":"2027-05-20T12:00:00.000Z","sku":"ipad"}`.
     public var payload: [UInt8] {
-        Body(sku: sku.rawValue, mode: mode == .once ? nil : mode.rawValue, minQuantity: minQuantity == 1 ? nil : minQuantity).payloadBytes()
+        Body(
+            sku: sku.rawValue, mode: mode == .once ? nil : mode.rawValue, minQuantity: minQuantity == 1 ? nil : minQuantity,
+            expiresAt: expiresAt.map(Timestamp.string(from:))
+        ).payloadBytes()
+    }
+
+    /// `date` at its millisecond, as the payload carries it, so that a request and its payload agree: the nearest
+    /// millisecond and 0.4 ms more, which the store's timestamps (cut to the millisecond) write as that millisecond, and
+    /// which this function keeps as it is.
+    static func toTheMillisecond(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000 + 0.0004)
     }
 
     /// What the client encodes (nil fields are left out).
@@ -59,6 +86,7 @@ public struct SubscribeRequest: Sendable, Hashable {
         var sku: String
         var mode: String?
         var minQuantity: Int?
+        var expiresAt: String?
     }
 }
 

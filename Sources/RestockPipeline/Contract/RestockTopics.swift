@@ -45,6 +45,19 @@ public struct RestockTopics: Sendable, Hashable {
     public func unsubscribe(_ customer: CustomerID) -> String { "\(root)/unsubscribe/\(customer)" }
     /// `P/{store}/admin/stock`: stock changes.
     public var adminStock: String { "\(root)/admin/stock" }
+    /// `P/{store}/admin/forget`: requests to forget a customer (admin).
+    public var adminForget: String { "\(root)/admin/forget" }
+    /// `P/{store}/admin/forgotten`: the store's answer to each forget request.
+    public var adminForgotten: String { "\(root)/admin/forgotten" }
+    /// `P/{store}/admin/report`: requests for the store's report (admin), taken by the publishing connection.
+    public var adminReport: String { "\(root)/admin/report" }
+    /// `P/{store}/admin/dead-letters`: requests for the list of dead letters (admin), taken by the publishing connection.
+    public var adminDeadLetters: String { "\(root)/admin/dead-letters" }
+    /// `P/{store}/admin/dead-letter`: replay or drop one dead letter (admin), taken by the store's session as requests.
+    public var adminDeadLetter: String { "\(root)/admin/dead-letter" }
+    /// `P/{store}/admin/replies`: the replies to report and dead-letter requests that name no MQTT 5 response topic; a
+    /// response topic must be under it (`P/{store}/admin/replies/…`).
+    public var adminReplies: String { "\(root)/admin/replies" }
     /// `P/{store}/admin/errors`: refused admin requests.
     public var adminErrors: String { "\(root)/admin/errors" }
     /// `P/{store}/customers/{customer}/alerts`.
@@ -63,13 +76,15 @@ public struct RestockTopics: Sendable, Hashable {
     public var claim: String { "\(root)/claim" }
 
     /// The filters the store subscribes to for requests.
-    public var requestFilters: [String] { ["\(root)/subscribe/+", "\(root)/unsubscribe/+", adminStock] }
+    public var requestFilters: [String] { ["\(root)/subscribe/+", "\(root)/unsubscribe/+", adminStock, adminForget, adminDeadLetter] }
 
     /// What a request topic asks for, with the customer level as sent (not yet validated).
     public enum Request: Sendable, Hashable {
         case subscribe(customer: String)
         case unsubscribe(customer: String)
         case stock
+        case forget
+        case deadLetter
     }
 
     /// Classifies a topic the store received; `nil` for anything that is not one of its request topics.
@@ -77,6 +92,8 @@ public struct RestockTopics: Sendable, Hashable {
         guard topic.hasPrefix(root + "/") else { return nil }
         let rest = topic.dropFirst(root.count + 1)
         if rest == "admin/stock" { return .stock }
+        if rest == "admin/forget" { return .forget }
+        if rest == "admin/dead-letter" { return .deadLetter }
         let levels = rest.split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count == 2 else { return nil }
         switch levels[0] {

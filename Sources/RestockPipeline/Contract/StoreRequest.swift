@@ -3,10 +3,14 @@ import RestockCore
 
 /// A request to the store, decoded from a topic and a payload (docs/contract.md, "Requests").
 public enum StoreRequest: Sendable, Hashable {
-    case subscribe(CustomerID, SKU, mode: WatchMode, minQuantity: Int)
+    case subscribe(CustomerID, SKU, mode: WatchMode, minQuantity: Int, expiresAt: Date? = nil)
     case unsubscribe(CustomerID, SKU)
     case unsubscribeAll(CustomerID)
     case stock(SKU, StockChange)
+    /// Forget everything about a customer (admin).
+    case forget(CustomerID)
+    /// Replay or drop a dead letter (admin).
+    case deadLetter(DeadLetterAction)
 }
 
 /// Why a request was refused: a stable code and one human sentence, as published on the errors topics.
@@ -38,7 +42,7 @@ public enum RequestDecoder {
     /// Decodes a subscribe request of `customer`.
     public static func subscribe(_ customer: CustomerID, payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
         let request = try SubscribeRequest(payload: payload)
-        return .subscribe(customer, request.sku, mode: request.mode, minQuantity: request.minQuantity)
+        return .subscribe(customer, request.sku, mode: request.mode, minQuantity: request.minQuantity, expiresAt: request.expiresAt)
     }
 
     /// Decodes an unsubscribe request of `customer`.
@@ -53,6 +57,16 @@ public enum RequestDecoder {
     public static func stock(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
         let request = try StockRequest(payload: payload)
         return .stock(request.sku, request.change)
+    }
+
+    /// Decodes an admin forget request.
+    public static func forget(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
+        .forget(try ForgetRequest(payload: payload).customer)
+    }
+
+    /// Decodes an admin dead-letter request.
+    public static func deadLetter(payload: [UInt8]) throws(RequestRefusal) -> StoreRequest {
+        .deadLetter(try DeadLetterAction(payload: payload))
     }
 
     /// The refusal of a payload of `size` bytes, over ``maximumPayloadSize``.

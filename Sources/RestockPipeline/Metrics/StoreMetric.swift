@@ -36,7 +36,7 @@ public struct StoreMetric: Sendable, Hashable {
     /// Requests applied to the store, by kind.
     public static let requestsApplied = StoreMetric(
         "restock_requests_applied_total", .counter, label: "kind",
-        "Requests applied to the store, by kind (subscribe, unsubscribe, unsubscribe-all, stock).")
+        "Requests applied to the store, by kind (subscribe, unsubscribe, unsubscribe-all, stock, forget, dead-letter).")
     /// Requests refused, by refusal code.
     public static let requestsRefused = StoreMetric(
         "restock_requests_refused_total", .counter, label: "code", "Requests refused and changing nothing, by refusal code.")
@@ -83,10 +83,31 @@ public struct StoreMetric: Sendable, Hashable {
         "restock_paused_seconds_total", .counter, label: "stage",
         "Seconds a stage spent paused because its file could not be written (a full disk, a lock): journal or apply.")
 
+    /// Watches ended by their `expiresAt`.
+    public static let watchesExpired = StoreMetric(
+        "restock_watches_expired_total", .counter, "Watches that reached their expiresAt and ended unalerted.")
+
+    /// Customers forgotten by an admin's forget request.
+    public static let customersForgotten = StoreMetric(
+        "restock_customers_forgotten_total", .counter, "Customers forgotten by an admin's forget request (every watch and row about them removed).")
+
+    /// The report's alerts raised, every SKU together.
+    public static let reportAlertsRaised = StoreMetric(
+        "restock_report_alerts_raised", .gauge, label: "window",
+        "Alerts raised, as the store's report counts them (restock report): over the data directory's life, or the last 24 h.")
+    /// The report's alerts acknowledged, every SKU together.
+    public static let reportAlertsAcknowledged = StoreMetric(
+        "restock_report_alerts_acknowledged", .gauge, label: "window",
+        "Alerts the broker acknowledged, as the store's report counts them (restock report): over the data directory's life, or the last 24 h.")
+    /// The report's customers.
+    public static let reportCustomers = StoreMetric(
+        "restock_report_customers", .gauge, "Customers with a watch, as the store's report counts them (restock report).")
+
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
         journalLag, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects, watches, customers,
-        deadLetters, pausedSeconds,
+        deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
+        reportAlertsAcknowledged, reportCustomers,
     ]
 }

@@ -8,7 +8,13 @@ import RestockCore
 package final class StoreMetrics: Sendable {
     /// A request's kind, as the `kind` label of ``StoreMetric/requestsApplied`` names it.
     package enum RequestKind: String, Sendable, CaseIterable {
-        case subscribe, unsubscribe, unsubscribeAll = "unsubscribe-all", stock
+        case subscribe, unsubscribe, unsubscribeAll = "unsubscribe-all", stock, forget, deadLetter = "dead-letter"
+    }
+
+    /// A window of the report's figures, as the `window` label names it.
+    package enum Window: String, Sendable, CaseIterable {
+        case life
+        case last24h = "24h"
     }
 
     /// A connection to the broker, as the `connection` label names it.
@@ -31,6 +37,11 @@ package final class StoreMetrics: Sendable {
     package let alertsPublished: Counter
     package let alertsAcknowledged: Counter
     package let deadLetters: Counter
+    package let watchesExpired: Counter
+    package let customersForgotten: Counter
+    package let reportAlertsRaised: [Window: Gauge]
+    package let reportAlertsAcknowledged: [Window: Gauge]
+    package let reportCustomers: Gauge
     package let outboxDepth: Gauge
     package let journalLag: Gauge
     package let watches: Gauge
@@ -56,6 +67,11 @@ package final class StoreMetrics: Sendable {
         alertsPublished = Counter(label: StoreMetric.alertsPublished.name)
         alertsAcknowledged = Counter(label: StoreMetric.alertsAcknowledged.name)
         deadLetters = Counter(label: StoreMetric.deadLetters.name)
+        watchesExpired = Counter(label: StoreMetric.watchesExpired.name)
+        customersForgotten = Counter(label: StoreMetric.customersForgotten.name)
+        reportAlertsRaised = labelled(.reportAlertsRaised) { Gauge(label: $0, dimensions: $1) }
+        reportAlertsAcknowledged = labelled(.reportAlertsAcknowledged) { Gauge(label: $0, dimensions: $1) }
+        reportCustomers = Gauge(label: StoreMetric.reportCustomers.name)
         outboxDepth = Gauge(label: StoreMetric.outboxDepth.name)
         journalLag = Gauge(label: StoreMetric.journalLag.name)
         watches = Gauge(label: StoreMetric.watches.name)
@@ -67,6 +83,16 @@ package final class StoreMetrics: Sendable {
         brokerReconnects = labelled(.brokerReconnects) { Counter(label: $0, dimensions: $1) }
         pausedSeconds = labelled(.pausedSeconds) { FloatingPointCounter(label: $0, dimensions: $1) }
         for gauge in brokerConnected.values { gauge.record(0) }
+    }
+
+    /// Shows a report's store-wide figures (the per-SKU ones are in the report only: one series per SKU would grow
+    /// without bound).
+    package func record(_ report: StoreReport) {
+        reportAlertsRaised[.life]?.record(report.alertsRaised.life)
+        reportAlertsRaised[.last24h]?.record(report.alertsRaised.last24h)
+        reportAlertsAcknowledged[.life]?.record(report.alertsAcknowledged.life)
+        reportAlertsAcknowledged[.last24h]?.record(report.alertsAcknowledged.last24h)
+        reportCustomers.record(report.customers)
     }
 
     /// Reports what one applied batch did: one increment per kind, code and total, not one per request.

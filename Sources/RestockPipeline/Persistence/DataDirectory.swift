@@ -71,7 +71,9 @@ struct DataDirectory: Sendable {
         if readOnly {
             configuration.readonly = true
         } else {
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            // secure_delete: deleted rows are overwritten, so a forgotten customer's bytes do not linger in free space
+            // (docs/operations.md, "Forgetting a customer").
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON") }
         }
         return try storageAccess(.open, path) { try DatabasePool(path: path, configuration: configuration) }
     }

@@ -14,12 +14,24 @@ struct DeadLetters: Sendable {
 
     /// Sets `request` aside, records it as processed, and queues `error`, the message that tells its sender, in one
     /// transaction.
-    func setAside(_ request: JournaledRequest, error: CommittedPublication, at date: Date) throws(StorageError) {
+    func setAside(_ request: JournaledRequest, error: CommittedPublication, reason: String = DeadLetterRecord.defaultReason, at date: Date) throws(StorageError) {
         try file.write { db in
-            try DeadLetterRecord(request, failedAt: date).insert(db, onConflict: .replace)
+            var record = DeadLetterRecord(request, failedAt: date)
+            record.reason = reason
+            try record.insert(db, onConflict: .replace)
             try Outbox.insert([error], in: db)
             try CounterRecord.recordProcessed(through: request.seq, in: db)
         }
+    }
+
+    /// Every request set aside, oldest first, with when and why.
+    func records() throws(StorageError) -> [DeadLetterRecord] {
+        try file.read { db in try DeadLetterRecord.order(DeadLetterRecord.Columns.seq).fetchAll(db) }
+    }
+
+    /// The request set aside at `seq`, if any.
+    func record(_ seq: Int64) throws(StorageError) -> DeadLetterRecord? {
+        try file.read { db in try DeadLetterRecord.fetchOne(db, key: seq) }
     }
 
     /// Every request set aside, oldest first.
@@ -40,6 +52,10 @@ struct DeadLetterRecord: Codable, Hashable, FetchableRecord, PersistableRecord, 
     var retained: Bool
     /// When it was set aside, in seconds since 1970-01-01.
     var failedAt: Double
+    /// Why: one sentence.
+    var reason = DeadLetterRecord.defaultReason
+    /// The reason of a row written before reasons were kept.
+    static let defaultReason = "the store failed while applying this request"
 
     /// The table's columns.
     enum Columns {

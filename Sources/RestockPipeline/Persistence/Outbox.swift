@@ -62,6 +62,7 @@ final class Outbox: Sendable {
         guard !seqs.isEmpty || !batches.isEmpty else { return }
         typealias Columns = OutboxRecord.Columns
         try file.write { db in
+            try AlertFigures.recordAcknowledged(messages: seqs, batches: batches, at: Date(), in: db)
             // Many to a statement, below SQLite's limit of parameters.
             for start in stride(from: 0, to: seqs.count, by: 500) {
                 try OutboxRecord.filter(keys: seqs[start..<min(start + 500, seqs.count)]).deleteAll(db)
@@ -100,6 +101,8 @@ struct OutboxRecord: Codable, Hashable, FetchableRecord, PersistableRecord, Bulk
     var batch: Int
     /// How many of the batch's alerts, from the first, are acknowledged.
     var sent: Int
+    /// The SKU of the alerts it carries; `nil` for any other message.
+    var sku: String?
 
     /// The table's columns.
     enum Columns {
@@ -110,21 +113,23 @@ struct OutboxRecord: Codable, Hashable, FetchableRecord, PersistableRecord, Bulk
         static let retain = Column(CodingKeys.retain)
         static let batch = Column(CodingKeys.batch)
         static let sent = Column(CodingKeys.sent)
+        static let sku = Column(CodingKeys.sku)
     }
 
-    static let insertedColumns = [Columns.seq, Columns.key, Columns.topic, Columns.payload, Columns.retain, Columns.batch, Columns.sent]
+    static let insertedColumns = [Columns.seq, Columns.key, Columns.topic, Columns.payload, Columns.retain, Columns.batch, Columns.sent, Columns.sku]
 
-    var insertedValues: [(any DatabaseValueConvertible)?] { [seq, key, topic, payload, retain, batch, sent] }
+    var insertedValues: [(any DatabaseValueConvertible)?] { [seq, key, topic, payload, retain, batch, sent, sku] }
 
     /// The row of a message as committed, none of it acknowledged yet.
     init(_ message: CommittedPublication) {
         let publication = message.publication
         self.init(
             seq: message.seq, key: publication.key, topic: publication.topic, payload: Data(publication.payload),
-            retain: publication.retain, batch: publication.alertCount, sent: 0)
+            retain: publication.retain, batch: publication.alertCount, sent: 0, sku: publication.sku)
     }
 
-    init(seq: Int64, key: String, topic: String, payload: Data, retain: Bool, batch: Int, sent: Int) {
+    init(seq: Int64, key: String, topic: String, payload: Data, retain: Bool, batch: Int, sent: Int, sku: String? = nil) {
+        self.sku = sku
         self.seq = seq
         self.key = key
         self.topic = topic

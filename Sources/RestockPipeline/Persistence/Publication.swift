@@ -18,6 +18,8 @@ package struct Publication: Sendable, Hashable {
     package var alertCount = 0
     /// The alerts, when it is a batch made in this process (passed on in memory, not decoded again).
     package var alerts: AlertBatch?
+    /// The SKU of the alert or alerts it carries: the store counts the broker's acknowledgements per SKU (reports).
+    package var sku: String?
 
     /// A single message.
     package init(key: String, topic: String, payload: [UInt8], retain: Bool) {
@@ -33,6 +35,7 @@ package struct Publication: Sendable, Hashable {
         self.init(key: Self.alertKeyPrefix + "\(first)+\(batch.count)", topic: "", payload: batch.encoded(), retain: false)
         self.alertCount = batch.count
         self.alerts = batch
+        self.sku = batch.sku.rawValue
     }
 
     /// Whether it carries an alert.

@@ -176,6 +176,9 @@ package final class RequestLog: Sendable {
         try file.write { db in _ = try RequestRecord.filter(RequestRecord.Columns.seq <= seq).deleteAll(db) }
     }
 
+    /// Checkpoints the log's WAL into it and truncates the WAL.
+    package func checkpoint() throws(StorageError) { try file.checkpoint() }
+
     /// How many entries follow `seq`.
     package func count(after seq: Int64) throws(StorageError) -> Int {
         try file.read { db in try RequestRecord.filter(RequestRecord.Columns.seq > seq).fetchCount(db) }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import RestockCore
 
@@ -81,6 +82,21 @@ struct StateReader: Sendable {
         try read { db in
             try MirrorRecord.order(MirrorRecord.Columns.customer).fetchAll(db).compactMap { try? CustomerID($0.customer) }
         }
+    }
+
+    /// The report of the store's figures as of `now` (``AlertFigures/report(at:sku:in:)``).
+    func report(at now: Date, sku: SKU?) throws(StorageError) -> StoreReport {
+        try read { db in try AlertFigures.report(at: now, sku: sku, in: db) }
+    }
+
+    /// The watches that have expired at `now`, soonest first, at most `limit`.
+    func expiredWatches(at now: Date, limit: Int) throws(StorageError) -> [WatchKey] {
+        try read { db in try WatchTable.expired(at: now, limit: limit, in: db) }
+    }
+
+    /// When the first watch expires after `now`; `nil` when none will.
+    func nextExpiry(after now: Date) throws(StorageError) -> Date? {
+        try read { db in try WatchTable.nextExpiry(after: now, in: db) }
     }
 
     /// The place in the request log of the last request applied (or set aside); 0 before the first.

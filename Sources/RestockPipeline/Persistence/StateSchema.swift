@@ -73,6 +73,27 @@ enum StateSchema {
                     INSERT OR IGNORE INTO mirror (customer) SELECT DISTINCT customer FROM watch;
                     """)
         }
+        migrator.registerMigration("v-admin-1: watch expiry") { db in
+            // When a watch ends unalerted (seconds since 2001-01-01, as `Date` keeps them); NULL: never, as every watch
+            // made before this version. The index is the durable timer: the store asks it for the watches due.
+            try db.execute(
+                sql: """
+                    ALTER TABLE watch ADD COLUMN expiresAt REAL;
+                    CREATE INDEX watch_expiresAt ON watch (expiresAt) WHERE expiresAt IS NOT NULL;
+                    """)
+        }
+        migrator.registerMigration("v-admin-2: alert figures, dead-letter reasons") { db in
+            // Alerts raised and acknowledged by the broker, per SKU and hour (seconds since 1970 / 3600); hour 0 holds
+            // the sums of the hours older than a day (AlertFigures). The outbox row of an alert names its SKU.
+            try db.execute(
+                sql: """
+                    CREATE TABLE alertFigure (
+                        sku TEXT NOT NULL, hour INTEGER NOT NULL, raised INTEGER NOT NULL, acknowledged INTEGER NOT NULL,
+                        PRIMARY KEY (sku, hour)) WITHOUT ROWID;
+                    ALTER TABLE outbox ADD COLUMN sku TEXT;
+                    ALTER TABLE deadLetter ADD COLUMN reason TEXT NOT NULL DEFAULT 'the store failed while applying this request';
+                    """)
+        }
         return migrator
     }
 }

@@ -22,6 +22,9 @@ struct StateWriter: Sendable {
                 try CounterRecord(.nextPosition, Int64(counters.nextPosition)).insert(db, onConflict: .replace)
                 try CounterRecord(.nextAlertSequence, Int64(counters.nextAlertSequence)).insert(db, onConflict: .replace)
             }
+            for forgotten in changes.forgotten { try Self.forget(forgotten, in: db) }
+            for seq in changes.deadLettersRemoved { try db.execute(sql: "DELETE FROM deadLetter WHERE seq = ?", arguments: [seq]) }
+            try AlertFigures.record(raised: changes.alertsRaised, at: changes.appliedAt, in: db)
             try Self.mirrors.insert(changes.mirrored.sorted().map { MirrorRecord(customer: $0.rawValue) }, in: db)
             try Outbox.insert(messages, in: db)
             if let seq = changes.processedThrough { try CounterRecord.recordProcessed(through: seq, in: db) }
@@ -32,6 +35,14 @@ struct StateWriter: Sendable {
     // a statement (BulkStatement.swift), not one record at a time (3 and 8 times as long for 20,000 rows).
     private static let stock = BulkStatement(inserting: StockRecord.self, orElse: .replace)
     private static let mirrors = BulkStatement(inserting: MirrorRecord.self, orElse: .ignore)
+
+    /// Removes every row about a forgotten customer but their watches (the batch's watch changes remove those): the
+    /// record of their mirror, what the outbox holds for them, the requests of theirs set aside.
+    private static func forget(_ forgotten: StoreChanges.Forgotten, in db: Database) throws {
+        try db.execute(sql: "DELETE FROM mirror WHERE customer = ?", arguments: [forgotten.customer.rawValue])
+        for topic in forgotten.customerTopics { try db.execute(sql: "DELETE FROM outbox WHERE topic = ?", arguments: [topic]) }
+        for topic in forgotten.requestTopics { try db.execute(sql: "DELETE FROM deadLetter WHERE topic = ?", arguments: [topic]) }
+    }
 
     /// The file, as its errors name it.
     var path: String { file.path }

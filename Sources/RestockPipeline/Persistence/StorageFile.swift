@@ -29,6 +29,14 @@ struct StorageFile: Sendable {
         return try storageAccess(.write, path) { try writer.write(body) }
     }
 
+    /// Copies the write-ahead log into the file and truncates it to nothing (`PRAGMA wal_checkpoint(TRUNCATE)`), waiting
+    /// for readers up to the busy timeout.
+    func checkpoint() throws(StorageError) {
+        try storageAccess(.write, path) {
+            try writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        }
+    }
+
     /// Writes the file outside a transaction: one statement then runs in SQLite's autocommit mode, a transaction of
     /// its own without BEGIN and COMMIT to run.
     func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {

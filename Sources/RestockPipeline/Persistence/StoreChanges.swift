@@ -25,6 +25,14 @@ package struct StoreChanges: Sendable {
     package var publications: [Publication] = []
     /// The customers whose mirror this batch publishes: the store owns that retained topic from then on.
     package var mirrored: Set<CustomerID> = []
+    /// How many alerts of each SKU this batch raised (the store's figures, ``AlertFigures``).
+    package var alertsRaised: [SKU: Int] = [:]
+    /// When the batch was applied, on the store's clock: the hour its figures count in.
+    package var appliedAt = Date()
+    /// Dead letters (by their place in the request log) this batch replayed or dropped.
+    package var deadLettersRemoved: [Int64] = []
+    /// The customers this batch forgot: every row about them goes, before the batch's own messages are queued.
+    package var forgotten: [Forgotten] = []
     /// The last inbox entry this batch consumed.
     package var processedThrough: Int64?
 
@@ -44,6 +52,18 @@ package struct StoreChanges: Sendable {
         if !alerted.isEmpty { watchChanges.append(.setWaiting(false, positions: alerted)) }
         if !rearmed.isEmpty { watchChanges.append(.setWaiting(true, positions: rearmed)) }
         if !removed.isEmpty { watchChanges.append(.removePositions(removed.map(\.position))) }
+    }
+}
+
+extension StoreChanges {
+    /// A customer forgotten (an admin's forget request), and the topics whose rows go with them.
+    package struct Forgotten: Sendable {
+        /// The customer.
+        package let customer: CustomerID
+        /// Their alerts, subscriptions and errors topics: messages queued there are not published.
+        package let customerTopics: [String]
+        /// Their subscribe and unsubscribe topics: requests set aside from there go.
+        package let requestTopics: [String]
     }
 }
 

@@ -120,6 +120,20 @@ package final class StoreDatabase: Sendable {
     /// The on-hand quantity of every SKU the store has recorded, zeros included.
     package func inventory() throws -> [(SKU, Int)] { try reader.inventory() }
 
+    /// The store's figures as of `now`, for `sku` or every SKU (docs/contract.md, "Reports").
+    package func report(at now: Date, sku: SKU?) throws -> StoreReport { try reader.report(at: now, sku: sku) }
+
+    /// The store's figures in `directory`, read as ``snapshot(readingOnly:)`` reads, while a store may run on it.
+    package static func report(readingOnly directory: URL, at now: Date, sku: SKU?) throws -> StoreReport {
+        try StateReader(DataDirectory(directory).openStateReadOnly()).report(at: now, sku: sku)
+    }
+
+    /// The watches that have expired at `now`, soonest first, at most `limit` (``WatchTable/expired(at:limit:in:)``).
+    package func expiredWatches(at now: Date, limit: Int) throws -> [WatchKey] { try reader.expiredWatches(at: now, limit: limit) }
+
+    /// When the first watch expires after `now`; `nil` when none will.
+    package func nextExpiry(after now: Date) throws -> Date? { try reader.nextExpiry(after: now) }
+
     // MARK: Requests
 
     /// Records a request as received, in the request log, before it is acknowledged to the broker; returns its place.
@@ -169,11 +183,17 @@ package final class StoreDatabase: Sendable {
 
     /// Sets a request that could not be applied aside in the dead-letter table, records it as processed, and
     /// queues the error that tells its sender, in one transaction; returns that error as committed.
-    package func deadLetter(_ request: JournaledRequest, error: Publication, at date: Date) throws -> CommittedPublication {
+    package func deadLetter(_ request: JournaledRequest, error: Publication, reason: String = DeadLetterRecord.defaultReason, at date: Date) throws -> CommittedPublication {
         let committed = outbox.place([error])[0]
-        try deadLetterTable.setAside(request, error: committed, at: date)
+        try deadLetterTable.setAside(request, error: committed, reason: reason, at: date)
         return committed
     }
+
+    /// The requests set aside, oldest first, as the admin's list shows them (docs/contract.md, "Dead letters").
+    package func deadLetterList() throws -> [DeadLetterList.Entry] { try deadLetterTable.records().map(DeadLetterList.Entry.init) }
+
+    /// The request set aside at `seq` (its place in the request log, the dead letter's id), if any.
+    package func deadLetter(_ seq: Int64) throws -> JournaledRequest? { try deadLetterTable.record(seq)?.request }
 
     /// The requests set aside because applying them killed the store, oldest first.
     package func deadLetters() throws -> [JournaledRequest] { try deadLetterTable.all() }
@@ -188,6 +208,13 @@ package final class StoreDatabase: Sendable {
         let committed = outbox.place(changes.publications)
         try writer.commit(changes, messages: committed)
         return committed
+    }
+
+    /// Checkpoints both files' write-ahead logs into them and truncates the logs to nothing (after a customer is
+    /// forgotten: the WAL keeps old page images until then).
+    package func checkpoint() throws {
+        try state.checkpoint()
+        try log.checkpoint()
     }
 
     // MARK: Outbox

@@ -19,15 +19,17 @@ enum WatchTable {
 
     /// The table's columns, in the order the restore selects them and a commit writes them.
     enum Columns: String, ColumnExpression, CaseIterable {
-        case customer, sku, mode, minQuantity, position, since, waiting
+        case customer, sku, mode, minQuantity, position, since, waiting, expiresAt
 
-        /// The storage classes (SQLite's `typeof`) of a valid value: `since` is seconds since 2001-01-01, as
-        /// `Date` keeps them (an exact round trip); `waiting` is 0 or 1.
+        /// The storage classes (SQLite's `typeof`) of a valid value: `since` and `expiresAt` are seconds since
+        /// 2001-01-01, as `Date` keeps them (an exact round trip), `expiresAt` NULL for a watch that never expires;
+        /// `waiting` is 0 or 1.
         var storageClasses: [String] {
             switch self {
             case .customer, .sku, .mode: ["text"]
             case .minQuantity, .position, .waiting: ["integer"]
             case .since: ["real", "integer"]
+            case .expiresAt: ["real", "integer", "null"]
             }
         }
     }
@@ -40,7 +42,7 @@ enum WatchTable {
 
     /// Where each value is in the rows of the restore: looked up by name once, then read by index for every row.
     private struct Layout {
-        let customer, sku, mode, minQuantity, position, since, waiting, valid: Int
+        let customer, sku, mode, minQuantity, position, since, waiting, expiresAt, valid: Int
 
         init(_ statement: Statement) throws {
             func index(_ name: String) throws -> Int {
@@ -52,6 +54,7 @@ enum WatchTable {
             (customer, sku, mode) = (try index(Columns.customer.name), try index(Columns.sku.name), try index(Columns.mode.name))
             (minQuantity, position) = (try index(Columns.minQuantity.name), try index(Columns.position.name))
             (since, waiting, valid) = (try index(Columns.since.name), try index(Columns.waiting.name), try index("valid"))
+            expiresAt = try index(Columns.expiresAt.name)
         }
     }
 
@@ -79,7 +82,8 @@ enum WatchTable {
                 case let minQuantity = try row.decode(Int64.self, atIndex: at.minQuantity),
                 RequestLimits.minQuantity.contains(Int(truncatingIfNeeded: minQuantity)),
                 case let position = try row.decode(Int64.self, atIndex: at.position), position > 0,
-                case let since = try row.decode(Double.self, atIndex: at.since), since.isFinite
+                case let since = try row.decode(Double.self, atIndex: at.since), since.isFinite,
+                case let expiresAt = try row.decode(Double?.self, atIndex: at.expiresAt), expiresAt?.isFinite ?? true
             else {
                 let values = Columns.allCases.map { row[$0.name] as DatabaseValue }
                 skipped.append("watch \(values.map(\.description).joined(separator: ", "))")
@@ -88,7 +92,8 @@ enum WatchTable {
             watches.append(
                 Watch(
                     customer: customer, sku: sku, mode: mode, minQuantity: Int(minQuantity), position: UInt64(position),
-                    since: Date(timeIntervalSinceReferenceDate: since), isWaiting: try row.decode(Int64.self, atIndex: at.waiting) != 0))
+                    since: Date(timeIntervalSinceReferenceDate: since), isWaiting: try row.decode(Int64.self, atIndex: at.waiting) != 0,
+                    expiresAt: expiresAt.map(Date.init(timeIntervalSinceReferenceDate:))))
         }
         return watches
     }
@@ -109,6 +114,28 @@ enum WatchTable {
     static func highestPosition(_ db: Database) throws -> Int64 {
         let position = Columns.position.name
         return try Int64.fetchOne(db, sql: "SELECT MAX(\(position)) FROM \(name) WHERE typeof(\(position)) = 'integer'") ?? 0
+    }
+
+    // MARK: Expiry
+
+    /// The watches that have expired at `now` (``Watch/expiresAt`` not after it), soonest first, at most `limit`: the
+    /// durable timer of watch expiry, an index over `expiresAt`.
+    static func expired(at now: Date, limit: Int, in db: Database) throws -> [WatchKey] {
+        let rows = try Row.fetchAll(
+            db,
+            sql: "SELECT \(Columns.customer.name), \(Columns.sku.name) FROM \(name) WHERE \(Columns.expiresAt.name) <= ? ORDER BY \(Columns.expiresAt.name) LIMIT ?",
+            arguments: [now.timeIntervalSinceReferenceDate, limit])
+        return rows.compactMap { row in
+            guard let customer = try? CustomerID(row[0] as String? ?? ""), let sku = try? SKU(row[1] as String? ?? "") else { return nil }
+            return WatchKey(customer: customer, sku: sku)
+        }
+    }
+
+    /// When the first watch expires after `now`; `nil` when none will.
+    static func nextExpiry(after now: Date, in db: Database) throws -> Date? {
+        let column = Columns.expiresAt.name
+        return try Double.fetchOne(db, sql: "SELECT MIN(\(column)) FROM \(name) WHERE \(column) > ?", arguments: [now.timeIntervalSinceReferenceDate])
+            .map(Date.init(timeIntervalSinceReferenceDate:))
     }
 
     // MARK: Commit
@@ -183,6 +210,7 @@ enum WatchTable {
             case .position: Int64(watch.position)
             case .since: watch.since.timeIntervalSinceReferenceDate
             case .waiting: watch.isWaiting
+            case .expiresAt: watch.expiresAt?.timeIntervalSinceReferenceDate
             }
         }
     }

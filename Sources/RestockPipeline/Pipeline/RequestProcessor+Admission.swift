@@ -32,6 +32,7 @@ extension RequestProcessor {
         for watch in outcome.removedWatches { mirrors.insert(watch.customer) }
         tally.applied[.stock, default: 0] += 1
         tally.alerts += outcome.alerts.count
+        if !outcome.alerts.isEmpty { changes.alertsRaised[sku, default: 0] += outcome.alerts.count }
         // One record for all the alerts of the change (each rebuilt when published); one row each only if
         // they cannot share one.
         if let batch = AlertBatch(outcome.alerts) {
@@ -55,7 +56,10 @@ extension RequestProcessor {
     }
 
     func publication(of alert: RestockAlert) -> Publication {
-        Publication(key: Publication.alertKeyPrefix + alert.id, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false)
+        var publication = Publication(
+            key: Publication.alertKeyPrefix + alert.id, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false)
+        publication.sku = alert.sku.rawValue
+        return publication
     }
 
     /// An accepted request, at debug level; nothing is built when debug is off (the hot path of every request).

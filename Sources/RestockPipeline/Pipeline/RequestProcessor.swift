@@ -56,6 +56,10 @@ package final class RequestProcessor: Sendable {
     /// How fast each customer's requests are applied (``CustomerRateLimiter``): checked before a request is decoded,
     /// so a refusal costs no more than a lookup.
     let rateLimiter: Mutex<CustomerRateLimiter>
+    /// How long a watch lasts when its subscribe names no `expiresAt` (`nil`: forever); see RequestProcessor+Expiry.swift.
+    let watchLifetime: TimeInterval?
+    /// The store's clock time from which a watch may have expired: nothing is looked up before it.
+    let expiryCheck = Mutex<Date>(.distantPast)
     /// A batch applied to the store whose commit failed with an error that may pass, and the last request in it.
     private let pendingCommit = Mutex<(changes: StoreChanges, last: Int64)?>(nil)
 
@@ -64,9 +68,10 @@ package final class RequestProcessor: Sendable {
     package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
-        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics()
+        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil
     ) throws {
         self.metrics = metrics
+        self.watchLifetime = watchLifetime
         self.trimEvery = trimEvery
         self.rateLimiter = Mutex(CustomerRateLimiter(rateLimit))
         self.store = store
@@ -119,6 +124,7 @@ package final class RequestProcessor: Sendable {
     private func applyWaiting() throws -> Int {
         var total = 0
         if let pending = pendingCommit.withLock({ $0 }) { try commit(pending.changes, through: pending.last) }
+        try expireDueWatches()
         while !Task.isCancelled {
             let waiting = try nextRequests()
             if waiting.isEmpty { break }
@@ -171,21 +177,18 @@ package final class RequestProcessor: Sendable {
             logger.debug("retrying a request on its own", metadata: [StoreLoggingKeys.topic: "\(first.topic)", StoreLoggingKeys.seq: "\(first.seq)"])
         }
         let kills = progress.withLock { $0.killedAlone?.seq == first.seq ? $0.killedAlone?.times ?? 0 : 0 }
-        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
         var changes = StoreChanges()
         var mirrorsToRefresh = Set<CustomerID>()
+        // Watches past their time end before any request of the batch can alert them (read before the attempt begins:
+        // a read that fails is no request's fault).
+        try expireDue(into: &changes, refreshing: &mirrorsToRefresh)
+        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
         var tally = BatchTally()
         let started = ContinuousClock.now
         for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh, tally: &tally) }
-        let now = clock()
-        for customer in mirrorsToRefresh.sorted() {
-            let mirror = SubscriptionsMirror(
-                store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
-            let topic = topics.subscriptions(customer)
-            changes.publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
-        }
-        changes.mirrored = mirrorsToRefresh
+        appendMirrors(of: mirrorsToRefresh, to: &changes)
         changes.counters = store.counters
+        changes.appliedAt = clock()
         changes.processedThrough = last.seq
         metrics.applyDuration.record(duration: .now - started)
         metrics.record(tally)
@@ -195,7 +198,7 @@ package final class RequestProcessor: Sendable {
     /// Commits what a batch changed and passes its messages on to the publisher. A commit that fails with an error
     /// that may pass (a full disk) is kept and tried again first by the next ``drainInbox()``: the store holds these
     /// changes already. Any other error marks the attempt failed (its requests become suspects at the next start).
-    private func commit(_ changes: StoreChanges, through last: Int64) throws {
+    func commit(_ changes: StoreChanges, through last: Int64) throws {
         let messages: [CommittedPublication]
         do {
             let started = ContinuousClock.now
@@ -212,6 +215,7 @@ package final class RequestProcessor: Sendable {
         pendingCommit.withLock { $0 = nil }
         database.endAttempt()
         progress.withLock { $0.lastApplied = last }
+        if !changes.forgotten.isEmpty { eraseForgotten(through: last) }
         if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
         }
@@ -283,7 +287,7 @@ package final class RequestProcessor: Sendable {
         let topic = errorsTopic(for: request.topic) ?? topics.adminErrors
         let error = try database.deadLetter(
             request, error: Publication(key: "error:\(request.seq):request-failed", topic: topic, payload: report.payloadBytes(), retain: false),
-            at: now)
+            reason: what, at: now)
         progress.withLock { $0.lastApplied = request.seq }
         metrics.deadLetters.increment()
         committed.append(error)
@@ -294,12 +298,12 @@ package final class RequestProcessor: Sendable {
     private func errorsTopic(for topic: String) -> String? {
         switch topics.request(for: topic) {
         case .subscribe(let raw), .unsubscribe(let raw): (try? CustomerID(raw)).map(topics.errors)
-        case .stock: topics.adminErrors
+        case .stock, .forget, .deadLetter: topics.adminErrors
         case nil: nil
         }
     }
 
-    private func apply(
+    func apply(
         _ request: JournaledRequest, to changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>, tally: inout BatchTally
     ) {
         FaultInjection.trapIfChosen(request.payload)
@@ -322,7 +326,7 @@ package final class RequestProcessor: Sendable {
                 tally.refused[.rateLimited, default: 0] += 1
                 return
             }
-        case .stock:
+        case .stock, .forget, .deadLetter:
             customer = nil
         }
         let decoded = Result { () throws(RequestRefusal) -> StoreRequest in
@@ -331,20 +335,27 @@ package final class RequestProcessor: Sendable {
             switch (kind, customer) {
             case (.subscribe, let id?): return try RequestDecoder.subscribe(id, payload: request.payload)
             case (.unsubscribe, let id?): return try RequestDecoder.unsubscribe(id, payload: request.payload)
+            case (.forget, _): return try RequestDecoder.forget(payload: request.payload)
+            case (.deadLetter, _): return try RequestDecoder.deadLetter(payload: request.payload)
             default: return try RequestDecoder.stock(payload: request.payload)
             }
         }
 
         do {
             switch try decoded.get() {
-            case .subscribe(let who, let sku, let mode, let minQuantity):
+            case .subscribe(let who, let sku, let mode, let minQuantity, let expiresAt):
+                let expiresAt = try expiry(of: expiresAt)
                 let outcome = try perform { () throws(RestockError) in
-                    try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity)
+                    try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
                 }
+                if outcome.isKept, let expiresAt { expiryCheck.withLock { $0 = min($0, expiresAt) } }
                 if outcome.isChanged {
                     if outcome.isKept { changes.save(outcome.watch) } else { changes.remove(WatchKey(customer: who, sku: sku)) }
                 }
-                if let alert = outcome.alert { changes.publications.append(publication(of: alert)) }
+                if let alert = outcome.alert {
+                    changes.publications.append(publication(of: alert))
+                    changes.alertsRaised[sku, default: 0] += 1
+                }
                 tally.alerts += outcome.alert == nil ? 0 : 1
                 tally.applied[.subscribe, default: 0] += 1
                 mirrors.insert(who)
@@ -362,6 +373,12 @@ package final class RequestProcessor: Sendable {
                 logAccepted(request, "unsubscribe-all", who, sku: nil, position: nil)
             case .stock(let sku, let change):
                 try applyStock(sku, change, to: &changes, refreshing: &mirrors, tally: &tally)
+            case .forget(let who):
+                forget(who, request, into: &changes, refreshing: &mirrors)
+                tally.applied[.forget, default: 0] += 1
+            case .deadLetter(let action):
+                handle(action, request, into: &changes, refreshing: &mirrors, tally: &tally)
+                tally.applied[.deadLetter, default: 0] += 1
             }
         } catch {
             let refusal = error

@@ -68,6 +68,8 @@ struct HostileStream {
                 case .subscribe: decoded = try RequestDecoder.subscribe(customer!, payload: request.payload)
                 case .unsubscribe: decoded = try RequestDecoder.unsubscribe(customer!, payload: request.payload)
                 case .stock: decoded = try RequestDecoder.stock(payload: request.payload)
+                case .forget: decoded = try RequestDecoder.forget(payload: request.payload)
+                case .deadLetter: decoded = try RequestDecoder.deadLetter(payload: request.payload)
                 }
                 refused = !apply(decoded)
             } catch {
@@ -86,12 +88,14 @@ struct HostileStream {
     private mutating func apply(_ request: StoreRequest) -> Bool {
         do {
             switch request {
-            case .subscribe(let who, let sku, let mode, let minQuantity):
-                if let alert = try reference.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity).alert { alertIDs.insert(alert.id) }
+            case .subscribe(let who, let sku, let mode, let minQuantity, let expiresAt):
+                if let alert = try reference.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt).alert { alertIDs.insert(alert.id) }
             case .unsubscribe(let who, let sku): reference.unsubscribe(who, from: sku)
             case .unsubscribeAll(let who): reference.unsubscribeAll(who)
             case .stock(let sku, let change):
                 for alert in try reference.changeStock(of: sku, change).alerts { alertIDs.insert(alert.id) }
+            case .forget(let who): reference.unsubscribeAll(who)
+            case .deadLetter: break  // the stream sends none
             }
             return true
         } catch {

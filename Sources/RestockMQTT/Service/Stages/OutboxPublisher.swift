@@ -32,6 +32,8 @@ struct OutboxPublisher: Service {
     let acknowledgementGrace: Duration
     /// Alerts published and acknowledged, and how long the broker takes to acknowledge a round.
     let metrics: StoreMetrics
+    /// The MQTT 5 message expiry interval of alerts, in seconds (`nil`: none; docs/contract.md, "Alert expiry").
+    let alertExpiry: UInt32?
     /// Acknowledgements the database could not record yet (a full disk), recorded with the next ones.
     private let unrecorded = UnrecordedAcknowledgements()
     private let stopping = ShutdownDeadline()
@@ -42,8 +44,10 @@ struct OutboxPublisher: Service {
     init(
         client: any BrokerConnection, database: StoreDatabase, committed: HandOff<CommittedPublication>,
         wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
-        logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration, metrics: StoreMetrics
+        logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration, metrics: StoreMetrics,
+        alertExpiry: UInt32? = nil
     ) {
+        self.alertExpiry = alertExpiry
         self.metrics = metrics
         self.lifecycle = lifecycle
         self.acknowledgementGrace = acknowledgementGrace
@@ -135,7 +139,12 @@ struct OutboxPublisher: Service {
                     let now = ContinuousClock.now
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
-                        (message, try client.send(message.payload, to: message.topic, retain: message.retain))
+                        (
+                            message,
+                            try client.send(
+                                message.payload, to: message.topic, retain: message.retain,
+                                properties: MQTTMessageProperties(messageExpiryInterval: message.isAlert ? alertExpiry : nil))
+                        )
                     }
                     total += sent.count
                     metrics.alertsPublished.increment(by: round.count(where: \.isAlert))

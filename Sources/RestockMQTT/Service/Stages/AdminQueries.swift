@@ -1,0 +1,99 @@
+import Foundation
+import Logging
+import Mosquitto
+import RestockCore
+import RestockPipeline
+import ServiceLifecycle
+
+/// Answers the admin's questions that change nothing — the report and the list of dead letters (docs/contract.md,
+/// "Reports", "Dead letters") — on the store's publishing connection, so that a reply can go to the MQTT 5 response
+/// topic the request names, with its correlation data (requests taken by the store's session are journaled without
+/// their properties). A request without a response topic (MQTT 3.1.1) is answered on `P/{store}/admin/replies`, with
+/// the request's `id`. The figures are read on the pipeline's thread, from the store's file. Every minute it also
+/// refreshes the report's gauges in `/metrics`.
+struct AdminQueries: Service {
+    let client: any BrokerConnection
+    let topics: RestockTopics
+    let database: StoreDatabase
+    let clock: @Sendable () -> Date
+    let logger: Logger
+    let metrics: StoreMetrics
+    /// How often the report's gauges are refreshed.
+    let gaugeInterval: Duration
+
+    func run() async throws {
+        let reports = try client.messages(matching: topics.adminReport)
+        let lists = try client.messages(matching: topics.adminDeadLetters)
+        // A connection down right now is no reason to stop the store: the client makes its subscriptions again when it
+        // connects again, and the admin's client waits for the store to be online before it asks.
+        for filter in [topics.adminReport, topics.adminDeadLetters] {
+            do {
+                try await client.subscribe(to: filter)
+            } catch {
+                logger.warning(
+                    "cannot subscribe to the admin's questions now; they are answered once the broker has the subscription",
+                    metadata: [StoreLoggingKeys.topic: "\(filter)", StoreLoggingKeys.error: "\(error)"])
+            }
+        }
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await message in reports where !message.retain { await self.answer(message, report: true) } }
+                group.addTask { for await message in lists where !message.retain { await self.answer(message, report: false) } }
+                group.addTask {
+                    while !Task.isCancelled {
+                        if let report = try? await self.report(sku: nil) { self.metrics.record(report) }
+                        try? await Task.sleep(for: self.gaugeInterval)
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// The report as of now, read on the pipeline's thread.
+    private func report(sku: SKU?) async throws -> StoreReport {
+        try await withTaskExecutorPreference(database.executor) { try database.report(at: clock(), sku: sku) }
+    }
+
+    private func answer(_ message: MQTTMessage, report: Bool) async {
+        do {
+            let (topic, properties) = try replyTopic(of: message)
+            let request = try ReportRequest(payload: message.payload)
+            let payload: [UInt8]
+            if report {
+                var figures = try await self.report(sku: request.sku)
+                (figures.store, figures.id, figures.at) = (topics.store.rawValue, request.id, Timestamp.string(from: clock()))
+                if request.sku == nil { metrics.record(figures) }
+                payload = figures.payloadBytes()
+            } else {
+                guard request.sku == nil else { throw RequestRefusal(code: .invalidField, detail: "a dead-letter list takes no \"sku\"") }
+                let entries = try await withTaskExecutorPreference(database.executor) { try database.deadLetterList() }
+                payload = DeadLetterList(store: topics.store.rawValue, id: request.id, at: Timestamp.string(from: clock()), deadLetters: entries)
+                    .payloadBytes()
+            }
+            logger.info("answered an admin's \(report ? "report" : "dead-letter list") request", metadata: [StoreLoggingKeys.topic: "\(topic)"])
+            _ = try client.send(payload, to: topic, retain: false, properties: properties)
+        } catch let refusal as RequestRefusal {
+            logger.notice("refused a request", metadata: [StoreLoggingKeys.topic: "\(message.topic)", StoreLoggingKeys.error: "\(refusal)"])
+            let report = ErrorReport(refusal: refusal, topic: message.topic, at: clock())
+            _ = try? client.send(report.payloadBytes(), to: topics.adminErrors, retain: false)
+        } catch {
+            logger.error("cannot answer an admin's request", metadata: [StoreLoggingKeys.topic: "\(message.topic)", StoreLoggingKeys.error: "\(error)"])
+        }
+    }
+
+    /// Where the reply goes: the request's MQTT 5 response topic, which must be under `P/{store}/admin/replies/` (the
+    /// store publishes nowhere else for a request), with its correlation data; otherwise `P/{store}/admin/replies`.
+    private func replyTopic(of message: MQTTMessage) throws(RequestRefusal) -> (String, MQTTMessageProperties) {
+        guard let topic = message.properties.responseTopic else { return (topics.adminReplies, MQTTMessageProperties()) }
+        let prefix = topics.adminReplies + "/"
+        guard topic.hasPrefix(prefix), topic.utf8.count > prefix.utf8.count, topic.utf8.count <= 1_024,
+            !topic.contains(where: { $0 == "+" || $0 == "#" || $0 == "\u{0}" })
+        else {
+            throw RequestRefusal(
+                code: .invalidField, detail: "the response topic must be a topic under \(prefix) without wildcards, at most 1024 bytes")
+        }
+        return (topic, MQTTMessageProperties(correlationData: message.properties.correlationData))
+    }
+}

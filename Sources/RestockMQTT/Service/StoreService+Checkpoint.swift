@@ -1,0 +1,17 @@
+import Logging
+import RestockPipeline
+
+extension StoreService {
+    /// Copies both files' write-ahead logs into them and truncates the logs, on the pipeline's thread, as the store stops:
+    /// what the store deleted since its last checkpoint (a forgotten customer's messages, acknowledged since) is then in
+    /// no file of the data directory (docs/operations.md, "Forgetting a customer").
+    func checkpointAtStop() async {
+        await withTaskExecutorPreference(database.executor) {
+            do {
+                try database.checkpoint()
+            } catch {
+                logger.warning("cannot checkpoint the data directory's write-ahead logs as the store stops", metadata: [StoreLoggingKeys.error: "\(error)"])
+            }
+        }
+    }
+}

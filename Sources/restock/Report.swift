@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import RestockCore
+import RestockMQTT
+
+extension Restock {
+    struct Report: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Admin: the store's figures — customers, watches, and per SKU those waiting and the alerts raised and acknowledged, over its life and the last 24 h.")
+
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "Only this SKU (env RESTOCK_SKU).") var sku: String?
+        @Flag(help: "Print the store's reply as JSON (env RESTOCK_JSON).") var json = false
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's reply (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
+
+        func validate() throws {
+            if let sku { _ = try identifier(sku, SKU.self, option: "sku") }
+            try checkSeconds(wait, option: "wait")
+        }
+
+        func run() async throws {
+            let item = try sku.map { try identifier($0, SKU.self, option: "sku") }
+            let report = try await connection.client().report(sku: item, wait: wait)
+            if json {
+                print(String(decoding: try JSONEncoder.sorted.encode(report), as: UTF8.self))
+                return
+            }
+            print("store \(report.store) at \(report.at): \(report.customers) customers, \(report.watches) watches")
+            print("alerts raised \(report.alertsRaised.life) (last 24 h \(report.alertsRaised.last24h)), acknowledged \(report.alertsAcknowledged.life) (last 24 h \(report.alertsAcknowledged.last24h))")
+            print(["sku", "watching", "waiting", "raised", "raised-24h", "acknowledged", "acknowledged-24h"].joined(separator: "\t"))
+            for figures in report.skus {
+                let columns = [
+                    figures.sku, "\(figures.watching)", "\(figures.waiting)", "\(figures.alertsRaised.life)", "\(figures.alertsRaised.last24h)",
+                    "\(figures.alertsAcknowledged.life)", "\(figures.alertsAcknowledged.last24h)",
+                ]
+                print(columns.joined(separator: "\t"))
+            }
+        }
+    }
+
+    struct DeadLetters: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "dead-letters",
+            abstract: "Admin: list the requests the store set aside (id, topic, payload, why, when), or replay or drop one.")
+
+        @OptionGroup var connection: ConnectionOptions
+        @Option(parsing: .unconditional, help: "Apply the dead letter with this id again, as it came (env RESTOCK_REPLAY).") var replay: Int64?
+        @Option(parsing: .unconditional, help: "Remove the dead letter with this id, unapplied (env RESTOCK_DROP).") var drop: Int64?
+        @Flag(help: "Print the store's list as JSON (env RESTOCK_JSON).") var json = false
+        @Option(parsing: .unconditional, help: "Seconds to wait for the store's reply (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
+
+        func validate() throws {
+            guard replay == nil || drop == nil else { throw ValidationError("give --replay ID or --drop ID, not both") }
+            for (value, option) in [(replay, "replay"), (drop, "drop")] {
+                if let value, value < 1 { throw ValidationError("--\(option) must be a dead letter's id, a whole number from 1, not \(value)") }
+            }
+            try checkSeconds(wait, option: "wait")
+        }
+
+        func run() async throws {
+            let client = try connection.client()
+            if let action: DeadLetterAction = replay.map({ .replay($0) }) ?? drop.map({ .drop($0) }) {
+                let outcome = try await client.deadLetter(action, wait: wait)
+                guard outcome.outcome != "unknown" else { throw RestockMQTTError.refused(code: "unknown", detail: "no dead letter \(action.id)") }
+                print("dead letter \(outcome.deadLetter) \(outcome.outcome)")
+                return
+            }
+            let list = try await client.deadLetters(wait: wait)
+            if json {
+                print(String(decoding: try JSONEncoder.sorted.encode(list), as: UTF8.self))
+                return
+            }
+            if list.deadLetters.isEmpty { print("no dead letters") }
+            for entry in list.deadLetters {
+                let payload = entry.payload.map { String(reflecting: String($0.prefix(200))) } ?? "base64:\(entry.payloadBase64.prefix(200))"
+                print("\(entry.id)\t\(entry.failedAt)\t\(entry.topic)\t\(payload)\t\(entry.reason)")
+            }
+        }
+    }
+}
+
+extension JSONEncoder {
+    /// Compact JSON with sorted keys, as the store writes its payloads.
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

@@ -1,0 +1,51 @@
+import Deadlines
+import Foundation
+import LocalBroker
+import RestockCore
+import RestockMQTT
+import RestockPipeline
+import RestockTestSupport
+import Testing
+
+/// `restock export` (docs/operations.md, "Exporting the watches"): JSON Lines of the watches, read while the store runs.
+@Suite("Export of the watches", .timeLimit(.minutes(2)))
+struct ExportTests {
+    struct Line: Decodable, Equatable {
+        var store, customer, sku, mode, since: String
+        var minQuantity: Int
+        var position: UInt64
+        var expiresAt: String?
+        var waiting: Bool
+    }
+
+    @Test("while the store runs, restock export writes every watch as one JSON line, as the store holds them, and changes nothing")
+    func exportWhileRunning() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try StoreProcess(broker: broker)
+        try await store.start()
+        let watcher = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/subscriptions")
+        try await mosquittoPub(broker, "restock/apple/subscribe/alice", #"{"sku":"tv","mode":"every","minQuantity":2}"#)
+        try await mosquittoPub(broker, "restock/apple/subscribe/bob", #"{"sku":"radio","expiresAt":"2999-01-01T00:00:00Z"}"#)
+        try await watcher.wait(for: "both mirrors", within: 60) { $0.messages.count >= 2 }
+        let before = try FileManager.default.contentsOfDirectory(atPath: store.dataDirectory.path).sorted()
+
+        let result = try await ChildProcess.run(restockExecutable, ["export", "--data", store.dataDirectory.path], within: 60)
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = try result.standardOutput.split(separator: "\n").map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)) }
+        let snapshot = try StoreDatabase.snapshot(readingOnly: store.dataDirectory)
+        #expect(lines.map(\.customer) == snapshot.watches.sorted { $0.position < $1.position }.map(\.customer.rawValue))
+        #expect(lines.map(\.customer) == ["alice", "bob"])
+        #expect(lines[0].store == "apple" && lines[0].sku == "tv" && lines[0].mode == "every" && lines[0].minQuantity == 2 && lines[0].waiting)
+        #expect(lines[1].expiresAt == "2999-01-01T00:00:00.000Z")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.dataDirectory.path).sorted() == before, "export wrote in the data directory")
+
+        // The store went on: it takes a request after the export.
+        try await mosquittoPub(broker, "restock/apple/subscribe/carol", "lamp")
+        try await watcher.wait(for: "carol's mirror", within: 60) { $0.messages.contains { $0.topic.hasSuffix("/carol/subscriptions") } }
+
+        let missing = try await ChildProcess.run(restockExecutable, ["export", "--data", "/nonexistent/restock"], within: 60)
+        #expect(missing.status != 0)
+        #expect(missing.standardError.split(separator: "\n").count == 1 && missing.standardError.contains("holds no store"), "\(missing.standardError)")
+        try await store.send(SIGTERM)
+    }
+}
