@@ -17,6 +17,46 @@ struct ReportAndDeadLetterTests {
         try await ChildProcess.run(restockExecutable, arguments, environment: environment, within: 60)
     }
 
+    @Test("an MQTT 5 admin gets the answer of a store connected over 3.1.1, which answers on admin/replies (found by the outside trial: report and dead-letters said the store did not answer)")
+    func mqtt5AdminOf311Store() async throws {
+        let broker = try await MosquittoBroker.start()
+        let running = try await InProcessStore.start(broker: broker) { $0.connection.protocolVersion = .v311 }
+        let admin = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        let report = try await admin.report(wait: 60)
+        #expect(report.store == "apple")
+        let letters = try await admin.deadLetters(wait: 60)
+        #expect(letters.deadLetters.isEmpty)
+        try await running.stop()
+        try await broker.stop()
+    }
+
+    @Test("a retained report or dead-letter list request is refused retained-request, never answered; clearing one is nothing (found by the outside trial)")
+    func retainedQuestionsRefused() async throws {
+        let broker = try await MosquittoBroker.start()
+        let running = try await InProcessStore.start(broker: broker)
+        let errors = try await TopicWatcher(broker: broker, filter: appleTopics.adminErrors)
+        let replies = try await TopicWatcher(broker: broker, filter: "\(appleTopics.adminReplies)/#")
+        let client = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "retaining-admin"))
+        try await client.connect()
+        for topic in [appleTopics.adminReport, appleTopics.adminDeadLetters] {
+            try await client.send(Array(#"{"id":"rq1"}"#.utf8), to: topic, retain: true).acknowledged()
+        }
+        try await errors.wait(for: "two retained-request refusals", within: 60) { watcher in
+            watcher.payloads(ErrorReport.self, on: appleTopics.adminErrors).count(where: { $0.error == "retained-request" }) == 2
+        }
+        for topic in [appleTopics.adminReport, appleTopics.adminDeadLetters] {
+            try await client.send([], to: topic, retain: true).acknowledged()
+        }
+        // A live question after the clearing ones is answered, and the clearing ones were not.
+        let store = StoreClient(connection: BrokerSettings(broker: try BrokerAddress(url: broker.url)), topics: appleTopics)
+        _ = try await store.report(wait: 60)
+        #expect(replies.messages.count == 1, "\(replies.messages.map(\.payload))")
+        #expect(errors.payloads(ErrorReport.self, on: appleTopics.adminErrors).count == 2)
+        await client.disconnect()
+        try await running.stop()
+        try await broker.stop()
+    }
+
     @Test("a report's counts match a generated workload, over MQTT 5 (response topic) and 3.1.1 (reply topic)")
     func reportMatchesWorkload() async throws {
         let broker = try await MosquittoBroker.start()

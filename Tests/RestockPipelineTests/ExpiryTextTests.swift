@@ -11,7 +11,13 @@ struct ExpiryTextTests {
     func times() {
         #expect(RFC3339.date("1970-01-01T00:00:00Z") == Date(timeIntervalSince1970: 0))
         #expect(RFC3339.date("2000-02-29T12:34:56.5Z") == Date(timeIntervalSince1970: 951_827_696.5))
-        #expect(RFC3339.date("2027-05-20T12:00:00.123456789Z").map { $0.timeIntervalSince1970 } == 1_810_814_400.123456789)
+        #expect(RFC3339.date("2027-05-20T12:00:00.123456789Z").map { $0.timeIntervalSince1970 } == 1_810_814_400.123)
+        // Cut to the millisecond, never rounded up into the next second, minute… or year (found by the outside trial:
+        // 9999-12-31T23:59:59.9996Z was kept as 10000-01-01T00:00:00.000Z, which no reader takes).
+        for text in ["9999-12-31T23:59:59.9996Z", "9999-12-31T23:59:59.999999999Z", "9999-12-31T23:59:59.999Z"] {
+            #expect(RFC3339.date(text).map { Timestamp.string(from: SubscribeRequest.toTheMillisecond($0)) } == "9999-12-31T23:59:59.999Z", "\(text)")
+        }
+        #expect(RFC3339.date("2027-05-20T12:00:00.1239x9Z") == nil)
         for bad in [
             "2027-05-20T12:00:00", "2027-05-20T12:00:00+01:00", "2027-05-20t12:00:00Z", "2027-02-29T00:00:00Z", "2027-13-01T00:00:00Z",
             "2027-05-20T24:00:00Z", "2027-05-20T12:00:60Z", "1969-12-31T23:59:59Z", "2027-05-20T12:00:00.Z", "2027-05-20T12:00:00.1234567890Z",

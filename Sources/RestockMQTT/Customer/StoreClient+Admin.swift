@@ -54,8 +54,11 @@ extension StoreClient {
         let v5 = connection.protocolVersion == .v5
         let reply = v5 ? "\(topics.adminReplies)/\(id)" : topics.adminReplies
         let properties = v5 ? MQTTMessageProperties(responseTopic: reply, correlationData: Array(id.utf8)) : MQTTMessageProperties()
+        // A store connected over 3.1.1 never sees the response topic and answers on admin/replies, by the id: an MQTT 5
+        // client listens there too (found by the outside trial: it said the store did not answer).
         return try await request(
-            topic, payload: payload, answer: reply, errors: topics.adminErrors, wait: wait, accepting: accepting, properties: properties)
+            topic, payload: payload, answer: "\(topics.adminReplies)/#", errors: topics.adminErrors, wait: wait, accepting: accepting,
+            properties: properties, answerSubscriptions: v5 ? [reply, topics.adminReplies] : [reply])
     }
 
     /// A fresh identifier for one request: `r` and 16 hex digits.

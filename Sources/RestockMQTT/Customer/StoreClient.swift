@@ -73,12 +73,13 @@ public final class StoreClient: Sendable {
     }
 
     /// Waits for the store to be online, publishes `payload` on `topic` and waits for the first live (not
-    /// retained) message on `answer`, or an error report about `topic` on `errors`. The whole exchange, the
+    /// retained) message on `answer` (subscribed to as `answerSubscriptions`, when they are given), or an error report
+    /// about `topic` on `errors`. The whole exchange, the
     /// wait for the store included, is bounded by `wait` seconds.
     func request<Answer: Decodable & Sendable>(
         _ topic: String, payload: [UInt8], answer: String, errors: String, wait: Double,
         first: @escaping @Sendable () async throws -> Void = {}, accepting: @escaping @Sendable (Answer) -> Bool = { _ in true },
-        properties: MQTTMessageProperties = MQTTMessageProperties()
+        properties: MQTTMessageProperties = MQTTMessageProperties(), answerSubscriptions: [String]? = nil
     ) async throws -> Answer {
         let storeOnline = Atomic<Bool>(false)
         do {
@@ -89,7 +90,7 @@ public final class StoreClient: Sendable {
                     storeOnline.store(true, ordering: .releasing)
                     let answers = try client.messages(matching: answer)
                     let refusals = try client.messages(matching: errors)
-                    try await client.subscribe(to: answer)
+                    for filter in answerSubscriptions ?? [answer] { try await client.subscribe(to: filter) }
                     try await client.subscribe(to: errors)
                     try await client.send(Array(payload), to: topic, retain: false, properties: properties).acknowledged()
                     return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals, accepting: accepting)

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Reads the one form of time a request may carry: RFC 3339 in UTC, `2026-11-21T19:41:47Z` or with a fraction of
-/// a second (1 to 9 digits, `2026-11-21T19:41:47.528Z`), years 1970 through 9999. Strict by hand, so nothing an
+/// a second (1 to 9 digits, `2026-11-21T19:41:47.528Z`, read to the millisecond), years 1970 through 9999. Strict by hand, so nothing an
 /// outside client writes can trap or be read two ways (a `+01:00` offset, a lower-case `t`, a leap second: refused).
 enum RFC3339 {
     /// The time `text` names, or `nil` when it is not of that form or names no real time (February 30).
@@ -24,12 +24,17 @@ enum RFC3339 {
             (1970...9999).contains(year), (1...12).contains(month), (1...daysIn(month, of: year)).contains(day),
             hour < 24, minute < 60, second < 60
         else { return nil }
-        var fraction = 0.0
+        var milliseconds = 0
         if bytes.count > 20 {
-            // `.` then 1 to 9 digits, before the `Z`.
-            guard byte(19, is: "."), bytes.count >= 22, let value = digits(20..<(bytes.count - 1)) else { return nil }
-            fraction = Double(value) / pow(10, Double(bytes.count - 21))
+            // `.` then 1 to 9 digits, before the `Z`; kept to the millisecond, cut (never rounded up: 9999-12-31T23:59:59.9996Z
+            // would become a year of five digits, found by the outside trial), in integers, so that no binary fraction
+            // moves it to the millisecond before.
+            guard byte(19, is: "."), bytes.count >= 22, let first = digits(20..<min(23, bytes.count - 1)) else { return nil }
+            guard bytes.count - 1 <= 23 || digits(23..<(bytes.count - 1)) != nil else { return nil }
+            let written = min(3, bytes.count - 21)
+            milliseconds = first * [100, 10, 1][written - 1]
         }
+        let fraction = Double(milliseconds) / 1_000
         let days = daysSinceEpoch(year: year, month: month, day: day)
         let seconds = Double(days * 86_400 + hour * 3_600 + minute * 60 + second) + fraction
         return Date(timeIntervalSince1970: seconds)

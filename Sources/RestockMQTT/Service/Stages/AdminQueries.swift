@@ -28,7 +28,10 @@ struct AdminQueries: Service {
         // connects again, and the admin's client waits for the store to be online before it asks.
         for filter in [topics.adminReport, topics.adminDeadLetters] {
             do {
-                try await client.subscribe(to: filter)
+                // As the session's request subscriptions: no retained question at subscribe (v5), and a retained one that
+                // still arrives keeps its flag, so that it is refused as every retained request is.
+                try await client.subscribe(
+                    to: filter, qos: .atLeastOnce, options: MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true))
             } catch {
                 logger.warning(
                     "cannot subscribe to the admin's questions now; they are answered once the broker has the subscription",
@@ -37,8 +40,8 @@ struct AdminQueries: Service {
         }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { for await message in reports where !message.retain { await self.answer(message, report: true) } }
-                group.addTask { for await message in lists where !message.retain { await self.answer(message, report: false) } }
+                group.addTask { for await message in reports { await self.answer(message, report: true) } }
+                group.addTask { for await message in lists { await self.answer(message, report: false) } }
                 group.addTask {
                     while !Task.isCancelled {
                         if let report = try? await self.report(sku: nil) { self.metrics.record(report) }
@@ -57,7 +60,11 @@ struct AdminQueries: Service {
     }
 
     private func answer(_ message: MQTTMessage, report: Bool) async {
+        // A retained question is never answered (docs/contract.md: a retained request is refused); clearing one, an empty
+        // retained message, is no question at all.
+        if message.retain, message.payload.isEmpty { return }
         do {
+            if message.retain { throw RequestDecoder.retainedRequest }
             let (topic, properties) = try replyTopic(of: message)
             let request = try ReportRequest(payload: message.payload)
             let payload: [UInt8]
