@@ -210,7 +210,7 @@ struct OneStoreTests {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
-        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), mode: .every, wait: 20)
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), mode: .every, wait: 60)
         let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
         let child = try standby.launch()
         try await waitUntil("the standby to wait", within: 20) { standby.log.contains("standby") }
