@@ -22,20 +22,18 @@ struct StoreServiceTests {
         return store
     }
 
-    /// What a newer instance (`newer0000000`) does: it takes the store's session, and its heartbeat changes, until the
-    /// task returned is cancelled.
-    static func newerInstanceTakesTheSession(on broker: InMemoryBroker) async throws -> Task<Void, any Error> {
+    /// What a newer instance (`newer0000000`) does to `store`: it takes the store's session, and its heartbeat changes —
+    /// a new one each ``fast``'s heartbeat — until `store` has stopped; then returns how `store`'s run ended.
+    static func newerInstanceTakesOver(_ store: RunningStore, on broker: InMemoryBroker) async throws -> Result<Void, any Error> {
         let newer = try broker.connection(clientID: SessionClientIDs.store(apple), session: .persistent)
         try await newer.connect()
-        return Task {
-            withExtendedLifetime(newer) {}
-            while !Task.isCancelled {
-                let status = StoreStatus.online(store: apple, since: Date(), instance: "newer0000000", heartbeatAt: Date())
-                broker.publish(status.payloadBytes(), to: appleTopics.status, retain: true)
-                // The newer instance's heartbeat period (what it simulates), not a wait for anything.
-                try await Task.sleep(for: fast.heartbeat)
-            }
+        try await waitUntil("the old store to stop", within: 60, pollEvery: fast.heartbeat) {
+            let status = StoreStatus.online(store: apple, since: Date(), instance: "newer0000000", heartbeatAt: Date())
+            broker.publish(status.payloadBytes(), to: appleTopics.status, retain: true)
+            return store.hasEnded
         }
+        withExtendedLifetime(newer) {}
+        return try await store.result(within: 60)
     }
 
     /// A store started with a claim that settles for `settle`, once its claim is on the broker.
@@ -76,15 +74,12 @@ struct StoreServiceTests {
     func takenOver() async throws {
         let broker = InMemoryBroker()
         let store = try await Self.started(on: broker)
-        let heartbeat = try await Self.newerInstanceTakesTheSession(on: broker)
-        defer { heartbeat.cancel() }
-        let result = await store.run.result
+        let result = try await Self.newerInstanceTakesOver(store, on: broker)
         guard case .failure(let error) = result, case RestockMQTTError.storeTakenOver(_, let winner) = error else {
             Issue.record("the store did not stop as taken over: \(result)")
             return
         }
         #expect(winner == "newer0000000")
-        heartbeat.cancel()
         #expect(broker.status?.instance == "newer0000000", "the old instance said something over the winner's status")
         // A request now goes to the newer session, not to the old store.
         broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/late")
@@ -115,13 +110,12 @@ struct StoreServiceTests {
         try await Self.waitForStock("ipad", 7, in: store)
         // A newer instance takes the session; reading the status is slow, so the old store decides late.
         broker.answerSubscriptions(after: .milliseconds(500))
-        let heartbeat = try await Self.newerInstanceTakesTheSession(on: broker)
-        defer { heartbeat.cancel() }
+        async let takeover = Self.newerInstanceTakesOver(store, on: broker)
         try await waitUntil("the old store's session lost", within: 60, pollEvery: .milliseconds(5)) {
             store.log.text.contains("session with the broker was lost")
         }
         broker.releaseAcknowledgements()
-        let result = try await store.result(within: 60)
+        let result = try await takeover
         guard case .failure(RestockMQTTError.storeTakenOver(_, let winner)) = result else {
             Issue.record("the store did not stop as taken over: \(result)")
             return

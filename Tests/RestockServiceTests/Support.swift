@@ -22,6 +22,12 @@ final class RunningStore: Sendable {
     let run: Task<Void, any Error>
     let dataDirectory: URL
     let log: LogCapture
+    /// How its run ended, once it has.
+    private let ending = RunEnding()
+
+    private final class RunEnding: Sendable {
+        let result = Mutex<Result<Void, any Error>?>(nil)
+    }
     /// Whether it made its data directory (and removes it when done).
     private let ownsDataDirectory: Bool
 
@@ -44,7 +50,15 @@ final class RunningStore: Sendable {
                 drainTimeout: drainTimeout, customerRequestRate: nil),
             logger: logger, connector: broker, timing: timing)
         group = ServiceGroup(configuration: .init(services: [service], logger: logger))
-        run = Task { [group] in try await group.run() }
+        run = Task { [group, ending] in
+            do {
+                try await group.run()
+                ending.result.withLock { $0 = .success(()) }
+            } catch {
+                ending.result.withLock { $0 = .failure(error) }
+                throw error
+            }
+        }
     }
 
     /// Stops it gracefully (SIGTERM) and waits for it to end; returns how its run ended.
@@ -56,13 +70,12 @@ final class RunningStore: Sendable {
 
     /// How its run ended, waited for at most `seconds`: a store that goes on fails the test instead of hanging it.
     func result(within seconds: Double) async throws -> Result<Void, any Error> {
-        let ended = Mutex<Result<Void, any Error>?>(nil)
-        let run = self.run
-        let watcher = Task { let result = await run.result; ended.withLock { $0 = result } }
-        defer { watcher.cancel() }
-        try await waitUntil("the store's run to end", within: seconds, pollEvery: .milliseconds(10)) { ended.withLock { $0 != nil } }
-        return ended.withLock { $0 } ?? .success(())
+        try await waitUntil("the store's run to end", within: seconds, pollEvery: .milliseconds(10)) { self.hasEnded }
+        return ending.result.withLock { $0 } ?? .success(())
     }
+
+    /// Whether its run has ended.
+    var hasEnded: Bool { ending.result.withLock { $0 != nil } }
 
     deinit {
         run.cancel()
