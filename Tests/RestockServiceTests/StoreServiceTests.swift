@@ -108,13 +108,18 @@ struct StoreServiceTests {
         }
         broker.publish(Array(#"{"sku":"ipad","set":7}"#.utf8), to: "restock/apple/admin/stock")
         try await Self.waitForStock("ipad", 7, in: store)
-        // A newer instance takes the session; reading the status is slow, so the old store decides late.
-        broker.answerSubscriptions(after: .milliseconds(500))
+        // A newer instance takes the session; reading the status is slow, so the old store decides only once the
+        // publisher has had the first change acknowledged, and could have sent the second.
+        broker.holdSubscriptionAnswers()
         async let takeover = Self.newerInstanceTakesOver(store, on: broker)
         try await waitUntil("the old store's session lost", within: 60, pollEvery: .milliseconds(5)) {
             store.log.text.contains("session with the broker was lost")
         }
         broker.releaseAcknowledgements()
+        try await waitUntil("the first change acknowledged", within: 60, pollEvery: .milliseconds(5)) {
+            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).outbox).map { $0 <= 1 } ?? false
+        }
+        broker.releaseSubscriptionAnswers()
         let result = try await takeover
         guard case .failure(RestockMQTTError.storeTakenOver(_, let winner)) = result else {
             Issue.record("the store did not stop as taken over: \(result)")
@@ -209,15 +214,15 @@ struct StoreServiceTests {
     @Test("a store whose session is lost while it starts, before its subscriptions are made, goes online once the broker is back (found by the outside trial: it tried connect() again for good, and never stopped)")
     func sessionLostWhileStarting() async throws {
         let broker = InMemoryBroker()
-        broker.answerSubscriptions(after: .milliseconds(300))
-        let store = try RunningStore(on: broker)
         let session = SessionClientIDs.store(try StoreID("apple"))
+        broker.holdSubscriptionAnswers(of: session)
+        let store = try RunningStore(on: broker)
         try await waitUntil("the store's session connected", within: 60, pollEvery: .milliseconds(1)) {
             broker.events.contains { $0.hasPrefix("connected \(session) ") }
         }
         broker.stop()
-        broker.answerSubscriptions(after: .zero)
         broker.start()
+        broker.releaseSubscriptionAnswers()
         try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) {
@@ -317,10 +322,16 @@ struct StoreClientTests {
     func slowLinkFindsTheStore() async throws {
         let broker = InMemoryBroker()
         let store = try await StoreServiceTests.started(on: broker)
-        broker.answerSubscriptions(after: .milliseconds(700))
+        broker.holdSubscriptionAnswers()
         let client = StoreClient(connection: BrokerSettings(broker: .hostname("in-memory")), topics: appleTopics, connector: broker)
         // The wait bounds a failure only: a few seconds on an idle machine, more with the whole suite on two cores.
-        let record = try await client.changeStock(of: try SKU("pencil"), .set(3), wait: 60)
+        async let change = client.changeStock(of: try SKU("pencil"), .set(3), wait: 60)
+        // The link answers the client's subscription 700 ms late: longer than the client waits for retained messages.
+        try await waitUntil("the client's subscription answer held 700 ms", within: 60, pollEvery: .milliseconds(10)) {
+            (broker.subscriptionAnswerHeldFor ?? .zero) >= .milliseconds(700)
+        }
+        broker.releaseSubscriptionAnswers()
+        let record = try await change
         #expect(record.quantity == 3)
         await store.stop()
     }

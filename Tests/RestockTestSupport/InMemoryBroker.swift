@@ -22,7 +22,12 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var live: [String: InMemoryConnection] = [:]
     private var connections: [Weak] = []
     private var holdingAcknowledgements = false
-    private var subscribeDelay = Duration.zero
+    /// Opened when held subscription answers are released (``holdSubscriptionAnswers()``); `nil` when none are held.
+    private var subscriptionHold: Latch?
+    /// When the first subscription answer now held was asked for.
+    private var subscriptionHeldSince: ContinuousClock.Instant?
+    /// The one client whose subscriptions are held, or `nil` for all.
+    private var subscriptionHoldClient: String?
     private var heldAcknowledgements = Completion()
     /// What waits, in order, for a connection whose reader is frozen (``holdDeliveries(to:)``), by client id.
     private var heldDeliveries: [String: [MQTTMessage]] = [:]
@@ -121,7 +126,26 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
         }
     }
 
-    public func answerSubscriptions(after delay: Duration) { locked { subscribeDelay = delay } }
+    /// A slow link: the broker answers no subscription (of `clientID` only, when given) until
+    /// ``releaseSubscriptionAnswers()``.
+    public func holdSubscriptionAnswers(of clientID: String? = nil) {
+        locked {
+            subscriptionHold = subscriptionHold ?? Latch()
+            subscriptionHoldClient = clientID
+        }
+    }
+
+    /// Answers the held subscriptions, and every later one at once.
+    public func releaseSubscriptionAnswers() {
+        let hold: Latch? = locked {
+            defer { (subscriptionHold, subscriptionHeldSince) = (nil, nil) }
+            return subscriptionHold
+        }
+        hold?.open()
+    }
+
+    /// How long the oldest subscription answer now held has waited; `nil` when none waits.
+    public var subscriptionAnswerHeldFor: Duration? { locked { subscriptionHeldSince.map { ContinuousClock.now - $0 } } }
 
     /// The retained message of `topic`, if any.
     public func retainedMessage(on topic: String) -> MQTTMessage? { locked { retained[topic] } }
@@ -150,7 +174,14 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     }
 
     /// How late subscriptions are answered.
-    fileprivate var subscriptionDelay: Duration { locked { subscribeDelay } }
+    /// What a subscription's answer waits for, when answers are held.
+    fileprivate func subscriptionAnswerHold(for clientID: String) -> Latch? {
+        locked {
+            guard let hold = subscriptionHold, subscriptionHoldClient.map({ $0 == clientID }) ?? true else { return nil }
+            subscriptionHeldSince = subscriptionHeldSince ?? .now
+            return hold
+        }
+    }
 
     /// Whether the broker takes connections.
     fileprivate var acceptsConnections: Bool { locked { isUp } }
@@ -352,9 +383,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
     }
 
     func subscribe(to filter: String, qos: MQTTQoS, options: MQTTSubscriptionOptions) async throws {
-        let delay = broker.subscriptionDelay
-        // A slow link (answerSubscriptions(after:)): the latency simulated, not a wait for anything.
-        if delay > .zero { try await Task.sleep(for: delay) }
+        if let hold = broker.subscriptionAnswerHold(for: clientID), !(await hold.wait()) { throw CancellationError() }
         broker.releaseDeliveries(to: clientID)
         try broker.subscribe(self, to: filter, options: options)
     }
