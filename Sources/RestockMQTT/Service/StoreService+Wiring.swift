@@ -18,6 +18,8 @@ extension StoreService {
         let statusAndClaim: AsyncStream<MQTTMessage>
         let journaled: HandOff<JournaledRequest>
         let committed: HandOff<CommittedPublication>
+        /// Holds what requests led to until the broker confirms they were delivered to this store alone.
+        let fence: DeliveryFence
         let requestWakeups: AsyncStream<Void>
         let requestArrived: AsyncStream<Void>.Continuation
         let outboxWakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
@@ -39,6 +41,7 @@ extension StoreService {
             outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             journaled = HandOff(capacity: StoreService.handOffCapacity, wakeup: requestArrived)
             committed = HandOff(capacity: StoreService.handOffCapacity, wakeup: outboxWakeups.continuation)
+            fence = DeliveryFence(outboxThrough: service.database.lastOutboxPlace, committed: committed)
 
             let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
             publisher = try service.connector.connection(
@@ -52,7 +55,7 @@ extension StoreService {
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
                 journal: RequestJournal(
                     database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
-                    metrics: service.metrics))
+                    metrics: service.metrics, fence: fence))
             sessionEvents = session.connectionEvents()
 
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -19,8 +19,11 @@ package final class RequestProcessor: Sendable {
     let clock: @Sendable () -> Date
     /// Where journaled requests arrive in memory.
     let requests: HandOff<JournaledRequest>
-    /// Where committed messages go on to the publisher.
+    /// Where committed messages go on to the publisher: through the fence, when the store has one.
     let committed: HandOff<CommittedPublication>
+    /// Holds committed messages until the requests they follow from are confirmed delivered to this store alone
+    /// (``DeliveryFence``); `nil`: they go on at once.
+    let fence: DeliveryFence?
     /// Requests applied and refused, alerts raised, dead letters, and the time to apply and commit a batch.
     let metrics: StoreMetrics
 
@@ -68,8 +71,10 @@ package final class RequestProcessor: Sendable {
     package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
-        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil
+        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil,
+        fence: DeliveryFence? = nil
     ) throws {
+        self.fence = fence
         self.metrics = metrics
         self.watchLifetime = watchLifetime
         self.trimEvery = trimEvery
@@ -219,8 +224,14 @@ package final class RequestProcessor: Sendable {
         if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
         }
-        committed.append(messages)
+        pass(messages, through: last)
         trimLog()
+    }
+
+    /// Passes committed messages on to the publisher: through the fence, which holds them while `last` (the last
+    /// request applied when they were committed) is not confirmed delivered to this store.
+    func pass(_ messages: [CommittedPublication], through last: Int64) {
+        if let fence { fence.pass(messages, through: last) } else { committed.append(messages) }
     }
 
     /// Forgets applied requests from the log every ``trimEvery`` of them: one transaction on the log for many
@@ -244,7 +255,7 @@ package final class RequestProcessor: Sendable {
         var changes = StoreChanges()
         changes.publications = try Self.retainedPublications(of: store, in: database, topics: topics, at: clock())
         guard !changes.publications.isEmpty else { return }
-        committed.append(try database.commit(changes))
+        pass(try database.commit(changes), through: appliedThrough)
         let mirrors = changes.publications.filter { $0.topic.hasPrefix("\(topics.root)/customers/") }.count
         logger.notice(
             "the broker had no session for the store: publishing every retained topic again",
@@ -290,7 +301,7 @@ package final class RequestProcessor: Sendable {
             reason: what, at: now)
         progress.withLock { $0.lastApplied = request.seq }
         metrics.deadLetters.increment()
-        committed.append(error)
+        pass([error], through: request.seq)
     }
 
     /// Where refusals of a request on `topic` are answered: the customer's errors topic, the admin's, or
