@@ -120,6 +120,9 @@ extension Restock {
             logger.logLevel = level
             logger.info("store \(store) keeps its state in \(directory.path)")
             StoreService.installCrashContainment()
+            if try connection.brokerSettings().protocolVersion == .v311, try expiries().alertExpiry != nil {
+                logger.notice("--alert-expiry has no effect over MQTT 3.1.1: an alert waits in its customer's session until read (docs/contract.md, \"Alert expiry\")")
+            }
             // Bootstrapped before the store makes its metrics; without --http nothing reads them, and they cost nothing.
             let address = try httpAddress()
             let metrics = address.map { _ in PrometheusMetrics.bootstrap() }
