@@ -112,6 +112,8 @@ extension Restock {
         }
 
         func run() async throws {
+            // A server keeps serving when what reads its log goes away (`restock serve | head`): the lines are dropped.
+            signal(SIGPIPE, SIG_IGN)
             let store = try connection.storeID()
             let directory = data.map { URL(fileURLWithPath: $0) } ?? Self.defaultDataDirectory(for: store.rawValue)
             let (level, format) = try logging()

@@ -374,7 +374,12 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
         return try broker.connect(self)
     }
 
-    func disconnect() async {
+    func disconnect() async { await close(clean: true) }
+
+    func abandon() async { await close(clean: false) }
+
+    /// Stops the connection: cleanly (no will), or as a process that died (the will).
+    private func close(clean: Bool) async {
         let (events, sinks, outbound) = state.withLock { state in
             state.stopped = true
             state.lost = false
@@ -385,7 +390,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
             }
             return (Array(state.eventSinks.values), state.sinks.values.map(\.continuation), state.outbound.map(\.sent))
         }
-        broker.drop(self, reason: "disconnected", publishingWill: false, clean: true)
+        broker.drop(self, reason: clean ? "disconnected" : "abandoned", publishingWill: !clean, clean: clean)
         for sent in outbound { sent.complete(throwing: MQTTError.notConnected) }
         for sink in events {
             sink.yield(.disconnected)

@@ -69,7 +69,13 @@ extension StoreService {
             failure = error
         }
         await wiring.session.disconnect()
-        await wiring.publisher.disconnect()
+        if wiring.lifecycle.takenOverBy != nil {
+            // Its will tells the newer instance, after everything this one sent (late, maybe, held by a partition or a
+            // freeze), that nothing more comes from it: the newer one then publishes its retained topics over it.
+            await wiring.publisher.abandon()
+        } else {
+            await wiring.publisher.disconnect()
+        }
         if let winner = wiring.lifecycle.takenOverBy {
             logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])
             throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Mosquitto
 import RestockCore
 import RestockPipeline
@@ -31,11 +32,13 @@ extension StoreService {
         let claimPublished = Flag()
         let heartbeat: Heartbeat
         let metrics: StoreMetrics
+        let logger: Logger
 
         init(service: StoreService) throws {
             let topics = service.topics, store = service.store.id
             lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing, metrics: service.metrics)
             metrics = service.metrics
+            logger = service.logger
             liveness = StoreLiveness(topics: topics, timing: service.timing)
             (requestWakeups, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -65,6 +68,22 @@ extension StoreService {
                 goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
         }
 
+        /// Another instance's connection ended (its will, or its goodbye), delivered live while this one is live: after
+        /// everything that instance sent — late, maybe: held by a partition, or by a freeze, past this one's takeover
+        /// (found by an outside trial: an old store's inventory landed after the newer store's, and stayed) — so this one
+        /// publishes every retained topic again, over whatever it sent (docs/contract.md, "One store per store id").
+        func healAfterAnotherInstance(_ message: MQTTMessage, instance: String) {
+            guard message.topic == heartbeat.topics.status, !message.retain, lifecycle.isLive,
+                let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)),
+                !status.isOnline, let other = status.instance, other != instance
+            else { return }
+            logger.notice(
+                "another instance's connection ended: publishing every retained topic again, over anything it sent late",
+                metadata: [StoreLoggingKeys.instance: "\(other)"])
+            republish.raise()
+            requestArrived.yield()
+        }
+
         /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,
         /// and the session watch before each decision), and has the heartbeat say online again at once when that
         /// connection comes back (a restarted broker may have lost the retained status) or an offline status replaced
@@ -79,10 +98,12 @@ extension StoreService {
                     var lastAnswer: ContinuousClock.Instant?
                     for await message in statusAndClaim {
                         liveness.received(message)
+                        healAfterAnotherInstance(message, instance: instance)
                         guard message.topic == heartbeat.topics.status, lifecycle.isLive,
                             let status = liveness.status, !status.isOnline,
-                            // Not the will of an instance seen online since: that one came after this one (and died).
-                            status.instance.map({ $0 == instance || !liveness.hasBeenSeenOnline($0) }) ?? true,
+                            // Not the will of an instance seen online since that is not older than this one: that one came
+                            // after this one (and died). An older one's will comes when its connection ends, late or not.
+                            status.instance.map({ $0 == instance || !liveness.hasBeenSeenOnline($0) || liveness.isOlder($0) }) ?? true,
                             lastAnswer.map({ clock.now - $0 >= .seconds(1) }) ?? true
                         else { continue }
                         lastAnswer = clock.now

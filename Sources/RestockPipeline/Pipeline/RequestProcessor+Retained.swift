@@ -2,8 +2,9 @@ import Foundation
 import RestockCore
 
 extension RequestProcessor {
-    /// Queues every retained topic the store owns (``retainedPublications(of:in:topics:at:)``) for a broker that lost
-    /// them (restarted without persistence). The status is the connection's to publish.
+    /// Queues every retained topic the store owns (``retainedPublications(of:in:topics:at:)``): for a broker that lost
+    /// them (restarted without persistence), or over what an older instance sent late. The status is the connection's
+    /// to publish. Whoever asks says why.
     package func republishRetained() throws {
         var changes = StoreChanges()
         changes.publications = try Self.retainedPublications(of: store, in: database, topics: topics, at: clock())
@@ -11,7 +12,7 @@ extension RequestProcessor {
         pass(try database.commit(changes), through: appliedThrough)
         let mirrors = changes.publications.filter { $0.topic.hasPrefix("\(topics.root)/customers/") }.count
         logger.notice(
-            "the broker had no session for the store: publishing every retained topic again",
+            "publishing every retained topic again",
             metadata: [StoreLoggingKeys.inventory: "\(changes.publications.count - mirrors)", StoreLoggingKeys.mirrors: "\(mirrors)"])
     }
 

@@ -54,7 +54,10 @@ struct SessionWatch: Service {
                     case .connected(let sessionPresent):
                         lifecycle.sessionConnected()
                         logger.info(connections == 1 ? "connected to the broker" : "reconnected to the broker", metadata: [StoreLoggingKeys.session: "\(sessionPresent)"])
-                        if connections > 1, !sessionPresent { republish() }
+                        if connections > 1, !sessionPresent {
+                            logger.notice("the broker had no session for the store: its retained topics are published again")
+                            republish()
+                        }
                     case .connectionLost(let reason):
                         lifecycle.sessionLost()
                         if !lifecycle.isPaused(.journal) {
