@@ -32,6 +32,8 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     /// What waits, in order, for a connection whose reader is frozen (``holdDeliveries(to:)``), by client id.
     private var heldDeliveries: [String: [MQTTMessage]] = [:]
     private var log: [String] = []
+    /// A cluster electing leaders: refuses subscriptions with reason code 0x80 while it is set.
+    public let subscriptionRefusals = SubscriptionRefusals()
 
     /// A session the broker keeps for a client id.
     fileprivate struct Session {
@@ -384,6 +386,9 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
 
     func subscribe(to filter: String, qos: MQTTQoS, options: MQTTSubscriptionOptions) async throws {
         if let hold = broker.subscriptionAnswerHold(for: clientID), !(await hold.wait()) { throw CancellationError() }
+        if broker.subscriptionRefusals.refuses() {
+            throw MQTTError.subscribeRefused(filter: filter, reasonCode: 0x80, reason: "unspecified error")
+        }
         broker.releaseDeliveries(to: clientID)
         try broker.subscribe(self, to: filter, options: options)
     }

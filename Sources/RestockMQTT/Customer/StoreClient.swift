@@ -19,6 +19,8 @@ public final class StoreClient: Sendable {
 
     /// Where its connections come from: libmosquitto, or (tests) a broker in memory.
     private let connector: any BrokerConnector
+    /// How long a subscription the broker refuses (a cluster electing leaders) is asked for again.
+    package let subscriptionRetry: SubscriptionRetry
 
     /// A client of the store whose topics these are, on the broker of `connection`.
     public convenience init(connection: BrokerSettings, topics: RestockTopics) {
@@ -26,8 +28,11 @@ public final class StoreClient: Sendable {
     }
 
     /// A client whose connections come from `connector` (tests: a broker in memory).
-    package init(connection: BrokerSettings, topics: RestockTopics, connector: any BrokerConnector) {
+    package init(
+        connection: BrokerSettings, topics: RestockTopics, connector: any BrokerConnector, subscriptionRetry: SubscriptionRetry = .default
+    ) {
         self.connector = connector
+        self.subscriptionRetry = subscriptionRetry
         self.connection = connection
         self.topics = topics
     }
@@ -72,38 +77,8 @@ public final class StoreClient: Sendable {
             answer: topics.inventory(sku), errors: topics.adminErrors, wait: wait)
     }
 
-    /// Waits for the store to be online, publishes `payload` on `topic` and waits for the first live (not
-    /// retained) message on `answer` (subscribed to as `answerSubscriptions`, when they are given), or an error report
-    /// about `topic` on `errors`. The whole exchange, the
-    /// wait for the store included, is bounded by `wait` seconds.
-    func request<Answer: Decodable & Sendable>(
-        _ topic: String, payload: [UInt8], answer: String, errors: String, wait: Double,
-        first: @escaping @Sendable () async throws -> Void = {}, accepting: @escaping @Sendable (Answer) -> Bool = { _ in true },
-        properties: MQTTMessageProperties = MQTTMessageProperties(), answerSubscriptions: [String]? = nil
-    ) async throws -> Answer {
-        let storeOnline = Atomic<Bool>(false)
-        do {
-            return try await withDeadline(wait, waitingFor: "an answer on \(answer)") {
-                try await first()
-                return try await self.withClient { client in
-                    try await self.waitUntilOnline(client)
-                    storeOnline.store(true, ordering: .releasing)
-                    let answers = try client.messages(matching: answer)
-                    let refusals = try client.messages(matching: errors)
-                    for filter in answerSubscriptions ?? [answer] { try await client.subscribe(to: filter) }
-                    try await client.subscribe(to: errors)
-                    try await client.send(Array(payload), to: topic, retain: false, properties: properties).acknowledged()
-                    return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals, accepting: accepting)
-                }
-            }
-        } catch let timeout as DeadlineExceeded {
-            guard storeOnline.load(ordering: .acquiring) else { throw RestockMQTTError.storeOffline(store: topics.store.rawValue) }
-            throw RestockMQTTError.noAnswer(what: timeout.what, seconds: timeout.seconds)
-        }
-    }
-
     /// The first live message on `answers` that decodes as `Answer`, or the refusal of `topic` on `refusals`.
-    private static func firstAnswer<Answer: Decodable & Sendable>(
+    static func firstAnswer<Answer: Decodable & Sendable>(
         _ type: Answer.Type, on answers: AsyncStream<MQTTMessage>, orRefusalOf topic: String,
         on refusals: AsyncStream<MQTTMessage>, accepting: @escaping @Sendable (Answer) -> Bool
     ) async throws -> Answer {
@@ -207,7 +182,7 @@ public final class StoreClient: Sendable {
         let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         let messages = try client.messages(matching: topics.alerts(customer))
         try await listeningSession(of: customer) { _ = try await client.connect() }
-        try await client.subscribe(to: topics.alerts(customer))
+        try await client.subscribe(to: topics.alerts(customer), retrying: subscriptionRetry)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: RestockAlert.self)
         let reader = Task {
             var seen = Set<String>()
@@ -256,36 +231,6 @@ public final class StoreClient: Sendable {
         }
     }
 
-    /// Returns once the store is online and taking requests, judged by docs/contract.md, "One store per store id":
-    /// its status says online, and its heartbeat reads fresh on this machine's clock or changes while this client
-    /// watches (so a clock that is off by minutes does not make a live store look offline). A store that is offline
-    /// is waited for, within the caller's deadline.
-    /// - Throws: ``RestockMQTTError/unknownStore(store:)`` at once when the broker holds no status of the store;
-    ///   ``RestockMQTTError/storePaused(store:reason:)`` when its status says it takes no requests for now.
-    private func waitUntilOnline(_ client: any BrokerConnection) async throws {
-        let liveness = StoreLiveness(topics: topics)
-        let statuses = try client.messages(matching: topics.status)
-        let reader = Task {
-            for await message in statuses { liveness.received(message) }
-        }
-        defer { reader.cancel() }
-        liveness.connected(readingClaim: false)
-        try await client.subscribe(to: topics.status)
-        liveness.subscribed()
-        try await liveness.waitUntilCurrent()
-        guard liveness.status != nil else { throw RestockMQTTError.unknownStore(store: topics.store.rawValue) }
-        while true {
-            // A status with no heartbeat comes from a store before heartbeats: its word is taken.
-            if let status = liveness.status, status.isOnline,
-                status.heartbeatAt == nil || status.isLive(at: Date()) || liveness.isLive(status.instance ?? "")
-            {
-                if let reason = status.paused { throw RestockMQTTError.storePaused(store: topics.store.rawValue, reason: reason) }
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
     /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A
     /// filter without wildcards holds at most one, so its read ends as soon as that one arrives.
     func retained<T: Decodable & Sendable>(
@@ -293,7 +238,7 @@ public final class StoreClient: Sendable {
     ) async throws -> [T] {
         let single = !filter.contains("+") && !filter.contains("#")
         let messages = try client.messages(matching: filter)
-        try await client.subscribe(to: filter)
+        try await client.subscribe(to: filter, retrying: subscriptionRetry)
         let quiet = retainedQuietPeriod, firstWait = firstWait ?? retainedFirstMessageWait
         let collected = try await withThrowingTaskGroup(of: [T]?.self) { group in
             let found = RetainedCollector<T>()
