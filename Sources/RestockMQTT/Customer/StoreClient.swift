@@ -18,7 +18,7 @@ public final class StoreClient: Sendable {
     public var retainedQuietPeriod: Duration { .milliseconds(300) }
 
     /// Where its connections come from: libmosquitto, or (tests) a broker in memory.
-    private let connector: any BrokerConnector
+    let connector: any BrokerConnector
     /// How long a subscription the broker refuses (a cluster electing leaders) is asked for again.
     package let subscriptionRetry: SubscriptionRetry
 
@@ -179,6 +179,7 @@ public final class StoreClient: Sendable {
     public func alerts(
         for customer: CustomerID, stopAfter count: Int? = nil, within seconds: Double? = nil
     ) async throws -> AsyncThrowingStream<RestockAlert, any Error> {
+        let carried = try await listeningSession(of: customer) { try await takeLegacySession(of: customer) }
         let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         let messages = try client.messages(matching: topics.alerts(customer))
         try await listeningSession(of: customer) { _ = try await client.connect() }
@@ -187,16 +188,21 @@ public final class StoreClient: Sendable {
         let reader = Task {
             var seen = Set<String>()
             var stopping = false
-            for await message in messages {
-                // Extend-safe: unknown fields are ignored; a payload that is not an alert is skipped.
-                guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
-                guard seen.insert(alert.id).inserted else { continue }
+            func take(_ alert: RestockAlert) async {
+                guard seen.insert(alert.id).inserted else { return }
                 continuation.yield(alert)
                 if let count, seen.count >= count, !stopping {
                     // Disconnecting ends `messages` after what it holds: the loop goes on through those.
                     stopping = true
                     await client.disconnect()
                 }
+            }
+            // What a session of before issue 25 held comes first: it was raised earlier.
+            for alert in carried { await take(alert) }
+            for await message in messages {
+                // Extend-safe: unknown fields are ignored; a payload that is not an alert is skipped.
+                guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
+                await take(alert)
             }
             continuation.finish()
         }
@@ -241,7 +247,7 @@ public final class StoreClient: Sendable {
         try await client.subscribe(to: filter, retrying: subscriptionRetry)
         let quiet = retainedQuietPeriod, firstWait = firstWait ?? retainedFirstMessageWait
         let collected = try await withThrowingTaskGroup(of: [T]?.self) { group in
-            let found = RetainedCollector<T>()
+            let found = Collected<T>()
             group.addTask {
                 for await message in messages where message.retain {
                     if let value = try? JSONDecoder().decode(T.self, from: Data(message.payload)) {
@@ -254,17 +260,7 @@ public final class StoreClient: Sendable {
             group.addTask {
                 // Retained messages follow the SUBACK; the read ends when none has come for a while
                 // (longer before the first, which a busy broker may be slow to send).
-                let step = Duration.milliseconds(50)
-                var seen = 0, silence = Duration.zero
-                while silence < (seen == 0 ? firstWait : quiet) {
-                    try await Task.sleep(for: step)
-                    if found.count != seen {
-                        seen = found.count
-                        silence = .zero
-                    } else {
-                        silence += step
-                    }
-                }
+                try await found.waitForQuiet(quiet, first: firstWait)
                 return found.values
             }
             defer { group.cancelAll() }
@@ -276,12 +272,4 @@ public final class StoreClient: Sendable {
         try? await client.unsubscribe(from: filter)
         return collected
     }
-}
-
-/// Values gathered by one task and read by another.
-private final class RetainedCollector<T: Sendable>: Sendable {
-    private let storage = Mutex<[T]>([])
-    func append(_ value: T) { storage.withLock { $0.append(value) } }
-    var count: Int { storage.withLock { $0.count } }
-    var values: [T] { storage.withLock { $0 } }
 }
