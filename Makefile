@@ -90,10 +90,11 @@ demo: deps
 fuzz: deps
 	SWIFT=$(SWIFT) Fuzz/run.sh
 
-## compose-check: validate docker-compose.yml (there is no Docker engine here to run it)
+## compose-check: validate docker-compose.yml and deploy/cluster/docker-compose.yml (there is no Docker engine here to run them)
 compose-check:
 	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose; }
 	docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
+	docker-compose -f deploy/cluster/docker-compose.yml config -q && echo "deploy/cluster/docker-compose.yml: valid"
 
 ## compose-test: run docker-compose.yml for real without Docker — podman, Debian's docker-compose through
 ## `podman system service`, local stand-ins for the images no registry can give us here (deploy/compose-test);
