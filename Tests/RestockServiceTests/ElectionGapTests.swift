@@ -46,7 +46,7 @@ struct ElectionGapTests {
             #expect(error.description.contains("elects leaders"))
         }
         #expect(ContinuousClock.now - started >= .milliseconds(300))
-        #expect(broker.subscriptionRefusals.refused > 3)
+        #expect(broker.subscriptionRefusals.refused >= 2)  // asked again at least once (more on an idle machine)
         broker.subscriptionRefusals.stop()
         await store.stop()
     }
