@@ -11,7 +11,7 @@ import RestockMQTT
 
 /// One list: elements assembled like single URLs (or an empty one, or odd text), joined by commas.
 func fuzzList(_ input: inout FuzzInput) -> CInt {
-    let count = input.number(small: 1...6)
+    let count = 1 + Int(input.byte() % 6)
     var elements: [String] = []
     for _ in 0..<count {
         switch input.byte() % 8 {
