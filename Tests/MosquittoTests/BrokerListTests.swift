@@ -46,12 +46,13 @@ struct BrokerListTests {
         try await client.connect()
         _ = try await nextConnection(on: events)  // this first connection's event
         #expect(client.currentBroker.description == one.url)
-        let started = ContinuousClock.now
         try await one.kill()
+        let started = ContinuousClock.now
         _ = try await nextConnection(on: events, within: 30)
         #expect(client.currentBroker.description == two.url)
-        // The policy's waits (100–200 ms, then 200–400 ms) and two TCP attempts, with room for a loaded machine.
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // The policy's waits (100–200 ms, then 200–400 ms) and two TCP attempts: 0.7 s here alone; room for the whole
+        // suite on two cores (the kill itself took seconds there, so the clock starts after it).
+        #expect(ContinuousClock.now - started < .seconds(20))
         let messages = try client.messages(matching: "list/#")
         try await client.subscribe(to: "list/#")
         try await client.publish(Array("on two".utf8), to: "list/x", qos: .atLeastOnce)
