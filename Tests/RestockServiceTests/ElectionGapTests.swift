@@ -50,4 +50,33 @@ struct ElectionGapTests {
         broker.subscriptionRefusals.stop()
         await store.stop()
     }
+
+    @Test("on a cluster a status missing at subscribe is waited for: a live store's heartbeat brings it (failed before: 'never online' at once)")
+    func missingStatusWaitedForOnACluster() async throws {
+        let broker = InMemoryBroker()
+        let pear = try RestockTopics(store: StoreID("pear"))
+        var cluster = BrokerSettings(broker: .hostname("node-1"))
+        cluster.fallbackBrokers = [.hostname("node-2")]
+        let client = StoreClient(connection: cluster, topics: pear, connector: broker)
+        // No retained status: only live heartbeats of a store that answers nothing, as a node electing leaders serves it.
+        let heartbeats = Task {
+            while !Task.isCancelled {
+                let now = Date()
+                let status = StoreStatus.online(store: try StoreID("pear"), since: now, instance: "0123456789ab", heartbeatAt: now)
+                broker.publish(status.payloadBytes(), to: pear.status)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { heartbeats.cancel() }
+        await #expect(throws: RestockMQTTError.noAnswer(what: "an answer on \(pear.inventory(try SKU("x")))", seconds: 2)) {
+            try await client.changeStock(of: try SKU("x"), .set(1), wait: 2)
+        }
+        heartbeats.cancel()
+        // None ever comes: after the wait, the store was never online.
+        let started = ContinuousClock.now
+        await #expect(throws: RestockMQTTError.unknownStore(store: "pear")) {
+            try await client.changeStock(of: try SKU("x"), .set(1), wait: 1)
+        }
+        #expect(ContinuousClock.now - started >= .seconds(1))
+    }
 }

@@ -31,7 +31,11 @@ extension StoreClient {
                     return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals, accepting: accepting)
                 }
             } catch let timeout as DeadlineExceeded {
-                guard storeOnline.load(ordering: .acquiring) else { throw RestockMQTTError.storeOffline(store: self.topics.store.rawValue) }
+                guard storeOnline.load(ordering: .acquiring) else {
+                    // On a cluster a missing status was waited for (below): none ever came.
+                    if watch.liveness.status == nil { throw RestockMQTTError.unknownStore(store: self.topics.store.rawValue) }
+                    throw RestockMQTTError.storeOffline(store: self.topics.store.rawValue)
+                }
                 throw RestockMQTTError.noAnswer(what: timeout.what, seconds: timeout.seconds)
             }
         }
@@ -61,10 +65,14 @@ extension StoreClient {
     /// watches (so a clock that is off by minutes does not make a live store look offline). A store that is offline
     /// is waited for, within the caller's deadline.
     /// - Throws: ``RestockMQTTError/unknownStore(store:)`` at once when the broker holds no status of the store;
-    ///   ``RestockMQTTError/storePaused(store:reason:)`` when its status says it takes no requests for now.
+    ///   ``RestockMQTTError/storePaused(store:reason:)`` when its status says it takes no requests for now. On a cluster
+    ///   (a broker list) a missing status is waited for instead: a node electing leaders may answer the subscription
+    ///   without the retained message, and a live store's next heartbeat (every 2 s) brings it.
     private func waitUntilOnline(_ liveness: StoreLiveness) async throws {
         try await liveness.waitUntilCurrent()
-        guard liveness.status != nil else { throw RestockMQTTError.unknownStore(store: topics.store.rawValue) }
+        guard liveness.status != nil || !connection.fallbackBrokers.isEmpty else {
+            throw RestockMQTTError.unknownStore(store: topics.store.rawValue)
+        }
         while true {
             // A status with no heartbeat comes from a store before heartbeats: its word is taken.
             if let status = liveness.status, status.isOnline,
