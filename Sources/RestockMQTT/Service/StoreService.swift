@@ -218,9 +218,10 @@ public final class StoreService: Service, Sendable {
             await wiring.publisher.disconnect()
             throw error
         }
+        let brokers = configuration.connection.brokers.map(\.description).joined(separator: ",")
         logger.info(
             "store \(store.id) online",
-            metadata: [StoreLoggingKeys.broker: "\(configuration.connection.brokers.map(\.description).joined(separator: ","))", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)"])
+            metadata: [StoreLoggingKeys.broker: "\(brokers)", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)"])
         return true
     }
 
