@@ -86,7 +86,7 @@ func identifier<Kind>(_ raw: String, _ type: Identifier<Kind>.Type, option: Stri
 
 /// Writes one line to standard output at once, unbuffered, so a pipe sees each alert as it arrives.
 func emit(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    StandardStreams.printLine(line)
 }
 
 /// The longest `--wait` or `--timeout`: one day.

@@ -24,7 +24,7 @@ extension Restock {
             }
             defer { try? output.close() }
             let count = try await StoreExport.watches(from: source, to: output)
-            FileHandle.standardError.write(Data("exported \(count) watches of \(data) to \(to)\n".utf8))
+            StandardStreams.printError("exported \(count) watches of \(data) to \(to)")
         }
     }
 }

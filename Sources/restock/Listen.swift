@@ -36,7 +36,7 @@ extension Restock {
             }
             if let count, let timeout, received < count {
                 // Not a usage error: the command ran as asked, and fewer alerts came.
-                FileHandle.standardError.write(Data("error: \(received) of \(count) alerts arrived within \(timeout.formatted()) s\n".utf8))
+                StandardStreams.printError("error: \(received) of \(count) alerts arrived within \(timeout.formatted()) s")
                 throw ExitCode(1)
             }
         }

@@ -16,6 +16,9 @@ struct OptionSources {
     /// Where each option filled in came from, by name: `RESTOCK_DRAIN_TIMEOUT`, or `drain-timeout in FILE`; and its value.
     private(set) var origins: [String: (origin: String, value: String)] = [:]
 
+    /// Options that give one value two ways: at most one of each set may be given.
+    static let alternatives: [Set<String>] = [["expires-at", "expires-in"]]
+
     /// The environment variable of option `name`: `RESTOCK_` and the name in capitals, `-` as `_`.
     static func variable(_ name: String) -> String { "RESTOCK_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
 
@@ -30,7 +33,9 @@ struct OptionSources {
         else { return }
         let given = Set(arguments.compactMap { $0.hasPrefix("--") ? String($0.dropFirst(2).prefix { $0 != "=" }) : nil })
         let file = try Self.configFile(arguments, environment: environment, commands: commands)
-        for option in OptionNames.of(command) where !given.contains(option.name) && option.name != "config" {
+        // An option whose alternative is on the command line is not filled in: the command line wins.
+        let settled = given.union(Self.alternatives.filter { !$0.isDisjoint(with: given) }.flatMap { $0 })
+        for option in OptionNames.of(command) where !settled.contains(option.name) && option.name != "config" {
             if let value = environment[Self.variable(option.name)] {
                 try add(option, value, from: Self.variable(option.name))
             } else if let file, let value = file.values[option.name] {

@@ -38,7 +38,7 @@ struct Restock: AsyncParsableCommand {
             if error is ExitCode { Foundation.exit(code.rawValue) }  // already explained
             let line = Restock.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
             let message = sources?.describe(line) ?? line
-            FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+            StandardStreams.printError("error: \(message)")
             Foundation.exit(code.rawValue)
         }
     }

@@ -112,6 +112,8 @@ extension Restock {
         }
 
         func run() async throws {
+            // A server keeps serving when what reads its log goes away (`restock serve | head`): the lines are dropped.
+            signal(SIGPIPE, SIG_IGN)
             let store = try connection.storeID()
             let directory = data.map { URL(fileURLWithPath: $0) } ?? Self.defaultDataDirectory(for: store.rawValue)
             let (level, format) = try logging()
@@ -120,6 +122,9 @@ extension Restock {
             logger.logLevel = level
             logger.info("store \(store) keeps its state in \(directory.path)")
             StoreService.installCrashContainment()
+            if try connection.brokerSettings().protocolVersion == .v311, try expiries().alertExpiry != nil {
+                logger.notice("--alert-expiry has no effect over MQTT 3.1.1: an alert waits in its customer's session until read (docs/contract.md, \"Alert expiry\")")
+            }
             // Bootstrapped before the store makes its metrics; without --http nothing reads them, and they cost nothing.
             let address = try httpAddress()
             let metrics = address.map { _ in PrometheusMetrics.bootstrap() }

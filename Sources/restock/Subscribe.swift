@@ -15,7 +15,7 @@ extension Restock {
         @Option(parsing: .unconditional, help: "Alert only when at least this many are on hand (1 to 1000000000) (env RESTOCK_MIN_QUANTITY).") var minQuantity: Int = 1
         @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
         @Option(help: "End the watch unalerted at this time, RFC 3339 in UTC such as 2027-05-20T12:00:00Z (env RESTOCK_EXPIRES_AT).") var expiresAt: String?
-        @Option(help: "End the watch unalerted after this long, such as 90s, 12h or 30d (env RESTOCK_EXPIRES_IN). Without either, the store's --watch-lifetime.") var expiresIn: String?
+        @Option(parsing: .unconditional, help: "End the watch unalerted after this long, such as 90s, 12h or 30d (env RESTOCK_EXPIRES_IN). Without either, the store's --watch-lifetime.") var expiresIn: String?
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")

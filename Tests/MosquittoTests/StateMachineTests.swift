@@ -178,6 +178,24 @@ struct StateMachineTests {
         #expect(await all.collected().elements.map(\.topic) == ["orders/0", "orders/1"])
     }
 
+    @Test("a batch recorded whole is followed by a probe; its answer confirms the batch by number; a loss forgets unanswered probes; a refused batch gets none")
+    func probes() async throws {
+        var machine = try await connected(.whenAllowed)
+        let message = MQTTMessage(topic: "orders/1", payload: [], qos: .atLeastOnce, retain: false)
+        #expect(summary(machine.received([message], dispositions: [.recorded], probe: "store/probe")) == ["probe store/probe after batch 1"])
+        #expect(summary(machine.received([message], dispositions: [.recorded], probe: "store/probe")) == ["probe store/probe after batch 2"])
+        machine.probeQueued(mid: 7, batch: 1)
+        machine.probeQueued(mid: 8, batch: 2)
+        #expect(summary(machine.unsubscribeAnswered(mid: 7)) == ["confirm through batch 1"])
+        #expect(machine.unsubscribeAnswered(mid: 7).isEmpty, "answered once")
+        // The connection is lost before the second probe's answer: it is never taken for one.
+        perform(machine.disconnected(requested: false, reason: "lost", hint: ""))
+        #expect(machine.unsubscribeAnswered(mid: 8).isEmpty)
+        #expect(summary(machine.received([message], dispositions: [.refused], probe: "store/probe")) == ["shut socket"])
+        #expect(summary(machine.received([message], dispositions: [.recorded], probe: "store/probe")) == ["probe store/probe after batch 3"])
+        #expect(machine.recordedBatches == 3)
+    }
+
     @Test("acknowledgements reach their own owner; one nobody owns is dropped; a displaced owner fails")
     func acknowledgements() async throws {
         let thread = FakeThread()  // the machine holds it weakly, as a running thread holds itself
@@ -288,7 +306,7 @@ private func perform(_ actions: [MQTTClientStateMachine.Action]) {
             for sink in messages { sink.finish() }
         case .startThread(let thread): thread.start()
         case .wake(let thread): thread.wake()
-        case .resubscribe, .prepareSession, .shutSocket: break
+        case .resubscribe, .prepareSession, .shutSocket, .probe, .confirm: break
         }
     }
 }
@@ -311,6 +329,8 @@ private func summary(_ actions: [MQTTClientStateMachine.Action]) -> [String] {
         case .resubscribe(let subscriptions): "resubscribe \(subscriptions.keys.sorted())"
         case .prepareSession(let preparation): "prepare \(preparation.filter)"
         case .shutSocket: "shut socket"
+        case .probe(let filter, let batch): "probe \(filter) after batch \(batch)"
+        case .confirm(let batch): "confirm through batch \(batch)"
         }
     }
 }

@@ -7,6 +7,13 @@ import Testing
 /// anything is opened.
 @Suite("The restock command line, issue 24's options", .timeLimit(.minutes(2)))
 struct AdminCommandLineTests {
+    @Test("a negative --expires-in is read as its value and refused for what it is, not as a missing value (found by the issue 24 trial)")
+    func negativeDuration() async throws {
+        let result = try await ChildProcess.run(restockExecutable, ["subscribe", "--customer", "a", "--sku", "b", "--expires-in", "-5s"], within: 60)
+        #expect(result.status == 64)
+        #expect(result.standardError.contains(#"not "-5s""#), "\(result.standardError)")
+    }
+
     @Test(
         "odd expiry, dead-letter and export values are one line and exit 64",
         arguments: [

@@ -17,6 +17,25 @@ struct AdminRequestTests {
         #expect(try RequestDecoder.forget(payload: Array(#"{"customer":"alice"}"#.utf8)) == .forget(alice))
     }
 
+    @Test("an array, a string or a bare word on an admin topic is refused naming that topic's own request, never the customer's bare SKU (found by the issue 24 trial)")
+    func adminShapes() {
+        func detail(_ decode: () throws -> Void) -> String? {
+            do { try decode() } catch let error as RequestRefusal { return error.code == .invalidJSON ? error.detail : "code \(error.code)" } catch {
+                return "\(error)"
+            }
+            return nil
+        }
+        for payload in ["[\"alice\"]", "\"alice\"", "alice"].map({ Array($0.utf8) }) {
+            #expect(detail { _ = try ForgetRequest(payload: payload) }?.hasPrefix("a forget request is a JSON object") == true)
+            #expect(detail { _ = try DeadLetterAction(payload: payload) }?.hasPrefix("a dead-letter request is a JSON object") == true)
+            #expect(detail { _ = try StockRequest(payload: payload) }?.hasPrefix("a stock request is a JSON object") == true)
+            #expect(detail { _ = try ReportRequest(payload: payload) }?.hasPrefix("a report request is empty or a JSON object") == true)
+            #expect(
+                detail { _ = try ReportRequest(payload: payload, shape: ReportRequest.deadLetterListShape) }?
+                    .hasPrefix("a dead-letter list request is empty or a JSON object") == true)
+        }
+    }
+
     @Test("any payload is a customer or a refusal with a documented code and a detail; never a trap")
     func anyPayload() {
         var generator = SystemRandomNumberGenerator()

@@ -31,6 +31,9 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var heldAcknowledgements = Completion()
     /// What waits, in order, for a connection whose reader is frozen (``holdDeliveries(to:)``), by client id.
     private var heldDeliveries: [String: [MQTTMessage]] = [:]
+    /// Client ids whose journal's probes go unanswered for now (``holdProbeAnswers(of:)``), and the probes held.
+    private var probeHolds: Set<String> = []
+    private var heldProbes: [(connection: InMemoryConnection, batch: UInt64)] = []
     private var log: [String] = []
     /// A cluster electing leaders: refuses subscriptions with reason code 0x80 while it is set.
     public let subscriptionRefusals = SubscriptionRefusals()
@@ -128,6 +131,38 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
         }
     }
 
+    /// A partition on the way back: the acknowledgements `clientID`'s connection writes for what it is delivered, and the
+    /// probe its journal asks for after them (``MQTTInboundJournal/confirmationProbe``), reach the broker only at
+    /// ``releaseProbeAnswers(of:)``; a connection dropped before then never has its probes answered.
+    public func holdProbeAnswers(of clientID: String) { locked { _ = probeHolds.insert(clientID) } }
+
+    /// Ends ``holdProbeAnswers(of:)``: answers the held probes of `clientID`'s connection if it is still live.
+    public func releaseProbeAnswers(of clientID: String) {
+        let answers: [(InMemoryConnection, UInt64)] = locked {
+            probeHolds.remove(clientID)
+            let (mine, others) = (heldProbes.filter { $0.connection.clientID == clientID }, heldProbes.filter { $0.connection.clientID != clientID })
+            heldProbes = others
+            return mine.filter { live[clientID] === $0.connection }.map { ($0.connection, $0.batch) }
+        }
+        for (connection, batch) in answers { connection.journal?.confirmed(throughBatch: batch) }
+    }
+
+    /// How many probes of `clientID`'s connections wait for their answer.
+    public func heldProbeCount(of clientID: String) -> Int { locked { heldProbes.count { $0.connection.clientID == clientID } } }
+
+    /// Answers the probe `connection`'s journal asked for after batch `batch`, or holds it.
+    fileprivate func answerProbe(of connection: InMemoryConnection, batch: UInt64) {
+        let answer: Bool = locked {
+            guard live[connection.clientID] === connection else { return false }
+            guard !probeHolds.contains(connection.clientID) else {
+                heldProbes.append((connection, batch))
+                return false
+            }
+            return true
+        }
+        if answer { connection.journal?.confirmed(throughBatch: batch) }
+    }
+
     /// A slow link: the broker answers no subscription (of `clientID` only, when given) until
     /// ``releaseSubscriptionAnswers()``.
     public func holdSubscriptionAnswers(of clientID: String? = nil) {
@@ -215,6 +250,7 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
         let will: MQTTWill? = locked {
             guard live[connection.clientID] === connection else { return nil }
             live[connection.clientID] = nil
+            heldProbes.removeAll { $0.connection === connection }  // never answered now
             if !connection.persistent, !keepingSession { sessions[connection.clientID] = nil }
             log.append("dropped \(connection.clientID): \(reason)")
             return publishingWill && !clean ? connection.will : nil
@@ -310,6 +346,8 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
         var sinks: [UInt64: (filter: MQTTTopicFilter, continuation: AsyncStream<MQTTMessage>.Continuation)] = [:]
         var eventSinks: [UInt64: AsyncStream<MQTTConnectionEvent>.Continuation] = [:]
         var outbound: [(message: MQTTMessage, sent: Completion)] = []
+        /// How many deliveries the journal recorded (each is a batch of one here).
+        var recordedBatches: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -338,7 +376,12 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
         return try broker.connect(self)
     }
 
-    func disconnect() async {
+    func disconnect() async { await close(clean: true) }
+
+    func abandon() async { await close(clean: false) }
+
+    /// Stops the connection: cleanly (no will), or as a process that died (the will).
+    private func close(clean: Bool) async {
         let (events, sinks, outbound) = state.withLock { state in
             state.stopped = true
             state.lost = false
@@ -349,7 +392,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
             }
             return (Array(state.eventSinks.values), state.sinks.values.map(\.continuation), state.outbound.map(\.sent))
         }
-        broker.drop(self, reason: "disconnected", publishingWill: false, clean: true)
+        broker.drop(self, reason: clean ? "disconnected" : "abandoned", publishingWill: !clean, clean: clean)
         for sent in outbound { sent.complete(throwing: MQTTError.notConnected) }
         for sink in events {
             sink.yield(.disconnected)
@@ -467,7 +510,12 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
     /// Hands `message` to the journal (which may refuse it: `false`) and to the streams whose filter matches.
     func deliver(_ message: MQTTMessage) -> Bool {
         if broker.held(message, for: clientID) { return true }
-        if let journal, journal.record(message) == .refused { return false }
+        if let journal {
+            let number = state.withLock { $0.recordedBatches + 1 }
+            guard journal.record(batch: [message], number: number).first == .recorded else { return false }
+            state.withLock { $0.recordedBatches = number }
+            if journal.confirmationProbe != nil { broker.answerProbe(of: self, batch: number) }
+        }
         let sinks = state.withLock { state in state.sinks.values.filter { $0.filter.matches(message.topic) }.map(\.continuation) }
         for sink in sinks { sink.yield(message) }
         return true

@@ -90,6 +90,18 @@ struct OptionSourcesTests {
         #expect(try serve([], [:]).drainTimeout == 5)
     }
 
+    @Test("an option on the command line also wins over the environment's value for its alternative (--expires-at over RESTOCK_EXPIRES_IN; found by the issue 24 trial)")
+    func alternativeOnTheCommandLine() throws {
+        let arguments = ["subscribe", "--customer", "c0", "--sku", "s0", "--expires-at", "2999-01-01T00:00:00Z"]
+        let sources = try OptionSources(arguments, environment: ["RESTOCK_EXPIRES_IN": "2h"], commands: Self.commands)
+        let subscribe = try #require(try Restock.parseAsRoot(sources.arguments) as? Restock.Subscribe)
+        #expect(subscribe.expiresAt == "2999-01-01T00:00:00Z" && subscribe.expiresIn == nil)
+        try subscribe.validate()
+        // Both from the environment is still the user's mistake, refused in one line.
+        let both = errorLine(["subscribe", "--customer", "c0", "--sku", "s0"], ["RESTOCK_EXPIRES_IN": "2h", "RESTOCK_EXPIRES_AT": "2999-01-01T00:00:00Z"])
+        #expect(both?.contains("not both") == true, "\(both ?? "accepted")")
+    }
+
     /// The one line `restock` prints for `arguments` with `environment`.
     func errorLine(_ arguments: [String], _ environment: [String: String]) -> String? {
         do {

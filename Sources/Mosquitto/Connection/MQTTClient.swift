@@ -132,6 +132,18 @@ public final class MQTTClient: Sendable {
         context.shutDown()
     }
 
+    /// Ends the connection without DISCONNECT, as a process that died would, so that the broker publishes the will
+    /// after everything this client sent before; stops reconnecting. Waiting operations fail with
+    /// ``MQTTError/notConnected``; message and event streams end. What is queued and not yet written is dropped.
+    public func abandon() async {
+        context.failConnecting(MQTTError.notConnected)
+        if let thread = context.requestStop(.abruptly) {
+            thread.wake()
+            await thread.waitForEnd(within: Self.stopTimeout)
+        }
+        context.shutDown()
+    }
+
     /// Lets a client that lost its connection make it again: one configured with
     /// ``MQTTConfiguration/reconnection`` ``MQTTReconnection/whenAllowed``, or one whose journal refused a message
     /// (``MQTTInboundDisposition/refused``). It then reconnects by ``MQTTConfiguration/reconnect`` as usual. A call

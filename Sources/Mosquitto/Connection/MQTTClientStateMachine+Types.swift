@@ -95,5 +95,10 @@ extension MQTTClientStateMachine {
         /// On the network thread, between its read and write phases: shut the socket, so that the acknowledgements
         /// libmosquitto has queued are never written.
         case shutSocket
+        /// On the network thread, after a batch was recorded whole: unsubscribe from the journal's probe filter (written
+        /// after the batch's acknowledgements), and remember its message id with the batch's number.
+        case probe(filter: String, batch: UInt64)
+        /// Tell the journal that the broker answered the probe that followed batch `number`.
+        case confirm(throughBatch: UInt64)
     }
 }

@@ -37,6 +37,10 @@ struct MQTTClientStateMachine {
     /// The messages read since the journal was last handed them: all from one read phase of the network thread,
     /// whose acknowledgements libmosquitto has queued and not written.
     private var inbound: [MQTTMessage] = []
+    /// How many read phases the journal recorded whole, over the client's life (see ``MQTTInboundJournal/record(batch:number:)``).
+    private(set) var recordedBatches: UInt64 = 0
+    /// The probes written on the current connection and not answered yet, by message id: the batch each follows.
+    private var probes: [Int32: UInt64] = [:]
     private var nextSinkID: UInt64 = 0
     private var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: MessageSink)] = [:]
     private var eventSinks: [UInt64: EventSink] = [:]
@@ -170,6 +174,8 @@ struct MQTTClientStateMachine {
         case .idle:
             break
         }
+        // A probe unanswered now is never answered: libmosquitto does not send an UNSUBSCRIBE again after reconnecting.
+        probes.removeAll()
         // What libmosquitto will not send again after reconnecting fails now.
         let failing: [any FailableOwner] =
             publishes.takeFailingOnDisconnect() + subscribes.takeFailingOnDisconnect() + unsubscribes.takeFailingOnDisconnect()
@@ -203,7 +209,8 @@ struct MQTTClientStateMachine {
     /// The journal (if any) recorded the messages of one read phase, or refused some: `dispositions` holds one per
     /// message, in order (a missing one counts as refused). The recorded ones go to the streams; a refusal drops
     /// the connection before any acknowledgement of the phase is written.
-    mutating func received(_ messages: [MQTTMessage], dispositions: [MQTTInboundDisposition]) -> [Action] {
+    /// A batch recorded whole is followed by a probe on `probe` when the journal asks for one.
+    mutating func received(_ messages: [MQTTMessage], dispositions: [MQTTInboundDisposition], probe: String? = nil) -> [Action] {
         var actions: [Action] = []
         var refused = false
         for (index, message) in messages.enumerated() {
@@ -219,8 +226,16 @@ struct MQTTClientStateMachine {
             if !lossCounted { awaitingReconnectPermission = true }
             lossCounted = true
             actions.append(.shutSocket)
+        } else {
+            recordedBatches += 1
+            if let probe { actions.append(.probe(filter: probe, batch: recordedBatches)) }
         }
         return actions
+    }
+
+    /// The probe that follows batch `batch` was queued with message id `mid`.
+    mutating func probeQueued(mid: Int32, batch: UInt64) {
+        probes[mid] = batch
     }
 
     // MARK: Operations
@@ -253,7 +268,8 @@ struct MQTTClientStateMachine {
 
     /// An UNSUBACK arrived.
     mutating func unsubscribeAnswered(mid: Int32) -> [Action] {
-        unsubscribes.complete(mid).map { [.answerUnsubscribe($0)] } ?? []
+        if let batch = probes.removeValue(forKey: mid) { return [.confirm(throughBatch: batch)] }
+        return unsubscribes.complete(mid).map { [.answerUnsubscribe($0)] } ?? []
     }
 
     /// A subscription is about to be made: it is made again after reconnects from now on. Returns the one it replaces.

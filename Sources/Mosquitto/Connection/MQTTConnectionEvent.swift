@@ -28,6 +28,22 @@ public protocol MQTTInboundJournal: Sendable {
     ///   the connection before any acknowledgement of the batch is written; the recorded messages of the batch still
     ///   reach the message streams, and the broker delivers them all again on the next connection.
     func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition]
+
+    /// Records the messages of one read as ``record(batch:)`` does; `number` counts the batches the client has had
+    /// recorded whole, this one included (1, 2, 3, … over the client's life), for ``confirmed(throughBatch:)``. The
+    /// default calls ``record(batch:)``.
+    func record(batch messages: [MQTTMessage], number: UInt64) -> [MQTTInboundDisposition]
+
+    /// A topic filter the client unsubscribes from after writing the acknowledgements of each batch recorded whole: a
+    /// probe. The broker answers it (UNSUBACK) only on a connection that still holds the session, after it has read
+    /// the acknowledgements written before it. `nil` (the default): no probe is sent. Use a filter nothing subscribes to.
+    var confirmationProbe: String? { get }
+
+    /// The broker answered the probe written after the acknowledgements of batch `number`: it took the acknowledgements
+    /// of that batch, and of every earlier one, on a connection that held the session — so it will not deliver those
+    /// messages to anybody again. Called on the network thread, in order, never after the connection was lost (a
+    /// probe unanswered when it is lost is never answered). The default does nothing.
+    func confirmed(throughBatch number: UInt64)
 }
 
 extension MQTTInboundJournal {
@@ -35,6 +51,17 @@ extension MQTTInboundJournal {
     public func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
         messages.map { record($0) }
     }
+
+    /// Calls ``record(batch:)``.
+    public func record(batch messages: [MQTTMessage], number: UInt64) -> [MQTTInboundDisposition] {
+        record(batch: messages)
+    }
+
+    /// No probe.
+    public var confirmationProbe: String? { nil }
+
+    /// Does nothing.
+    public func confirmed(throughBatch number: UInt64) {}
 }
 
 /// What an ``MQTTInboundJournal`` did with a message.

@@ -51,6 +51,12 @@ extension LibMosquittoCallbacks {
                 // PUBACKs of the read phase, so that none is written and the broker keeps the messages for the session.
                 let socket = mosquitto_socket(mosq)
                 if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+            case .probe(let filter, let batch):
+                // Queued behind the batch's PUBACKs, written with them in the write phase that follows.
+                var mid: Int32 = 0
+                if mosquitto_unsubscribe_v5(mosq, &mid, filter, nil) == MOSQ_ERR_SUCCESS.rawValue {
+                    context.probeQueued(mid: mid, batch: batch)
+                }
             default:
                 break  // performed by the context
             }

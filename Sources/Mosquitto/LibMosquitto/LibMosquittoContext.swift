@@ -221,10 +221,16 @@ final class LibMosquittoContext: Sendable {
     /// outside the lock; the recorded ones go to the streams. Returns `[.shutSocket]` when the journal refused one:
     /// the caller drops the connection before any acknowledgement is written.
     func journalInbound() -> [Action] {
-        let messages = state.withLock { $0.takeInbound() }
+        let (messages, number) = state.withLock { ($0.takeInbound(), $0.recordedBatches + 1) }
         guard !messages.isEmpty else { return [] }
-        let dispositions = journal?.record(batch: messages) ?? Array(repeating: .recorded, count: messages.count)
-        return transition { $0.received(messages, dispositions: dispositions) }
+        guard let journal else { return transition { $0.received(messages, dispositions: messages.map { _ in .recorded }) } }
+        let dispositions = journal.record(batch: messages, number: number)
+        return transition { $0.received(messages, dispositions: dispositions, probe: journal.confirmationProbe) }
+    }
+
+    /// The probe that follows batch `batch` was queued with message id `mid` (on the network thread, before it is written).
+    func probeQueued(mid: Int32, batch: UInt64) {
+        state.withLock { $0.probeQueued(mid: mid, batch: batch) }
     }
 
     // MARK: Performing
@@ -257,7 +263,8 @@ final class LibMosquittoContext: Sendable {
                 for sink in messages { sink.finish() }
             case .startThread(let thread): thread.start()
             case .wake(let thread): thread.wake()
-            case .resubscribe, .prepareSession, .shutSocket: left.append(action)
+            case .confirm(let batch): journal?.confirmed(throughBatch: batch)
+            case .resubscribe, .prepareSession, .shutSocket, .probe: left.append(action)
             }
         }
         return left

@@ -85,7 +85,11 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
         var connections: UInt64 = 0
         while true {
             switch context.directive {
-            case .endAbruptly: return
+            case .endAbruptly:
+                // No DISCONNECT: the broker sees the connection end, and publishes the will.
+                let socket = mosquitto_socket(pointer)
+                if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+                return
             case .awaitBrokerClose:
                 // SUBSCRIBE and DISCONNECT went out around libmosquitto: wait for the broker to close, discarding
                 // what it sends, so that closing here can never reset the connection before it read them.

@@ -13,6 +13,10 @@ package protocol BrokerConnection: Sendable {
     /// Disconnects cleanly (no will) and stops reconnecting; waiting operations fail, streams end.
     func disconnect() async
 
+    /// Ends the connection without DISCONNECT (the broker publishes the will, after everything sent before) and stops
+    /// reconnecting; waiting operations fail, streams end.
+    func abandon() async
+
     /// Lets a connection made with ``MQTTReconnection/whenAllowed``, or dropped by its journal, connect again.
     func allowReconnect()
 

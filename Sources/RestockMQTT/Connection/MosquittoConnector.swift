@@ -26,6 +26,7 @@ struct MosquittoConnection: BrokerConnection {
 
     func connect() async throws -> Bool { try await client.connect() }
     func disconnect() async { await client.disconnect() }
+    func abandon() async { await client.abandon() }
     func allowReconnect() { client.allowReconnect() }
     var isConnected: Bool { client.isConnected }
     var broker: String? { client.currentBroker.description }

@@ -27,6 +27,10 @@ package final class StoreLiveness: Sendable {
         /// Every instance whose status showed a sign of life here while online, since this view began — kept when it
         /// says offline later.
         var seenOnline: Set<String> = []
+        /// Every instance a status or claim named here; and, once this store went online, those it knew of by then:
+        /// instances older than this one (it started only after none of them was live).
+        var known: Set<String> = []
+        var older: Set<String> = []
         /// When the status (and claim) were last subscribed to — the broker sends the retained ones right after its
         /// answer — and whether they have come since the connection last (re)connected.
         var subscribedAt: ContinuousClock.Instant?
@@ -79,6 +83,7 @@ package final class StoreLiveness: Sendable {
                 seen.status = status
                 seen.statusArrived = true
                 guard let status, let instance = status.instance else { return }
+                seen.known.insert(instance)
                 // An instance that said it is offline (stopped, or its will) shows no more life until it says online again.
                 guard status.isOnline else { seen.statusLife[instance] = nil; return }
                 let beat = status.heartbeatAt ?? ""
@@ -95,6 +100,7 @@ package final class StoreLiveness: Sendable {
                 seen.claim = claim
                 seen.claimArrived = true
                 guard let claim else { return }
+                seen.known.insert(claim.instance)
                 if !message.retain || seen.claimTimes[claim.instance].map({ $0 != claim.at }) == true { seen.claimLife[claim.instance] = now }
                 seen.claimTimes[claim.instance] = claim.at
             }
@@ -113,6 +119,14 @@ package final class StoreLiveness: Sendable {
         let now = clock.now
         return seen.withLock { $0.statusLife[instance].map { now - $0 <= timing.staleAfter } ?? false }
     }
+
+    /// This store (`own`) went online: every other instance named here so far is older than it.
+    package func wentOnline(own: String) {
+        seen.withLock { $0.older = $0.known.subtracting([own]) }
+    }
+
+    /// Whether `instance` was named here before this store went online: it is older than this one.
+    package func isOlder(_ instance: String) -> Bool { seen.withLock { $0.older.contains(instance) } }
 
     /// Whether `instance`'s status showed a sign of life here while online, at any time since this view began.
     package func hasBeenSeenOnline(_ instance: String) -> Bool { seen.withLock { $0.seenOnline.contains(instance) } }

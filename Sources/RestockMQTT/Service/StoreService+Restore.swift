@@ -25,7 +25,8 @@ extension StoreService {
             let owned = Set(changes.publications.map(\.topic))
             let stale = retained.subtracting(owned).sorted()
             changes.publications += stale.map { Publication(key: $0, topic: $0, payload: [], retain: true) }
-            try database.commit(changes)
+            // Before any request of this run: nothing for the fence to hold (its messages go out as the outbox is read).
+            wiring.fence.pass(try database.commit(changes), through: 0)
             try database.restoreReconciled()
             return (owned.count, stale.count)
         }

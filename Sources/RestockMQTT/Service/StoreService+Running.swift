@@ -13,7 +13,7 @@ extension StoreService {
             try RequestProcessor(
                 store: store, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
                 logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics,
-                watchLifetime: configuration.watchLifetime.map { $0.seconds })
+                watchLifetime: configuration.watchLifetime.map { $0.seconds }, fence: wiring.fence)
         }
         // Requests and alerts left from before a restart go first.
         wiring.requestArrived.yield()
@@ -25,9 +25,9 @@ extension StoreService {
                 checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
             GaugeSampler(
                 metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: store, database: database,
-                lifecycle: wiring.lifecycle, interval: timing.gaugeSampling),
+                lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling),
             OutboxPublisher(
-                client: wiring.publisher, database: database, committed: wiring.committed, wakeups: wiring.outboxWakeups,
+                client: wiring.publisher, database: database, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
                 acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
                 alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
@@ -40,7 +40,7 @@ extension StoreService {
                 lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
             SessionWatch(
                 client: wiring.session, events: wiring.sessionEvents, database: database, lifecycle: wiring.lifecycle,
-                liveness: wiring.liveness, store: store.id, instance: instance,
+                liveness: wiring.liveness, fence: wiring.fence, store: store.id, instance: instance,
                 republish: { [republish = wiring.republish, arrived = wiring.requestArrived] in
                     republish.raise()
                     arrived.yield()
@@ -69,7 +69,13 @@ extension StoreService {
             failure = error
         }
         await wiring.session.disconnect()
-        await wiring.publisher.disconnect()
+        if wiring.lifecycle.takenOverBy != nil {
+            // Its will tells the newer instance, after everything this one sent (late, maybe, held by a partition or a
+            // freeze), that nothing more comes from it: the newer one then publishes its retained topics over it.
+            await wiring.publisher.abandon()
+        } else {
+            await wiring.publisher.disconnect()
+        }
         if let winner = wiring.lifecycle.takenOverBy {
             logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])
             throw RestockMQTTError.storeTakenOver(store: store.id.rawValue, instance: winner)

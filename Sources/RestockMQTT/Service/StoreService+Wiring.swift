@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Mosquitto
 import RestockCore
 import RestockPipeline
@@ -18,6 +19,8 @@ extension StoreService {
         let statusAndClaim: AsyncStream<MQTTMessage>
         let journaled: HandOff<JournaledRequest>
         let committed: HandOff<CommittedPublication>
+        /// Holds what requests led to until the broker confirms they were delivered to this store alone.
+        let fence: DeliveryFence
         let requestWakeups: AsyncStream<Void>
         let requestArrived: AsyncStream<Void>.Continuation
         let outboxWakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
@@ -29,16 +32,19 @@ extension StoreService {
         let claimPublished = Flag()
         let heartbeat: Heartbeat
         let metrics: StoreMetrics
+        let logger: Logger
 
         init(service: StoreService) throws {
             let topics = service.topics, store = service.store.id
             lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing, metrics: service.metrics)
             metrics = service.metrics
+            logger = service.logger
             liveness = StoreLiveness(topics: topics, timing: service.timing)
             (requestWakeups, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             journaled = HandOff(capacity: StoreService.handOffCapacity, wakeup: requestArrived)
             committed = HandOff(capacity: StoreService.handOffCapacity, wakeup: outboxWakeups.continuation)
+            fence = DeliveryFence(outboxThrough: service.database.lastOutboxPlace, committed: committed)
 
             let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
             publisher = try service.connector.connection(
@@ -52,7 +58,7 @@ extension StoreService {
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
                 journal: RequestJournal(
                     database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
-                    metrics: service.metrics))
+                    metrics: service.metrics, fence: fence))
             sessionEvents = session.connectionEvents()
 
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -60,6 +66,22 @@ extension StoreService {
                 client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
                 lifecycle: lifecycle, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
                 goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
+        }
+
+        /// Another instance's connection ended (its will, or its goodbye), delivered live while this one is live: after
+        /// everything that instance sent — late, maybe: held by a partition, or by a freeze, past this one's takeover
+        /// (found by an outside trial: an old store's inventory landed after the newer store's, and stayed) — so this one
+        /// publishes every retained topic again, over whatever it sent (docs/contract.md, "One store per store id").
+        func healAfterAnotherInstance(_ message: MQTTMessage, instance: String) {
+            guard message.topic == heartbeat.topics.status, !message.retain, lifecycle.isLive,
+                let status = try? JSONDecoder().decode(StoreStatus.self, from: Data(message.payload)),
+                !status.isOnline, let other = status.instance, other != instance
+            else { return }
+            logger.notice(
+                "another instance's connection ended: publishing every retained topic again, over anything it sent late",
+                metadata: [StoreLoggingKeys.instance: "\(other)"])
+            republish.raise()
+            requestArrived.yield()
         }
 
         /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,
@@ -76,10 +98,12 @@ extension StoreService {
                     var lastAnswer: ContinuousClock.Instant?
                     for await message in statusAndClaim {
                         liveness.received(message)
+                        healAfterAnotherInstance(message, instance: instance)
                         guard message.topic == heartbeat.topics.status, lifecycle.isLive,
                             let status = liveness.status, !status.isOnline,
-                            // Not the will of an instance seen online since: that one came after this one (and died).
-                            status.instance.map({ $0 == instance || !liveness.hasBeenSeenOnline($0) }) ?? true,
+                            // Not the will of an instance seen online since that is not older than this one: that one came
+                            // after this one (and died). An older one's will comes when its connection ends, late or not.
+                            status.instance.map({ $0 == instance || !liveness.hasBeenSeenOnline($0) || liveness.isOlder($0) }) ?? true,
                             lastAnswer.map({ clock.now - $0 >= .seconds(1) }) ?? true
                         else { continue }
                         lastAnswer = clock.now

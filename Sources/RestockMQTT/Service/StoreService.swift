@@ -203,6 +203,7 @@ public final class StoreService: Service, Sendable {
                 }
                 try await self.reconcileRestoredState(wiring)
                 wiring.lifecycle.sessionConnected()
+                wiring.liveness.wentOnline(own: self.instance)
                 try await wiring.publisher.publish(wiring.heartbeat.onlineStatus().payloadBytes(), to: self.topics.status, retain: true)
             }
         } catch is CancellationError {

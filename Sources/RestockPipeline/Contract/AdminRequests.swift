@@ -14,8 +14,9 @@ public struct ForgetRequest: Sendable, Hashable {
     /// - Throws: `invalid-json` for anything but a JSON object, `invalid-field` without a string `customer`,
     ///   `invalid-customer` when it is not an identifier.
     public init(payload: [UInt8]) throws(RequestRefusal) {
-        guard case .object(let object) = try RequestDecoder.parse(payload) else {
-            throw RequestRefusal(code: .invalidJSON, detail: #"a forget request is a JSON object: {"customer":"…"}"#)
+        let shape = #"a forget request is a JSON object: {"customer":"…"}"#
+        guard case .object(let object) = try RequestDecoder.parse(payload, notAnObject: shape) else {
+            throw RequestRefusal(code: .invalidJSON, detail: shape)
         }
         let text = try object.requiredString("customer")
         do {

@@ -73,8 +73,9 @@ public enum DeadLetterAction: Sendable, Hashable {
     /// - Throws: `invalid-json` for anything but a JSON object; `invalid-field` without exactly one of the two, or an
     ///   id that is not a whole number from 1 to 2^63 - 1.
     public init(payload: [UInt8]) throws(RequestRefusal) {
-        guard case .object(let object) = try RequestDecoder.parse(payload) else {
-            throw RequestRefusal(code: .invalidJSON, detail: #"a dead-letter request is a JSON object: {"replay":ID} or {"drop":ID}"#)
+        let shape = #"a dead-letter request is a JSON object: {"replay":ID} or {"drop":ID}"#
+        guard case .object(let object) = try RequestDecoder.parse(payload, notAnObject: shape) else {
+            throw RequestRefusal(code: .invalidJSON, detail: shape)
         }
         let replay = try object.number("replay")
         let drop = try object.number("drop")

@@ -16,16 +16,23 @@ public struct ReportRequest: Sendable, Hashable {
         self.id = id
     }
 
+    /// What refusing a report request that is neither empty nor a JSON object says.
+    public static let shape = #"a report request is empty or a JSON object: {"sku":"…"}"#
+    /// What refusing a dead-letter list request that is neither empty nor a JSON object says.
+    public static let deadLetterListShape = #"a dead-letter list request is empty or a JSON object: {"id":"…"}"#
+
     /// Decodes a payload: empty (or only whitespace), or `{"sku"?,"id"?}`.
     /// - Throws: `invalid-json` for anything else than an empty payload or a JSON object, `invalid-field` for a field of
     ///   the wrong type or an `id` that is not an identifier, `invalid-sku`.
-    public init(payload: [UInt8]) throws(RequestRefusal) {
+    /// - Parameter shape: What the refusal of anything but an empty payload or a JSON object says (a dead-letter list
+    ///   request is read the same way, and says so).
+    public init(payload: [UInt8], shape: String = Self.shape) throws(RequestRefusal) {
         if payload.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             self.init()
             return
         }
-        guard case .object(let object) = try RequestDecoder.parse(payload) else {
-            throw RequestRefusal(code: .invalidJSON, detail: #"a report request is empty or a JSON object: {"sku":"…"}"#)
+        guard case .object(let object) = try RequestDecoder.parse(payload, notAnObject: shape) else {
+            throw RequestRefusal(code: .invalidJSON, detail: shape)
         }
         let sku = try object.string("sku").map { (text) throws(RequestRefusal) in try RequestDecoder.sku(text) }
         let id = try object.string("id")

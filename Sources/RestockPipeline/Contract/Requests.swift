@@ -152,8 +152,9 @@ public struct StockRequest: Sendable, Hashable {
 
     /// Decodes a payload: `{"sku":"…","set":N}` or `{"sku":"…","add":N}`.
     public init(payload: [UInt8]) throws(RequestRefusal) {
-        guard case .object(let object) = try RequestDecoder.parse(payload) else {
-            throw RequestRefusal(code: .invalidJSON, detail: #"a stock request is a JSON object: {"sku":"…","set":N} or {"sku":"…","add":N}"#)
+        let shape = #"a stock request is a JSON object: {"sku":"…","set":N} or {"sku":"…","add":N}"#
+        guard case .object(let object) = try RequestDecoder.parse(payload, notAnObject: shape) else {
+            throw RequestRefusal(code: .invalidJSON, detail: shape)
         }
         let text = try object.requiredString("sku")
         let set = try object.number("set")

@@ -66,6 +66,10 @@ public struct RestockTopics: Sendable, Hashable {
     public func subscriptions(_ customer: CustomerID) -> String { "\(root)/customers/\(customer)/subscriptions" }
     /// `P/{store}/customers/{customer}/errors`: refused requests of a customer.
     public func errors(_ customer: CustomerID) -> String { "\(root)/customers/\(customer)/errors" }
+    /// `P/{store}/probe`: nothing is published or subscribed there; the store's session unsubscribes from it after the
+    /// acknowledgements of each batch of requests, and the broker's answer confirms it took them (docs/contract.md,
+    /// "One store per store id").
+    public var deliveryProbe: String { "\(root)/probe" }
     /// `P/{store}/inventory/{sku}`: retained on-hand quantity.
     public func inventory(_ sku: SKU) -> String { "\(root)/inventory/\(sku)" }
     /// `P/{store}/inventory/+`.

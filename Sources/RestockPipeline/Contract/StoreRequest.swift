@@ -84,8 +84,9 @@ public enum RequestDecoder {
         case object(RequestObject)
     }
 
-    /// Size, UTF-8, and the choice between a JSON object and a bare SKU.
-    static func parse(_ payload: [UInt8]) throws(RequestRefusal) -> Parsed {
+    /// Size, UTF-8, and the choice between a JSON object and a bare SKU. A request that can only be a JSON object
+    /// names its own shape in `notAnObject`: anything else (a bare word, an array, a string) is refused with it.
+    static func parse(_ payload: [UInt8], notAnObject: String? = nil) throws(RequestRefusal) -> Parsed {
         guard payload.count <= maximumPayloadSize else { throw tooLarge(payload.count) }
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw RequestRefusal(code: .invalidUTF8, detail: "the payload is not valid UTF-8")
@@ -97,6 +98,7 @@ public enum RequestDecoder {
             trimmed = String(trimmed.unicodeScalars.dropFirst()).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         guard trimmed.hasPrefix("{") else {
+            if let notAnObject { throw RequestRefusal(code: .invalidJSON, detail: notAnObject) }
             if trimmed.hasPrefix("[") || trimmed.hasPrefix("\"") {
                 throw RequestRefusal(code: .invalidJSON, detail: "the payload must be a JSON object or a bare SKU")
             }

@@ -54,6 +54,10 @@ public struct StoreMetric: Sendable, Hashable {
     /// Requests journaled and not yet applied.
     public static let journalLag = StoreMetric(
         "restock_journal_lag_requests", .gauge, "Requests journaled (acknowledged) and not yet applied to the store.")
+    /// Messages committed and held until the broker confirms the requests they follow from (``DeliveryFence``).
+    public static let publicationsHeld = StoreMetric(
+        "restock_publications_held_messages", .gauge,
+        "Messages committed and held until the broker confirms it took the acknowledgements of the requests they follow from (docs/contract.md, \"One store per store id\").")
     /// How long applying a batch of requests to the store took.
     public static let applyDuration = StoreMetric(
         "restock_apply_duration_seconds", .histogram, "Time to apply one batch of requests to the store, before its commit.")
@@ -110,7 +114,8 @@ public struct StoreMetric: Sendable, Hashable {
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
-        journalLag, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects, brokerCurrent, watches, customers,
+        journalLag, publicationsHeld, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects,
+        brokerCurrent, watches, customers,
         deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
         reportAlertsAcknowledged, reportCustomers,
     ]

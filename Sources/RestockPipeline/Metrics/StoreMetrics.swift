@@ -44,6 +44,7 @@ package final class StoreMetrics: Sendable {
     package let reportCustomers: Gauge
     package let outboxDepth: Gauge
     package let journalLag: Gauge
+    package let publicationsHeld: Gauge
     package let watches: Gauge
     package let customers: Gauge
     package let applyDuration: CoreMetrics.Timer
@@ -74,6 +75,7 @@ package final class StoreMetrics: Sendable {
         reportCustomers = Gauge(label: StoreMetric.reportCustomers.name)
         outboxDepth = Gauge(label: StoreMetric.outboxDepth.name)
         journalLag = Gauge(label: StoreMetric.journalLag.name)
+        publicationsHeld = Gauge(label: StoreMetric.publicationsHeld.name)
         watches = Gauge(label: StoreMetric.watches.name)
         customers = Gauge(label: StoreMetric.customers.name)
         applyDuration = CoreMetrics.Timer(label: StoreMetric.applyDuration.name)

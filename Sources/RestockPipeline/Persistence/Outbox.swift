@@ -26,6 +26,9 @@ final class Outbox: Sendable {
             })
     }
 
+    /// The last place given out (0 before the first).
+    var lastPlaced: Int64 { nextSeq.withLock { $0 - 1 } }
+
     /// Gives `publications` their places in the outbox, in order: the places their commit writes them at.
     func place(_ publications: [Publication]) -> [CommittedPublication] {
         let first = nextSeq.withLock { next in

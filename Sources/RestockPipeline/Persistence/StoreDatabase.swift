@@ -219,6 +219,9 @@ package final class StoreDatabase: Sendable {
 
     // MARK: Outbox
 
+    /// The last place in the outbox given to a message (0 before the first): messages committed later come after it.
+    package var lastOutboxPlace: Int64 { outbox.lastPlaced }
+
     /// Messages committed but not yet acknowledged, oldest first, after `seq`.
     package func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
         try outbox.pending(after: seq, limit: limit)

@@ -19,8 +19,11 @@ package final class RequestProcessor: Sendable {
     let clock: @Sendable () -> Date
     /// Where journaled requests arrive in memory.
     let requests: HandOff<JournaledRequest>
-    /// Where committed messages go on to the publisher.
+    /// Where committed messages go on to the publisher: through the fence, when the store has one.
     let committed: HandOff<CommittedPublication>
+    /// Holds committed messages until the requests they follow from are confirmed delivered to this store alone
+    /// (``DeliveryFence``); `nil`: they go on at once.
+    let fence: DeliveryFence?
     /// Requests applied and refused, alerts raised, dead letters, and the time to apply and commit a batch.
     let metrics: StoreMetrics
 
@@ -68,8 +71,10 @@ package final class RequestProcessor: Sendable {
     package init(
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
-        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil
+        rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil,
+        fence: DeliveryFence? = nil
     ) throws {
+        self.fence = fence
         self.metrics = metrics
         self.watchLifetime = watchLifetime
         self.trimEvery = trimEvery
@@ -219,8 +224,14 @@ package final class RequestProcessor: Sendable {
         if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
         }
-        committed.append(messages)
+        pass(messages, through: last)
         trimLog()
+    }
+
+    /// Passes committed messages on to the publisher: through the fence, which holds them while `last` (the last
+    /// request applied when they were committed) is not confirmed delivered to this store.
+    func pass(_ messages: [CommittedPublication], through last: Int64) {
+        if let fence { fence.pass(messages, through: last) } else { committed.append(messages) }
     }
 
     /// Forgets applied requests from the log every ``trimEvery`` of them: one transaction on the log for many
@@ -236,39 +247,6 @@ package final class RequestProcessor: Sendable {
             // Trimming only frees room: a log that cannot be written now is trimmed at a later request.
             logger.debug("cannot trim the request log now", metadata: [StoreLoggingKeys.error: "\(error)"])
         }
-    }
-
-    /// Queues every retained topic the store owns (``retainedPublications(of:in:topics:at:)``) for a broker that lost
-    /// them (restarted without persistence). The status is the connection's to publish.
-    package func republishRetained() throws {
-        var changes = StoreChanges()
-        changes.publications = try Self.retainedPublications(of: store, in: database, topics: topics, at: clock())
-        guard !changes.publications.isEmpty else { return }
-        committed.append(try database.commit(changes))
-        let mirrors = changes.publications.filter { $0.topic.hasPrefix("\(topics.root)/customers/") }.count
-        logger.notice(
-            "the broker had no session for the store: publishing every retained topic again",
-            metadata: [StoreLoggingKeys.inventory: "\(changes.publications.count - mirrors)", StoreLoggingKeys.mirrors: "\(mirrors)"])
-    }
-
-    /// Every retained topic the store owns, as the store has it now: each SKU's inventory, and each customer's mirror —
-    /// also one that says the customer watches nothing, for each customer the store has told so.
-    package static func retainedPublications(
-        of store: Store, in database: StoreDatabase, topics: RestockTopics, at now: Date
-    ) throws -> [Publication] {
-        var publications: [Publication] = []
-        for (sku, quantity) in try database.inventory() {
-            let record = InventoryRecord(store: store.id, sku: sku, quantity: quantity, updatedAt: now)
-            let topic = topics.inventory(sku)
-            publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
-        }
-        let customers = Set(store.snapshot.watches.map(\.customer)).union(try database.mirroredCustomers())
-        for customer in customers.sorted() {
-            let mirror = SubscriptionsMirror(store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
-            let topic = topics.subscriptions(customer)
-            publications.append(Publication(key: topic, topic: topic, payload: mirror.payloadBytes(), retain: true))
-        }
-        return publications
     }
 
     /// Sets aside a request that made the store fail twice (`faulted`), or during which the store was killed
@@ -290,7 +268,7 @@ package final class RequestProcessor: Sendable {
             reason: what, at: now)
         progress.withLock { $0.lastApplied = request.seq }
         metrics.deadLetters.increment()
-        committed.append(error)
+        pass([error], through: request.seq)
     }
 
     /// Where refusals of a request on `topic` are answered: the customer's errors topic, the admin's, or

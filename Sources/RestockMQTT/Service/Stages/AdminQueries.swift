@@ -66,7 +66,7 @@ struct AdminQueries: Service {
         do {
             if message.retain { throw RequestDecoder.retainedRequest }
             let (topic, properties) = try replyTopic(of: message)
-            let request = try ReportRequest(payload: message.payload)
+            let request = try ReportRequest(payload: message.payload, shape: report ? ReportRequest.shape : ReportRequest.deadLetterListShape)
             let payload: [UInt8]
             if report {
                 var figures = try await self.report(sku: request.sku)

@@ -3,7 +3,8 @@ import RestockCore
 import RestockPipeline
 import ServiceLifecycle
 
-/// Samples the store's gauges every `interval` (docs/operations.md, "Health and metrics"): the journal lag, the outbox's
+/// Samples the store's gauges every `interval` (docs/operations.md, "Health and metrics"): the journal lag, the messages
+/// held by the delivery fence, the outbox's
 /// depth (read on the pipeline's thread), the watches and customers, and the time spent paused so far. Sampled, not
 /// kept up to date on the path of each request.
 struct GaugeSampler: Service {
@@ -14,12 +15,14 @@ struct GaugeSampler: Service {
     let store: Store
     let database: StoreDatabase
     let lifecycle: StoreLifecycle
+    let fence: DeliveryFence
     let interval: Duration
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while true {
                 metrics.journalLag.record(mark.lag(applied: applied()))
+                metrics.publicationsHeld.record(fence.heldCount)
                 metrics.watches.record(store.watchCount)
                 metrics.customers.record(store.customerCount)
                 lifecycle.countPausedTime()

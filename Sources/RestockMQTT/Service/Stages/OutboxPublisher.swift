@@ -19,6 +19,8 @@ struct OutboxPublisher: Service {
     let database: StoreDatabase
     /// What the applying stage committed, in memory.
     let committed: HandOff<CommittedPublication>
+    /// How far the outbox may be read from the file: later messages are held until their requests are confirmed.
+    let fence: DeliveryFence
     /// Woken when the outbox has grown (and by this stage itself when it begins to stop).
     let wakeups: AsyncStream<Void>
     let wake: AsyncStream<Void>.Continuation
@@ -42,7 +44,7 @@ struct OutboxPublisher: Service {
     static let round = 1_000
 
     init(
-        client: any BrokerConnection, database: StoreDatabase, committed: HandOff<CommittedPublication>,
+        client: any BrokerConnection, database: StoreDatabase, committed: HandOff<CommittedPublication>, fence: DeliveryFence,
         wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
         logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration, metrics: StoreMetrics,
         alertExpiry: UInt32? = nil
@@ -54,6 +56,7 @@ struct OutboxPublisher: Service {
         self.client = client
         self.database = database
         self.committed = committed
+        self.fence = fence
         (self.wakeups, self.wake) = wakeups
         self.topics = topics
         self.logger = logger
@@ -71,7 +74,7 @@ struct OutboxPublisher: Service {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask(executorPreference: executor) {
                     // What the outbox held before this start is read from it first; so is everything after a lost connection.
-                    let reader = OutboxReader(database: database, committed: committed, topics: topics, logger: logger)
+                    let reader = OutboxReader(database: database, committed: committed, fence: fence, topics: topics, logger: logger)
                     for await _ in wakeups {
                         try await drain(reader)
                         guard stopping.isStopping else { continue }
@@ -232,6 +235,7 @@ struct OutboxPublisher: Service {
     private final class OutboxReader: Sendable {
         let database: StoreDatabase
         let committed: HandOff<CommittedPublication>
+        let fence: DeliveryFence
         let topics: RestockTopics
         let logger: Logger
 
@@ -255,9 +259,10 @@ struct OutboxPublisher: Service {
 
         private let position = Mutex(Position())
 
-        init(database: StoreDatabase, committed: HandOff<CommittedPublication>, topics: RestockTopics, logger: Logger) {
+        init(database: StoreDatabase, committed: HandOff<CommittedPublication>, fence: DeliveryFence, topics: RestockTopics, logger: Logger) {
             self.database = database
             self.committed = committed
+            self.fence = fence
             self.topics = topics
             self.logger = logger
         }
@@ -303,7 +308,9 @@ struct OutboxPublisher: Service {
                     continue
                 }
                 if position.readingDatabase {
-                    let rows = try database.pendingPublications(after: position.seq, limit: limit - round.count)
+                    // Only what the fence has let through: a held message comes from memory once released.
+                    let released = fence.releasedThrough
+                    let rows = try database.pendingPublications(after: position.seq, limit: limit - round.count).prefix { $0.seq <= released }
                     guard !rows.isEmpty else {
                         position.readingDatabase = false
                         continue

@@ -24,18 +24,26 @@ struct RequestJournal: MQTTInboundJournal {
     /// How far it has journaled, for the lag watch.
     let mark: JournalMark
     let metrics: StoreMetrics
+    /// Told of each batch journaled, and of the broker's answer to the probe that follows it.
+    let fence: DeliveryFence
+    /// The probe the client unsubscribes from after each batch's acknowledgements (nothing subscribes to it).
+    var confirmationProbe: String? { topics.deliveryProbe }
 
     /// Journals the requests of one read in one transaction (group commit): all of them, or — when the log cannot be
     /// written — none, refused together, so that the broker delivers the whole burst again and none of it is applied
-    /// twice. The requests then pass to the applying stage in memory.
-    func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
+    /// twice. The requests then pass to the applying stage in memory; the fence holds what they lead to until the
+    /// broker answers the probe written after their acknowledgements (``confirmed(throughBatch:)``).
+    func record(batch messages: [MQTTMessage], number: UInt64) -> [MQTTInboundDisposition] {
         let entries = messages.filter { topics.request(for: $0.topic) != nil }.map(Self.entry)
         guard !entries.isEmpty else { return messages.map { _ in .recorded } }
         // Paused or failed: refuse at once (the session is being dropped).
         guard !lifecycle.isPaused(.journal), lifecycle.failure == nil else { return messages.map { _ in .refused } }
         do {
             let journaled = try database.journal(batch: entries)
-            if let last = journaled.last { mark.journaled(through: last.seq) }
+            if let first = journaled.first, let last = journaled.last {
+                mark.journaled(through: last.seq)
+                fence.journaled(batch: number, from: first.seq, through: last.seq)
+            }
             metrics.requestsJournaled.increment(by: journaled.count)
             requests.append(journaled)
             return messages.map { _ in .recorded }
@@ -45,9 +53,19 @@ struct RequestJournal: MQTTInboundJournal {
         }
     }
 
+    /// Journals the requests of one read (a client that does not number its batches: nothing is fenced by number).
+    func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
+        record(batch: messages, number: 0)
+    }
+
     /// Journals one request (a client that hands messages one at a time).
     func record(_ message: MQTTMessage) -> MQTTInboundDisposition {
         record(batch: [message])[0]
+    }
+
+    /// The broker answered the probe after batch `number`: what its requests led to may go out.
+    func confirmed(throughBatch number: UInt64) {
+        fence.confirmed(throughBatch: number)
     }
 
     /// A request as the log keeps it: the payload cut to just over the limit (a 1 MiB payload costs 4 KiB on disk and

@@ -24,6 +24,8 @@ struct SessionWatch: Service {
     let database: StoreDatabase
     let lifecycle: StoreLifecycle
     let liveness: StoreLiveness
+    /// Holds what unconfirmed requests led to; released once the watch decides the session is this store's.
+    let fence: DeliveryFence
     let store: StoreID
     let instance: String
     /// Asks the applying stage to publish every retained topic again.
@@ -59,13 +61,17 @@ struct SessionWatch: Service {
                         logger.info(
                             connections == 1 ? "connected to the broker" : "reconnected to the broker",
                             metadata: [StoreLoggingKeys.session: "\(sessionPresent)", StoreLoggingKeys.broker: "\(broker)"])
-                        if connections > 1, !sessionPresent { republish() }
+                        if connections > 1, !sessionPresent {
+                            logger.notice("the broker had no session for the store: its retained topics are published again")
+                            republish()
+                        }
                     case .connectionLost(let reason):
                         lifecycle.sessionLost()
                         if !lifecycle.isPaused(.journal) {
                             logger.warning("the store's session with the broker was lost", metadata: [StoreLoggingKeys.reason: "\(reason)"])
                         }
                         try await waitForPermission()
+                        releaseHeld(because: "no newer instance took the session")
                         client.allowReconnect()
                     case .disconnected:
                         return
@@ -73,9 +79,23 @@ struct SessionWatch: Service {
                 }
             }
         } catch is CancellationError {}
+        let wasConnected = lifecycle.isSessionConnected
         lifecycle.sessionLost()
         metrics.brokerConnected[.session]?.record(0)
         await client.disconnect()
+        // Closed by this store while it held the session: the acknowledgements went out before its DISCONNECT, which
+        // the broker reads after them; what they led to is drained with the rest.
+        if wasConnected { releaseHeld(because: "the store closed its session itself") }
+    }
+
+    /// Passes on what the fence holds, saying so when it held anything.
+    private func releaseHeld(because reason: String) {
+        let held = fence.heldCount
+        fence.releaseAll()
+        guard held > 0 else { return }
+        logger.notice(
+            "publishing \(held) messages held until the broker confirmed their requests: \(reason)",
+            metadata: [StoreLoggingKeys.reason: "\(reason)"])
     }
 
     /// Returns once the session may be made again; throws when the store must stop instead.
@@ -122,6 +142,12 @@ struct SessionWatch: Service {
         // status, and even when it has stopped or died since. It stands: this one stops, applying nothing more.
         if let winner = try await liveness.newerInstance(than: instance) {
             lifecycle.takenOver(by: winner)
+            let held = fence.heldCount
+            if held > 0 {
+                logger.warning(
+                    "dropping \(held) messages of requests the broker may have delivered to the newer instance too; they stay in the outbox",
+                    metadata: [StoreLoggingKeys.instance: "\(winner)"])
+            }
             throw RestockMQTTError.storeTakenOver(store: store.rawValue, instance: winner)
         }
     }
