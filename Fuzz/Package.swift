@@ -18,9 +18,10 @@ let package = Package(
             name: "RequestFuzz",
             dependencies: ["FuzzSupport", restock("RestockMQTT"), restock("RestockCore")],
             path: "RequestFuzz", swiftSettings: fuzzTarget),
-        // (b) broker URLs → BrokerAddress.
+        // (b) broker URLs → BrokerAddress, and comma-separated lists of them → BrokerSettings.
         .executableTarget(
-            name: "BrokerURLFuzz", dependencies: ["FuzzSupport", restock("Mosquitto")], path: "BrokerURLFuzz", swiftSettings: fuzzTarget),
+            name: "BrokerURLFuzz", dependencies: ["FuzzSupport", restock("Mosquitto"), restock("RestockMQTT")], path: "BrokerURLFuzz",
+            swiftSettings: fuzzTarget),
         // (c) sequences of requests → Store, checked against a plain reference model after every step.
         .executableTarget(
             name: "StoreModelFuzz", dependencies: ["FuzzSupport", restock("RestockCore")], path: "StoreModelFuzz", swiftSettings: fuzzTarget),

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `make bench`: runs B1–B5, prints the tables, and writes docs/benchmarks.md and the scaling plot.
+/// `make bench`: runs B1–B6, prints the tables, and writes docs/benchmarks.md and the scaling plot.
 @main
 struct BenchRun {
     static func main() async {
@@ -36,6 +36,11 @@ struct BenchRun {
                 let result = try await bench.run(say: say)
                 sections.append(
                     EndToEndSections.subscribeThroughput(result.rate, ceiling: result.ceiling, requests: bench.requestsPerRun, runs: runs))
+            }
+            if options.includes("B6") {
+                // Fewer runs: NATS carries about a hundred alerts a second (docs/operations.md, "Past one broker").
+                let bench = NATSThroughputBench(runs: min(runs, 3))
+                sections.append(NATSThroughputBench.section(try await bench.run(say: say), customers: bench.customers, runs: bench.runs))
             }
 
             let report = BenchReport(

@@ -2,7 +2,7 @@ import Foundation
 import FuzzSupport
 import Mosquitto
 
-// Fuzz target (b): broker URLs → `BrokerAddress(url:)`.
+// Fuzz target (b): broker URLs → `BrokerAddress(url:)`, and lists of them → `BrokerSettings(url:)` (BrokerListFuzz.swift).
 //
 // Checked for every input: parsing never traps; a parsed address has a non-empty host without `/` or `@`,
 // and a port in 1…65535; TLS exactly for `mqtts://`; its `description` ("the address as a URL") parses
@@ -18,7 +18,9 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var input = FuzzInput(data, size)
     let url: String
     var expected: Expected?
-    if input.byte() & 1 == 0 {
+    let mode = input.byte()
+    if mode & 3 == 3 { return fuzzList(&input) }
+    if mode & 1 == 0 {
         // Any text at all.
         url = String(decoding: input.rest(), as: UTF8.self)
     } else {

@@ -34,7 +34,7 @@ public struct OperationsServer: Service {
     public func run() async throws {
         let router = Router()
         router.get("livez") { _, _ in Self.answer(health.liveness) }
-        router.get("readyz") { _, _ in Self.answer(health.readiness) }
+        router.get("readyz") { _, _ in Self.answer(health.readiness, broker: health.broker) }
         router.get("metrics") { [metrics] _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -57,9 +57,11 @@ public struct OperationsServer: Service {
         }
     }
 
-    private static func answer(_ check: StoreHealth.Check) -> Response {
+    /// The check's answer; a passing readiness names the broker the store is on (`ok: on mqtt://host:port`).
+    private static func answer(_ check: StoreHealth.Check, broker: String? = nil) -> Response {
         switch check {
-        case .passing: return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok\n")))
+        case .passing:
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: broker.map { "ok: on \($0)\n" } ?? "ok\n")))
         case .failing(let reason):
             return Response(status: .serviceUnavailable, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
         }

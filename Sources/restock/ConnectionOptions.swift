@@ -9,7 +9,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "A JSON file of option values, such as {\"broker\": \"mqtt://host:1883\", \"drain-timeout\": 10}; the command line and RESTOCK_* variables win over it (env RESTOCK_CONFIG).")
     var config: String?
 
-    @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port, optionally mqtt://user:password@host:port; default mqtt://127.0.0.1:1883 (env RESTOCK_BROKER).")
+    @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port, optionally mqtt://user:password@host:port, or a comma-separated list of the brokers of one cluster, tried in turn; default mqtt://127.0.0.1:1883 (env RESTOCK_BROKER).")
     var broker: String?
 
     @Option(help: "User name for the broker (env RESTOCK_USERNAME).")
@@ -67,9 +67,11 @@ struct ConnectionOptions: ParsableArguments {
             throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")
         }
         let tls = address.usesTLS ? MQTTTLSConfiguration(caFile: cafile, certificateFile: cert, keyFile: key) : nil
-        return BrokerSettings(
+        var settings = BrokerSettings(
             broker: address, username: username ?? fromURL.username, password: password ?? fromURL.password, tls: tls,
             protocolVersion: version)
+        settings.fallbackBrokers = fromURL.fallbackBrokers
+        return settings
     }
 
     func client() throws -> StoreClient {

@@ -7,6 +7,7 @@ import RestockTestSupport
 /// anything was lost, an intruder got anywhere, or a scenario could not finish.
 ///
 ///     restock-reliability [--record docs/reliability.md] [R1 R2 … S3]
+///     restock-reliability --cluster [C1 … C4]      (`make cluster-test`: nats-server on PATH or in $NATS_SERVER)
 @main
 struct ReliabilityRun {
     static func main() async {
@@ -16,14 +17,17 @@ struct ReliabilityRun {
             recordFile = arguments[flag + 1]
             arguments.removeSubrange(flag...(flag + 1))
         }
-        let chosen = Scenario.all.filter { arguments.isEmpty || arguments.contains($0.id) }
+        let onCluster = arguments.contains("--cluster")
+        arguments.removeAll { $0 == "--cluster" }
+        let known = onCluster ? Scenario.cluster : Scenario.all
+        let chosen = known.filter { arguments.isEmpty || arguments.contains($0.id) }
         guard !chosen.isEmpty else {
-            say("error: no scenario named \(arguments.joined(separator: ", ")); known: \(Scenario.all.map(\.id).joined(separator: " "))")
+            say("error: no scenario named \(arguments.joined(separator: ", ")); known: \(known.map(\.id).joined(separator: " "))")
             exit(2)
         }
 
         // Every store of the run serves its metrics, and a real Prometheus scrapes them (read back at the end).
-        let prometheus = await RunMetrics.start()
+        let prometheus = onCluster ? nil : await RunMetrics.start()
         let clock = ContinuousClock()
         let began = clock.now
         var rows: [ScenarioRow] = []

@@ -6,6 +6,14 @@ struct Scenario: Sendable {
     let timeLimit: Double
     let run: @Sendable () async throws -> [ScenarioRow]
 
+    /// `make cluster-test` (`restock-reliability --cluster`): the store on a 3-node NATS cluster that loses nodes.
+    static let cluster: [Scenario] = [
+        Scenario(id: "C1", title: "the store's node SIGKILLed mid fan-out", timeLimit: 150) { [try await Cluster.storeNodeKilled()] },
+        Scenario(id: "C2", title: "a customer's node SIGKILLed while they are away", timeLimit: 120) { [try await Cluster.customerNodeKilled()] },
+        Scenario(id: "C3", title: "a standby takes over with one node down", timeLimit: 150) { [try await Cluster.standbyWithNodeDown()] },
+        Scenario(id: "C4", title: "a node restarted rejoins", timeLimit: 120) { [try await Cluster.nodeRejoins()] },
+    ]
+
     static let all: [Scenario] = [
         Scenario(id: "R1", title: "broker SIGTERM and restart during a stream", timeLimit: 240) { [try await BrokerRestart.run(.r1)] },
         Scenario(id: "R2", title: "broker SIGKILL and restart during a stream", timeLimit: 240) { [try await BrokerRestart.run(.r2)] },

@@ -1,5 +1,6 @@
 import Foundation
 import Mosquitto
+import RestockMQTT
 import RestockCore
 import Synchronization
 
@@ -28,12 +29,14 @@ public final class AlertCollector: Sendable {
         try await self.init(url: url ?? broker.url, filter: filter, clientID: clientID, username: username, password: password)
     }
 
-    /// Connects to `url` as `clientID`, with a persistent session, and subscribes at QoS 1 to `filter`.
-    public init(url: String, filter: String, clientID: String, username: String? = nil, password: String? = nil) async throws {
-        client = try MQTTClient(
-            configuration: .init(
-                broker: try BrokerAddress(url: url), clientID: clientID, session: .persistent,
-                username: username, password: password, maxInflight: 1_000))
+    /// Connects to `url` (one URL or a list: the first that answers, and the others after a loss) as `clientID`, with
+    /// a persistent session, and subscribes at QoS 1 to `filter`.
+    public init(
+        url: String, filter: String, clientID: String, username: String? = nil, password: String? = nil,
+        protocolVersion: MQTTProtocolVersion = .v5
+    ) async throws {
+        let settings = try BrokerSettings(url: url, username: username, password: password, protocolVersion: protocolVersion)
+        client = try MQTTClient(configuration: settings.configuration(clientID: clientID, session: .persistent))
         let messages = try client.messages(matching: filter)
         try await client.connect()
         try await client.subscribe(to: filter, qos: .atLeastOnce)

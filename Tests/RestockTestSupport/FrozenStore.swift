@@ -18,7 +18,7 @@ extension StoreProcess {
         beforeWaking: @Sendable () async throws -> Void = {}
     ) async throws -> (sent: Int, takeover: Duration) {
         let process = try launchedProcess()
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = StoreClient(connection: statusBroker, topics: try RestockTopics(store: StoreID("apple")))
         process.send(SIGSTOP)
         let frozen = ContinuousClock.now
         let sentWhileFrozen = try await whileFrozen()
@@ -32,7 +32,7 @@ extension StoreProcess {
         process.send(SIGCONT)
         var sent = sentWhileFrozen, afterExit = 0
         while afterExit < 20, sent < 5_000 {
-            try await Requests.publish(batch, to: broker.url)
+            try await Requests.publish(batch, to: statusBroker.broker.description)
             sent += batch.count
             if exitStatus != nil { afterExit += 1 }
         }

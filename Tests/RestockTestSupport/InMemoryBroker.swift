@@ -35,6 +35,8 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var probeHolds: Set<String> = []
     private var heldProbes: [(connection: InMemoryConnection, batch: UInt64)] = []
     private var log: [String] = []
+    /// A cluster electing leaders: refuses subscriptions with reason code 0x80 while it is set.
+    public let subscriptionRefusals = SubscriptionRefusals()
 
     /// A session the broker keeps for a client id.
     fileprivate struct Session {
@@ -427,6 +429,9 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
 
     func subscribe(to filter: String, qos: MQTTQoS, options: MQTTSubscriptionOptions) async throws {
         if let hold = broker.subscriptionAnswerHold(for: clientID), !(await hold.wait()) { throw CancellationError() }
+        if broker.subscriptionRefusals.refuses() {
+            throw MQTTError.subscribeRefused(filter: filter, reasonCode: 0x80, reason: "unspecified error")
+        }
         broker.releaseDeliveries(to: clientID)
         try broker.subscribe(self, to: filter, options: options)
     }

@@ -7,12 +7,13 @@ import RestockMQTT
 public enum Requests {
     /// Publishes every `(topic, payload)` at QoS 1 in order and waits for every acknowledgement.
     public static func publish(
-        _ requests: [(topic: String, payload: [UInt8])], to url: String, username: String? = nil, password: String? = nil
+        _ requests: [(topic: String, payload: [UInt8])], to url: String, username: String? = nil, password: String? = nil,
+        protocolVersion: MQTTProtocolVersion = .v5
     ) async throws {
         let client = try MQTTClient(
             configuration: .init(
-                broker: try BrokerAddress(url: url), clientID: "requests-\(UUID().uuidString.prefix(8))", username: username,
-                password: password, maxInflight: 1_000))
+                broker: try BrokerAddress(url: url), clientID: "requests-\(UUID().uuidString.prefix(8))", protocolVersion: protocolVersion,
+                username: username, password: password, maxInflight: 1_000))
         try await client.connect()
         // Windows of 5,000 keep libmosquitto's queue short while keeping the pipe full.
         var start = requests.startIndex

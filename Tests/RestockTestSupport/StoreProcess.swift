@@ -8,7 +8,8 @@ import Deadlines
 
 /// `restock serve` of store `apple` as a real process, on its own data directory.
 public final class StoreProcess: Sendable {
-    public let broker: MosquittoBroker
+    /// The broker its start reads the store's status from (the first of a list).
+    let statusBroker: BrokerSettings
     public let dataDirectory: URL
     public let arguments: [String]
     public let environment: [String: String]
@@ -22,17 +23,27 @@ public final class StoreProcess: Sendable {
     /// A store on `broker`, with a fresh data directory of its own that is removed with it, or on
     /// `dataDirectory` when given (left in place). It connects to `brokerURL` when given (a proxy, a TLS
     /// listener), to the broker's plain listener otherwise.
-    public init(
+    public convenience init(
         broker: MosquittoBroker, brokerURL: String? = nil, dataDirectory: URL? = nil, extraArguments: [String] = [],
+        environment: [String: String] = [:], clockOffset: String? = nil
+    ) throws {
+        try self.init(
+            brokerList: brokerURL ?? broker.url, statusBroker: try BrokerSettings(url: broker.url), dataDirectory: dataDirectory,
+            extraArguments: extraArguments, environment: environment, clockOffset: clockOffset)
+    }
+
+    /// A store given `brokerList` (`--broker`: one URL or a list), whose start reads the status from `statusBroker`.
+    public init(
+        brokerList: String, statusBroker: BrokerSettings, dataDirectory: URL? = nil, extraArguments: [String] = [],
         environment: [String: String] = [:], clockOffset: String? = nil
     ) throws {
         self.clockOffset = clockOffset
         self.ownsDataDirectory = dataDirectory == nil
         let dataDirectory = try dataDirectory ?? temporaryDirectory()
         self.environment = environment
-        self.broker = broker
+        self.statusBroker = statusBroker
         self.dataDirectory = dataDirectory
-        self.arguments = ["serve", "--broker", brokerURL ?? broker.url, "--data", dataDirectory.path] + extraArguments
+        self.arguments = ["serve", "--broker", brokerList, "--data", dataDirectory.path] + extraArguments
         self.logFile = dataDirectory.appendingPathExtension("\(UUID().uuidString.prefix(8)).log")
     }
 
@@ -53,9 +64,9 @@ public final class StoreProcess: Sendable {
     /// one). `extraEnvironment` applies to this start only.
     public func start(username: String? = nil, password: String? = nil, extraEnvironment: [String: String] = [:]) async throws {
         let child = try launch(extraEnvironment: extraEnvironment)
-        let client = StoreClient(
-            connection: BrokerSettings(broker: try BrokerAddress(url: broker.url), username: username, password: password),
-            topics: try RestockTopics(store: StoreID("apple")))
+        var settings = statusBroker
+        (settings.username, settings.password) = (username ?? settings.username, password ?? settings.password)
+        let client = StoreClient(connection: settings, topics: try RestockTopics(store: StoreID("apple")))
         do {
             try await waitUntil("the store to come online", within: 90) {
                 if let status = child.exitStatus { throw StoreExited(status: status, log: self.log) }

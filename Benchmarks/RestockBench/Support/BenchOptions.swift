@@ -27,7 +27,7 @@ struct BenchOptions {
             case "--output": output = iterator.next()
             case "--plot": plot = iterator.next()
             case let id where id.hasPrefix("B"): only.insert(id)
-            default: throw BenchFailure("unknown argument \(argument); usage: restock-bench [--runs N] [--output FILE] [--plot FILE] [--observers N] [--contender TEXT] [--customers N] [B1 … B5]")
+            default: throw BenchFailure("unknown argument \(argument); usage: restock-bench [--runs N] [--output FILE] [--plot FILE] [--observers N] [--contender TEXT] [--customers N] [B1 … B6]")
             }
         }
     }

@@ -1,7 +1,10 @@
 /// How an ``MQTTClient`` connects: broker, identity, session, protocol, credentials, TLS, will and limits.
 public struct MQTTConfiguration: Sendable {
-    /// The broker to connect to.
+    /// The broker to connect to first.
     public var broker: BrokerAddress
+    /// Further brokers of one cluster, tried in turn after ``broker`` when it does not answer or its connection is
+    /// lost (``brokers``). All use the same transport as ``broker``.
+    public var fallbackBrokers: [BrokerAddress] = []
     /// The client id. A persistent session needs one; it must be unique on the broker.
     public var clientID: String
     /// A clean session, or a persistent one that the broker keeps while the client is away.
@@ -49,6 +52,9 @@ public struct MQTTConfiguration: Sendable {
         self.connectTimeout = connectTimeout
     }
 
+    /// Every broker the client may use, in the order it tries them: ``broker``, then ``fallbackBrokers``.
+    public var brokers: [BrokerAddress] { [broker] + fallbackBrokers }
+
     /// Checks everything that can be checked before connecting.
     /// - Throws: ``MQTTError/invalidClientID(_:reason:)`` or ``MQTTError/invalidConfiguration(_:)``.
     public func validate() throws(MQTTError) {
@@ -65,6 +71,9 @@ public struct MQTTConfiguration: Sendable {
         }
         try reconnect.validate()
         if password != nil, username == nil { throw .invalidConfiguration("a password needs a username") }
+        if fallbackBrokers.contains(where: { $0.usesTLS != broker.usesTLS }) {
+            throw .invalidConfiguration("the broker list mixes mqtt:// and mqtts://: use one scheme for every broker")
+        }
         if tls != nil, !broker.usesTLS { throw .invalidConfiguration("TLS files are given but the broker URL is mqtt://, not mqtts://") }
         if let will, will.qos > .atMostOnce, will.payload.count > 65_535 * 4 {
             throw .invalidConfiguration("the will payload is too large")

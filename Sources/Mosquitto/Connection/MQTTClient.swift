@@ -2,6 +2,7 @@ import CMosquitto
 import Deadlines
 import Dispatch
 import Logging
+import Synchronization
 
 /// An MQTT client over libmosquitto, for Swift concurrency.
 ///
@@ -153,6 +154,12 @@ public final class MQTTClient: Sendable {
 
     /// Whether the client is connected right now.
     public var isConnected: Bool { context.isConnected }
+
+    /// The broker of ``MQTTConfiguration/brokers`` the client is connected to, or tries or last tried.
+    public var currentBroker: BrokerAddress {
+        let brokers = configuration.brokers
+        return brokers[min(max(context.brokerIndex.load(ordering: .relaxed), 0), brokers.count - 1)]
+    }
 
     /// Connection changes from now on: connected, connection lost, disconnected.
     public func connectionEvents() -> AsyncStream<MQTTConnectionEvent> {

@@ -21,6 +21,8 @@ final class LibMosquittoContext: Sendable {
     let protocolVersion: MQTTProtocolVersion
     /// Where libmosquitto's own log goes (``LibMosquittoCallbacks``), at matching levels.
     let logger: Logger
+    /// Which of the configuration's ``MQTTConfiguration/brokers`` the network thread connects to, or last did.
+    let brokerIndex = Atomic<Int>(0)
 
     init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion, reconnection: MQTTReconnection, logger: Logger) {
         self.state = Mutex(MQTTClientStateMachine(reconnection: reconnection))

@@ -14,6 +14,10 @@ import Darwin
 /// context says stop. libmosquitto then resends the QoS 1 and 2 messages in flight, and the CONNACK callback
 /// makes the subscriptions again when the broker lost the session, as before.
 ///
+/// With a list of brokers (``MQTTConfiguration/brokers``) it connects to the first whose TCP connect succeeds, and
+/// after a loss tries the same broker once, then the next ones in turn, each attempt after the policy's wait: the
+/// client id, and so the persistent session, is the same on every broker of a cluster.
+///
 /// It is a thread of its own, never one of Swift's cooperative pool: the TCP connect blocks. The handle is
 /// marked threaded (`mosquitto_threaded_set`), so other threads only queue packets and wake its `poll`.
 /// It keeps the handle alive until it ends, so `mosquitto_destroy` never runs under it.
@@ -74,14 +78,8 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
     private func run() {
         defer { exit.open() }
         guard let wakeup else { return }
-        let pointer = handle.pointer, context = handle.context, broker = configuration.broker
-        var code = mosquitto_connect_bind_v5(
-            pointer, broker.host, Int32(broker.port), Int32(configuration.keepAliveSeconds), nil, connectProperties.head)
-        if code != MOSQ_ERR_SUCCESS.rawValue {
-            let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : LibMosquittoLibrary.errorText(code)
-            context.failConnecting(MQTTError.connectionFailed("\(broker): \(detail)"))
-            return
-        }
+        let pointer = handle.pointer, context = handle.context
+        guard connectToFirstAnswering() else { return }
         let loop = LibMosquittoLoop(pointer: pointer, context: context, wakeup: wakeup)
         var attempt = 0
         var connections: UInt64 = 0
@@ -111,13 +109,43 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
                     attempt = 0
                 }
             }
-            code = loop.turn()
+            let code = loop.turn()
             if code == MOSQ_ERR_SUCCESS.rawValue { continue }
             // Not connected: the connection was lost or closed, or the last attempt failed.
             guard waitToReconnect(attempt: attempt, wakeup: wakeup) else { return }
             attempt += 1
-            _ = mosquitto_reconnect(pointer)  // a failure shows as NO_CONN from the next turn
+            // A failure shows as NO_CONN from the next turn.
+            if attempt == 1 || configuration.fallbackBrokers.isEmpty {
+                _ = mosquitto_reconnect(pointer)
+            } else {
+                let brokers = configuration.brokers
+                let next = (context.brokerIndex.load(ordering: .relaxed) + 1) % brokers.count
+                context.brokerIndex.store(next, ordering: .relaxed)
+                _ = connect(to: brokers[next])
+            }
         }
+    }
+
+    /// Connects to the first broker of the list whose TCP connect succeeds; when none does, fails `connect()` with
+    /// what each said, and returns `false`.
+    private func connectToFirstAnswering() -> Bool {
+        var failures: [String] = []
+        for (index, broker) in configuration.brokers.enumerated() {
+            handle.context.brokerIndex.store(index, ordering: .relaxed)
+            let code = connect(to: broker)
+            if code == MOSQ_ERR_SUCCESS.rawValue { return true }
+            let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : LibMosquittoLibrary.errorText(code)
+            failures.append("\(broker): \(detail)")
+            if handle.context.stopRequested { break }
+        }
+        handle.context.failConnecting(MQTTError.connectionFailed(failures.joined(separator: "; ")))
+        return false
+    }
+
+    /// Starts a connection to `broker` (blocking in the TCP connect), with the configuration's CONNECT properties.
+    private func connect(to broker: BrokerAddress) -> Int32 {
+        mosquitto_connect_bind_v5(
+            handle.pointer, broker.host, Int32(broker.port), Int32(configuration.keepAliveSeconds), nil, connectProperties.head)
     }
 
     /// Waits before reconnect attempt `attempt` by the policy, then, after a loss the owner must allow a reconnect

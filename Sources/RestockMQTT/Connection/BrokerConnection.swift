@@ -42,12 +42,17 @@ package protocol BrokerConnection: Sendable {
     /// 3.1.1, and by a connection that has none (the default).
     func send(_ payload: [UInt8], to topic: String, retain: Bool, properties: MQTTMessageProperties) throws -> BrokerAcknowledgement
 
+    /// The broker (its URL) this connection is on, or tries or last tried; `nil` when it cannot say.
+    var broker: String? { get }
+
     /// Makes sure the broker keeps a persistent session for this connection's client id, subscribed to `filter`,
     /// without taking anything it holds; the connection is then disconnected. Returns whether the session existed.
     func prepareSession(subscribingTo filter: String) async throws -> Bool
 }
 
 extension BrokerConnection {
+    package var broker: String? { nil }
+
     package func send(_ payload: [UInt8], to topic: String, retain: Bool, properties: MQTTMessageProperties) throws -> BrokerAcknowledgement {
         try send(payload, to: topic, retain: retain)
     }

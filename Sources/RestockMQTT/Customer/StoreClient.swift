@@ -18,7 +18,9 @@ public final class StoreClient: Sendable {
     public var retainedQuietPeriod: Duration { .milliseconds(300) }
 
     /// Where its connections come from: libmosquitto, or (tests) a broker in memory.
-    private let connector: any BrokerConnector
+    let connector: any BrokerConnector
+    /// How long a subscription the broker refuses (a cluster electing leaders) is asked for again.
+    package let subscriptionRetry: SubscriptionRetry
 
     /// A client of the store whose topics these are, on the broker of `connection`.
     public convenience init(connection: BrokerSettings, topics: RestockTopics) {
@@ -26,8 +28,11 @@ public final class StoreClient: Sendable {
     }
 
     /// A client whose connections come from `connector` (tests: a broker in memory).
-    package init(connection: BrokerSettings, topics: RestockTopics, connector: any BrokerConnector) {
+    package init(
+        connection: BrokerSettings, topics: RestockTopics, connector: any BrokerConnector, subscriptionRetry: SubscriptionRetry = .default
+    ) {
         self.connector = connector
+        self.subscriptionRetry = subscriptionRetry
         self.connection = connection
         self.topics = topics
     }
@@ -72,38 +77,8 @@ public final class StoreClient: Sendable {
             answer: topics.inventory(sku), errors: topics.adminErrors, wait: wait)
     }
 
-    /// Waits for the store to be online, publishes `payload` on `topic` and waits for the first live (not
-    /// retained) message on `answer` (subscribed to as `answerSubscriptions`, when they are given), or an error report
-    /// about `topic` on `errors`. The whole exchange, the
-    /// wait for the store included, is bounded by `wait` seconds.
-    func request<Answer: Decodable & Sendable>(
-        _ topic: String, payload: [UInt8], answer: String, errors: String, wait: Double,
-        first: @escaping @Sendable () async throws -> Void = {}, accepting: @escaping @Sendable (Answer) -> Bool = { _ in true },
-        properties: MQTTMessageProperties = MQTTMessageProperties(), answerSubscriptions: [String]? = nil
-    ) async throws -> Answer {
-        let storeOnline = Atomic<Bool>(false)
-        do {
-            return try await withDeadline(wait, waitingFor: "an answer on \(answer)") {
-                try await first()
-                return try await self.withClient { client in
-                    try await self.waitUntilOnline(client)
-                    storeOnline.store(true, ordering: .releasing)
-                    let answers = try client.messages(matching: answer)
-                    let refusals = try client.messages(matching: errors)
-                    for filter in answerSubscriptions ?? [answer] { try await client.subscribe(to: filter) }
-                    try await client.subscribe(to: errors)
-                    try await client.send(Array(payload), to: topic, retain: false, properties: properties).acknowledged()
-                    return try await Self.firstAnswer(Answer.self, on: answers, orRefusalOf: topic, on: refusals, accepting: accepting)
-                }
-            }
-        } catch let timeout as DeadlineExceeded {
-            guard storeOnline.load(ordering: .acquiring) else { throw RestockMQTTError.storeOffline(store: topics.store.rawValue) }
-            throw RestockMQTTError.noAnswer(what: timeout.what, seconds: timeout.seconds)
-        }
-    }
-
     /// The first live message on `answers` that decodes as `Answer`, or the refusal of `topic` on `refusals`.
-    private static func firstAnswer<Answer: Decodable & Sendable>(
+    static func firstAnswer<Answer: Decodable & Sendable>(
         _ type: Answer.Type, on answers: AsyncStream<MQTTMessage>, orRefusalOf topic: String,
         on refusals: AsyncStream<MQTTMessage>, accepting: @escaping @Sendable (Answer) -> Bool
     ) async throws -> Answer {
@@ -181,7 +156,7 @@ public final class StoreClient: Sendable {
     public func prepareListening(_ customer: CustomerID) async throws -> Bool {
         let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         return try await listeningSession(of: customer) {
-            try await client.prepareSession(subscribingTo: topics.alerts(customer))
+            try await connectingThroughElections { try await client.prepareSession(subscribingTo: topics.alerts(customer)) }
         }
     }
 
@@ -204,24 +179,30 @@ public final class StoreClient: Sendable {
     public func alerts(
         for customer: CustomerID, stopAfter count: Int? = nil, within seconds: Double? = nil
     ) async throws -> AsyncThrowingStream<RestockAlert, any Error> {
+        let carried = try await listeningSession(of: customer) { try await takeLegacySession(of: customer) }
         let client = try connector.connection(clientID: listeningClientID(customer), session: .persistent)
         let messages = try client.messages(matching: topics.alerts(customer))
-        try await listeningSession(of: customer) { _ = try await client.connect() }
-        try await client.subscribe(to: topics.alerts(customer))
+        try await listeningSession(of: customer) { _ = try await connectingThroughElections { try await client.connect() } }
+        try await client.subscribe(to: topics.alerts(customer), retrying: subscriptionRetry)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: RestockAlert.self)
         let reader = Task {
             var seen = Set<String>()
             var stopping = false
-            for await message in messages {
-                // Extend-safe: unknown fields are ignored; a payload that is not an alert is skipped.
-                guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
-                guard seen.insert(alert.id).inserted else { continue }
+            func take(_ alert: RestockAlert) async {
+                guard seen.insert(alert.id).inserted else { return }
                 continuation.yield(alert)
                 if let count, seen.count >= count, !stopping {
                     // Disconnecting ends `messages` after what it holds: the loop goes on through those.
                     stopping = true
                     await client.disconnect()
                 }
+            }
+            // What a session of before issue 25 held comes first: it was raised earlier.
+            for alert in carried { await take(alert) }
+            for await message in messages {
+                // Extend-safe: unknown fields are ignored; a payload that is not an alert is skipped.
+                guard let alert = try? RestockAlert(jsonData: Data(message.payload)) else { continue }
+                await take(alert)
             }
             continuation.finish()
         }
@@ -245,7 +226,7 @@ public final class StoreClient: Sendable {
     /// Runs `body` with a connected, clean-session client, and disconnects it after, whatever happens.
     func withClient<T: Sendable>(_ body: @Sendable (any BrokerConnection) async throws -> T) async throws -> T {
         let client = try connector.connection(clientID: SessionClientIDs.oneShot("restock-cli"))
-        try await client.connect()
+        try await connectingThroughElections { try await client.connect() }
         do {
             let result = try await body(client)
             await client.disconnect()
@@ -256,36 +237,6 @@ public final class StoreClient: Sendable {
         }
     }
 
-    /// Returns once the store is online and taking requests, judged by docs/contract.md, "One store per store id":
-    /// its status says online, and its heartbeat reads fresh on this machine's clock or changes while this client
-    /// watches (so a clock that is off by minutes does not make a live store look offline). A store that is offline
-    /// is waited for, within the caller's deadline.
-    /// - Throws: ``RestockMQTTError/unknownStore(store:)`` at once when the broker holds no status of the store;
-    ///   ``RestockMQTTError/storePaused(store:reason:)`` when its status says it takes no requests for now.
-    private func waitUntilOnline(_ client: any BrokerConnection) async throws {
-        let liveness = StoreLiveness(topics: topics)
-        let statuses = try client.messages(matching: topics.status)
-        let reader = Task {
-            for await message in statuses { liveness.received(message) }
-        }
-        defer { reader.cancel() }
-        liveness.connected(readingClaim: false)
-        try await client.subscribe(to: topics.status)
-        liveness.subscribed()
-        try await liveness.waitUntilCurrent()
-        guard liveness.status != nil else { throw RestockMQTTError.unknownStore(store: topics.store.rawValue) }
-        while true {
-            // A status with no heartbeat comes from a store before heartbeats: its word is taken.
-            if let status = liveness.status, status.isOnline,
-                status.heartbeatAt == nil || status.isLive(at: Date()) || liveness.isLive(status.instance ?? "")
-            {
-                if let reason = status.paused { throw RestockMQTTError.storePaused(store: topics.store.rawValue, reason: reason) }
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
     /// The retained messages on `filter`: those that arrive before a quiet period passes with none. A
     /// filter without wildcards holds at most one, so its read ends as soon as that one arrives.
     func retained<T: Decodable & Sendable>(
@@ -293,10 +244,10 @@ public final class StoreClient: Sendable {
     ) async throws -> [T] {
         let single = !filter.contains("+") && !filter.contains("#")
         let messages = try client.messages(matching: filter)
-        try await client.subscribe(to: filter)
+        try await client.subscribe(to: filter, retrying: subscriptionRetry)
         let quiet = retainedQuietPeriod, firstWait = firstWait ?? retainedFirstMessageWait
         let collected = try await withThrowingTaskGroup(of: [T]?.self) { group in
-            let found = RetainedCollector<T>()
+            let found = Collected<T>()
             group.addTask {
                 for await message in messages where message.retain {
                     if let value = try? JSONDecoder().decode(T.self, from: Data(message.payload)) {
@@ -309,17 +260,7 @@ public final class StoreClient: Sendable {
             group.addTask {
                 // Retained messages follow the SUBACK; the read ends when none has come for a while
                 // (longer before the first, which a busy broker may be slow to send).
-                let step = Duration.milliseconds(50)
-                var seen = 0, silence = Duration.zero
-                while silence < (seen == 0 ? firstWait : quiet) {
-                    try await Task.sleep(for: step)
-                    if found.count != seen {
-                        seen = found.count
-                        silence = .zero
-                    } else {
-                        silence += step
-                    }
-                }
+                try await found.waitForQuiet(quiet, first: firstWait)
                 return found.values
             }
             defer { group.cancelAll() }
@@ -331,12 +272,4 @@ public final class StoreClient: Sendable {
         try? await client.unsubscribe(from: filter)
         return collected
     }
-}
-
-/// Values gathered by one task and read by another.
-private final class RetainedCollector<T: Sendable>: Sendable {
-    private let storage = Mutex<[T]>([])
-    func append(_ value: T) { storage.withLock { $0.append(value) } }
-    var count: Int { storage.withLock { $0.count } }
-    var values: [T] { storage.withLock { $0 } }
 }

@@ -22,6 +22,12 @@ public final class StoreHealth: Sendable {
     }
 
     private let phase = Mutex(Phase.starting)
+    private let currentBroker = Mutex<String?>(nil)
+
+    /// The broker of the `--broker` list the store's session is on, or last was; `nil` before it first connects.
+    public var broker: String? { currentBroker.withLock { $0 } }
+
+    func connected(to broker: String?) { currentBroker.withLock { $0 = broker } }
 
     /// A store that is starting.
     public init() {}

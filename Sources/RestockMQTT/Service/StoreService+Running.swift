@@ -47,7 +47,7 @@ extension StoreService {
                 },
                 refreshView: { try await self.refreshView(wiring) },
                 logger: logger, probeInterval: timing.retry, readTimeout: timing.staleAfter, reportEvery: timing.pauseReport,
-                metrics: metrics),
+                metrics: metrics, health: health),
         ]
         // The lifecycle's own lines ("Starting service" and each stage's fields) are for its developers, not operators.
         var groupLogger = logger

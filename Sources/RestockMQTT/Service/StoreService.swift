@@ -219,9 +219,10 @@ public final class StoreService: Service, Sendable {
             await wiring.publisher.disconnect()
             throw error
         }
+        let brokers = configuration.connection.brokers.map(\.description).joined(separator: ",")
         logger.info(
             "store \(store.id) online",
-            metadata: [StoreLoggingKeys.broker: "\(configuration.connection.broker)", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)"])
+            metadata: [StoreLoggingKeys.broker: "\(brokers)", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)"])
         return true
     }
 
@@ -250,8 +251,8 @@ public final class StoreService: Service, Sendable {
                 }
             }
             wiring.liveness.connected()
-            try await wiring.publisher.subscribe(to: self.topics.status)
-            try await wiring.publisher.subscribe(to: self.topics.claim)
+            try await wiring.publisher.subscribe(to: self.topics.status, retrying: .default)
+            try await wiring.publisher.subscribe(to: self.topics.claim, retrying: .default)
             wiring.liveness.subscribed()
         }
     }
@@ -287,7 +288,7 @@ public final class StoreService: Service, Sendable {
                 // arrives keeps its retain flag, so that it is refused (under 3.1.1 only the ones sent at subscribe have it).
                 let options = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
                 for filter in self.topics.requestFilters {
-                    try await wiring.session.subscribe(to: filter, qos: .atLeastOnce, options: options)
+                    try await wiring.session.subscribe(to: filter, qos: .atLeastOnce, options: options, retrying: .default)
                 }
             }
         }
@@ -298,8 +299,8 @@ public final class StoreService: Service, Sendable {
     /// messages, after everything the broker sent before it.
     func refreshView(_ wiring: Wiring) async throws {
         wiring.liveness.connected()
-        try await wiring.publisher.subscribe(to: topics.status)
-        try await wiring.publisher.subscribe(to: topics.claim)
+        try await wiring.publisher.subscribe(to: topics.status, retrying: .default)
+        try await wiring.publisher.subscribe(to: topics.claim, retrying: .default)
         wiring.liveness.subscribed()
     }
 

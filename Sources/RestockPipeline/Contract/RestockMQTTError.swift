@@ -31,6 +31,9 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     /// The broker refused a customer's listening session: with the shipped configuration only the user
     /// named like the customer may use it.
     case listeningSessionRefused(customer: String, clientID: String, reason: String)
+    /// The broker refused a subscription (SUBACK 0x80) every time it was asked for `seconds`: a clustered broker does
+    /// this while it elects new leaders after losing a node.
+    case subscriptionRefused(filter: String, seconds: Double, reason: String)
 
     /// One sentence: what went wrong and what to do.
     public var description: String {
@@ -56,6 +59,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .backupRefused(let reason): reason
         case .listeningSessionRefused(let customer, let clientID, let reason):
             "the broker refused \(customer)'s listening session \(clientID): \(reason); check the user name and password (with the shipped broker configuration only the user \(customer) may use this session)"
+        case .subscriptionRefused(let filter, let seconds, let reason):
+            "the broker refused the subscription to \(filter) for \(seconds.formatted()) s (\(reason)): a clustered broker refuses subscriptions while it elects leaders after losing a node; try again when the cluster has settled"
         }
     }
 }

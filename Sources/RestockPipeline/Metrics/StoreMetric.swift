@@ -75,6 +75,10 @@ public struct StoreMetric: Sendable, Hashable {
     /// Connections to the broker made again after a loss.
     public static let brokerReconnects = StoreMetric(
         "restock_broker_reconnects_total", .counter, label: "connection", "Connections to the broker made again after it was lost.")
+    /// The broker of the `--broker` list the store's session is on.
+    public static let brokerCurrent = StoreMetric(
+        "restock_broker_current", .gauge, label: "broker",
+        "1 for the broker of the --broker list the store's session is on (the broker label is its URL), 0 for one it was on before.")
     /// Watches stored.
     public static let watches = StoreMetric("restock_watches", .gauge, "Watches the store holds.")
     /// Customers with at least one watch.
@@ -110,7 +114,8 @@ public struct StoreMetric: Sendable, Hashable {
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
-        journalLag, publicationsHeld, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects, watches, customers,
+        journalLag, publicationsHeld, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects,
+        brokerCurrent, watches, customers,
         deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
         reportAlertsAcknowledged, reportCustomers,
     ]

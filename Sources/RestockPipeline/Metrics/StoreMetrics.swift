@@ -87,6 +87,13 @@ package final class StoreMetrics: Sendable {
         for gauge in brokerConnected.values { gauge.record(0) }
     }
 
+    /// Shows that the store's session is on `broker` now, and no longer on `previous`.
+    package func recordBroker(_ broker: String, previous: String?) {
+        let metric = StoreMetric.brokerCurrent
+        if let previous, previous != broker { Gauge(label: metric.name, dimensions: [(metric.label ?? "", previous)]).record(0) }
+        Gauge(label: metric.name, dimensions: [(metric.label ?? "", broker)]).record(1)
+    }
+
     /// Shows a report's store-wide figures (the per-SKU ones are in the report only: one series per SKU would grow
     /// without bound).
     package func record(_ report: StoreReport) {

@@ -13,7 +13,9 @@
  *   any other id starting with "restock:"                              refused
  *   any id not starting with "restock:"                                 left to the password file
  * Store and customer ids never contain ':' and never start with '@', so each client id in the namespace names
- * exactly one user.
+ * exactly one user. An identifier's '.' is written '~' in a client id (NATS refuses '.'; no identifier holds a
+ * '~'): restock:apple:j~doe is the user j.doe's, and so is restock:apple:j.doe, the id of before, which the
+ * customer's next listen takes what it holds from and ends (docs/contract.md, "Sessions and client ids").
  * An allowed client id is not yet a login: the plugin defers, and the password file decides as before.
  *
  * Build: deploy/mosquitto/clientid-plugin/build.sh OUTPUT.so (needs Debian's mosquitto-dev and a C compiler).
@@ -31,6 +33,29 @@
 
 static mosquitto_plugin_id_t *plugin_identifier = NULL;
 
+/* Whether the client id part `part` (`length` bytes) names the identifier `name`: the same bytes, but that a '~'
+ * stands for a '.' only (so no user whose name holds a '~' owns a dotted customer's session). */
+static int part_names(const char *part, size_t length, const char *name)
+{
+    if (strlen(name) != length) {
+        return 0;
+    }
+    for (size_t index = 0; index < length; index++) {
+        if (part[index] == '~' ? name[index] != '.' : part[index] != name[index]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether `user` is store-{the store named by `store`, `length` bytes}. */
+static int store_user(const char *user, const char *store, size_t length)
+{
+    return length > 0
+        && strncmp(user, STORE_USER_PREFIX, strlen(STORE_USER_PREFIX)) == 0
+        && part_names(store, length, user + strlen(STORE_USER_PREFIX));
+}
+
 /* Whether `user` may connect with `client_id`; ids outside the namespace are always allowed here. */
 static int client_id_allowed(const char *client_id, const char *user)
 {
@@ -44,26 +69,20 @@ static int client_id_allowed(const char *client_id, const char *user)
     const char *separator = strchr(store, ':');
     if (separator == NULL) {
         /* restock:{store}: the store's user is store-{store}. */
-        return store[0] != '\0'
-            && strncmp(user, STORE_USER_PREFIX, strlen(STORE_USER_PREFIX)) == 0
-            && strcmp(user + strlen(STORE_USER_PREFIX), store) == 0;
+        return store_user(user, store, strlen(store));
     }
     const char *customer = separator + 1;
     if (customer[0] == '@') {
         /* restock:{store}:@{instance}: a publishing connection of the store, whose user is store-{store}. */
-        size_t store_length = (size_t)(separator - store);
-        return store_length > 0
-            && customer[1] != '\0'
+        return customer[1] != '\0'
             && strchr(customer, ':') == NULL
-            && strncmp(user, STORE_USER_PREFIX, strlen(STORE_USER_PREFIX)) == 0
-            && strlen(user + strlen(STORE_USER_PREFIX)) == store_length
-            && strncmp(user + strlen(STORE_USER_PREFIX), store, store_length) == 0;
+            && store_user(user, store, (size_t)(separator - store));
     }
     /* restock:{store}:{customer}: the customer's user name is the customer id. */
     return separator != store
         && customer[0] != '\0'
         && strchr(customer, ':') == NULL
-        && strcmp(user, customer) == 0;
+        && part_names(customer, strlen(customer), user);
 }
 
 static int on_basic_auth(int event, void *event_data, void *userdata)

@@ -43,6 +43,8 @@ struct SessionWatch: Service {
     /// How often a status that cannot be read is logged again, as a warning.
     let reportEvery: Duration
     let metrics: StoreMetrics
+    /// Told which broker of the list the session is on, for `/readyz`.
+    let health: StoreHealth
 
     func run() async throws {
         do {
@@ -53,7 +55,12 @@ struct SessionWatch: Service {
                     switch event {
                     case .connected(let sessionPresent):
                         lifecycle.sessionConnected()
-                        logger.info(connections == 1 ? "connected to the broker" : "reconnected to the broker", metadata: [StoreLoggingKeys.session: "\(sessionPresent)"])
+                        let broker = client.broker ?? "unknown"
+                        metrics.recordBroker(broker, previous: health.broker)
+                        health.connected(to: broker)
+                        logger.info(
+                            connections == 1 ? "connected to the broker" : "reconnected to the broker",
+                            metadata: [StoreLoggingKeys.session: "\(sessionPresent)", StoreLoggingKeys.broker: "\(broker)"])
                         if connections > 1, !sessionPresent {
                             logger.notice("the broker had no session for the store: its retained topics are published again")
                             republish()

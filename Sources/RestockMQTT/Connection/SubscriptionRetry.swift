@@ -1,0 +1,58 @@
+import Deadlines
+import Mosquitto
+import RestockPipeline
+
+/// How long a subscription the broker refuses with reason code 0x80 is asked for again before giving up
+/// (docs/operations.md, "Past one broker"). A clustered broker (NATS) refuses new QoS 1 subscriptions for 4–34 s
+/// after a node dies, while it elects leaders; mosquitto answers 0x80 only for a subscription its ACL forbids under
+/// MQTT 3.1.1, which retrying does not change (the command then fails after `limit`).
+package struct SubscriptionRetry: Sendable, Hashable {
+    /// How long refusals are retried, from the first.
+    package var limit: Duration
+    /// The first wait between two attempts; each wait doubles, up to `maximumDelay`.
+    package var initialDelay: Duration
+    /// The longest wait between two attempts.
+    package var maximumDelay: Duration
+
+    /// 60 s, first after 250 ms, then doubling up to 4 s.
+    package static let `default` = SubscriptionRetry(limit: .seconds(60))
+
+    package init(limit: Duration, initialDelay: Duration = .milliseconds(250), maximumDelay: Duration = .seconds(4)) {
+        self.limit = limit
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+    }
+
+    /// The wait before attempt `attempt` (1 for the first retry), never past what is left of `limit`.
+    func delay(beforeAttempt attempt: Int, elapsed: Duration) -> Duration {
+        var delay = initialDelay
+        for _ in 1..<max(attempt, 1) where delay < maximumDelay { delay *= 2 }
+        return max(.zero, min(delay, maximumDelay, limit - elapsed))
+    }
+}
+
+extension BrokerConnection {
+    /// Subscribes, asking again by `retry` while the broker refuses with reason code 0x80 (unspecified: a cluster
+    /// electing leaders); any other refusal or error is thrown at once.
+    /// - Throws: ``RestockMQTTError/subscriptionRefused(filter:seconds:reason:)`` when the broker still refuses after
+    ///   `retry.limit`.
+    package func subscribe(
+        to filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscriptionOptions = .init(), retrying retry: SubscriptionRetry
+    ) async throws {
+        let start = ContinuousClock.now
+        var attempt = 0
+        while true {
+            do {
+                return try await subscribe(to: filter, qos: qos, options: options)
+            } catch MQTTError.subscribeRefused(_, let code, let reason) where code == 0x80 {
+                let elapsed = ContinuousClock.now - start
+                guard elapsed < retry.limit else {
+                    throw RestockMQTTError.subscriptionRefused(
+                        filter: filter, seconds: (retry.limit.seconds * 10).rounded() / 10, reason: "\(reason), reason code \(code)")
+                }
+                attempt += 1
+                try await Task.sleep(for: retry.delay(beforeAttempt: attempt, elapsed: elapsed))
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import LocalBroker
+import RestockTestSupport
+import Testing
+
+/// `--broker` takes a comma-separated list of the brokers of one cluster (issue 25).
+@Suite("The command line's broker list")
+struct BrokerListCommandLineTests {
+    func restock(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandResult {
+        try await ChildProcess.run(restockExecutable, arguments, environment: environment, within: 60)
+    }
+
+    @Test(
+        "a bad list is one line on stderr and exit 64, like any bad value (an empty element, a bad URL, mixed schemes, one broker twice)",
+        arguments: [
+            ("mqtt://127.0.0.1:1883,", "error: invalid configuration: the broker list has an empty element (broker 2 of the list)"),
+            (",mqtt://127.0.0.1:1883", "error: invalid configuration: the broker list has an empty element (broker 1 of the list)"),
+            ("mqtt://a:1,,mqtt://b:2", "error: invalid configuration: the broker list has an empty element (broker 2 of the list)"),
+            ("mqtt://a:1,http://b:2", "error: invalid configuration: broker URL \"http://b:2\" must start with mqtt:// or mqtts:// (broker 2 of the list)"),
+            ("mqtt://a:1,mqtt://b:99999", "error: invalid configuration: broker port 99999 is outside 1-65535 (broker 2 of the list)"),
+            ("mqtt://a:1,mqtts://b:2", "error: invalid configuration: the broker list mixes mqtt:// and mqtts://: use one scheme for every broker"),
+            ("mqtt://a:1,mqtt://a:1", "error: invalid configuration: the broker list names a broker twice"),
+            ("mqtt://u:p@a:1,mqtt://v:q@b:2", "error: invalid configuration: the broker list carries different user names or passwords"),
+        ])
+    func badListsRefused(list: String, message: String) async throws {
+        for command in [["inventory"], ["serve", "--data", "/nonexistent/never-made"]] {
+            let result = try await restock(command + ["--broker", list])
+            #expect(result.status == 64, "\(command) \(list)")
+            #expect(result.standardError.hasPrefix(message), "\(result.standardError)")
+            #expect(result.standardError.split(separator: "\n").count == 1)
+            #expect(result.standardOutput.isEmpty)
+        }
+    }
+
+    @Test("a command reaches the first broker of the list that answers (failed before: a list was a bad URL)")
+    func firstThatAnswers() async throws {
+        let refusing = try RefusingLoopbackPort(), port = refusing.port
+        defer { withExtendedLifetime(refusing) {} }
+        let broker = try await MosquittoBroker.start()
+        defer { Task { try? await broker.stop() } }
+        // The store was never online on this broker: the answer comes from the broker, so the command reached it.
+        let result = try await restock(["inventory", "--broker", "mqtt://127.0.0.1:\(port),\(broker.url)", "--store", "nowhere"])
+        #expect(result.standardError == "error: no store nowhere has ever been online on this broker: start it with `restock serve --store nowhere`\n")
+        let environment = try await restock(["inventory", "--store", "nowhere"], environment: ["RESTOCK_BROKER": "mqtt://127.0.0.1:\(port), \(broker.url)"])
+        #expect(environment.standardError == result.standardError)
+    }
+}
