@@ -196,6 +196,28 @@ struct StateMachineTests {
         #expect(machine.recordedBatches == 3)
     }
 
+    @Test("a subscription made again after a reconnect and refused (a cluster electing leaders) is asked for again, backing off, until granted (found by the issue 25 trial: the store's admin/report subscription was lost for good)")
+    func refusedResubscriptionAskedAgain() async throws {
+        var machine = try await connected(.automatic)
+        _ = machine.subscribing(to: "store/admin/report", Machine.ActiveSubscription(qos: .atLeastOnce, options: 0))
+        perform(machine.disconnected(requested: false, reason: "lost", hint: ""))
+        #expect(summary(machine.connackAccepted(sessionPresent: false)).contains("resubscribe [\"store/admin/report\"]"))
+        machine.resubscriptionQueued(mid: 11, filter: "store/admin/report")
+        let now = ContinuousClock.now
+        let refusal = MQTTError.subscribeRefused(filter: "", reasonCode: 0x80, reason: "unspecified error")
+        #expect(machine.subscribeAnswered(mid: 11, .failure(refusal), at: now).isEmpty)
+        #expect(machine.dueResubscriptions(at: now).isEmpty, "not at once")
+        #expect(machine.dueResubscriptions(at: now + .milliseconds(250)).map(\.0) == ["store/admin/report"])
+        #expect(machine.dueResubscriptions(at: now + .milliseconds(300)).isEmpty, "not again before its answer")
+        machine.resubscriptionQueued(mid: 12, filter: "store/admin/report")
+        _ = machine.subscribeAnswered(mid: 12, .failure(refusal), at: now)
+        #expect(machine.dueResubscriptions(at: now + .milliseconds(400)).isEmpty, "the second wait is longer")
+        #expect(machine.dueResubscriptions(at: now + .milliseconds(500)).map(\.0) == ["store/admin/report"])
+        machine.resubscriptionQueued(mid: 13, filter: "store/admin/report")
+        _ = machine.subscribeAnswered(mid: 13, .success(.atLeastOnce), at: now)
+        #expect(!machine.hasRefusedResubscriptions && machine.dueResubscriptions(at: now + .seconds(60)).isEmpty, "granted")
+    }
+
     @Test("acknowledgements reach their own owner; one nobody owns is dropped; a displaced owner fails")
     func acknowledgements() async throws {
         let thread = FakeThread()  // the machine holds it weakly, as a running thread holds itself

@@ -41,6 +41,11 @@ struct MQTTClientStateMachine {
     private(set) var recordedBatches: UInt64 = 0
     /// The probes written on the current connection and not answered yet, by message id: the batch each follows.
     private var probes: [Int32: UInt64] = [:]
+    /// Subscriptions made again by the client itself (after a reconnect), by message id, awaiting their SUBACK.
+    private var resubscriptions: [Int32: String] = [:]
+    /// Subscriptions the broker refused when they were made again (a cluster electing leaders answers 0x80), asked for
+    /// again once due: kept across reconnects, since a broker that kept the session lacks just these.
+    private var refusedResubscriptions: [String: (due: ContinuousClock.Instant, attempt: Int)] = [:]
     private var nextSinkID: UInt64 = 0
     private var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: MessageSink)] = [:]
     private var eventSinks: [UInt64: EventSink] = [:]
@@ -132,6 +137,7 @@ struct MQTTClientStateMachine {
             stop = .cleanly
             actions.append(.prepareSession(preparation))
         } else if !sessionPresent, !activeSubscriptions.isEmpty {
+            refusedResubscriptions = [:]
             actions.append(.resubscribe(activeSubscriptions))
         }
         return actions
@@ -174,8 +180,13 @@ struct MQTTClientStateMachine {
         case .idle:
             break
         }
-        // A probe unanswered now is never answered: libmosquitto does not send an UNSUBSCRIBE again after reconnecting.
+        // A probe unanswered now is never answered: libmosquitto does not send an UNSUBSCRIBE again after reconnecting;
+        // neither is a subscription made again (it is made again at the next CONNACK, or asked for again if refused).
         probes.removeAll()
+        for (_, filter) in resubscriptions where refusedResubscriptions[filter] == nil {
+            refusedResubscriptions[filter] = (.now, 1)
+        }
+        resubscriptions.removeAll()
         // What libmosquitto will not send again after reconnecting fails now.
         let failing: [any FailableOwner] =
             publishes.takeFailingOnDisconnect() + subscribes.takeFailingOnDisconnect() + unsubscribes.takeFailingOnDisconnect()
@@ -233,6 +244,35 @@ struct MQTTClientStateMachine {
         return actions
     }
 
+    /// The client made the subscription to `filter` again itself, with message id `mid`.
+    mutating func resubscriptionQueued(mid: Int32, filter: String) {
+        resubscriptions[mid] = filter
+    }
+
+    /// The refused subscriptions due to be asked for again at `now`, while connected.
+    mutating func dueResubscriptions(at now: ContinuousClock.Instant) -> [(String, ActiveSubscription)] {
+        guard isConnected else { return [] }
+        var due: [(String, ActiveSubscription)] = []
+        for (filter, entry) in refusedResubscriptions where entry.due <= now {
+            guard let subscription = activeSubscriptions[filter] else {
+                refusedResubscriptions[filter] = nil
+                continue
+            }
+            // Not due again until its answer: a SUBACK lost with the connection leaves it due after the longest wait.
+            refusedResubscriptions[filter]?.due = now + Self.resubscribeDelay(attempt: .max)
+            due.append((filter, subscription))
+        }
+        return due.sorted { $0.0 < $1.0 }
+    }
+
+    /// Whether a subscription the client made again was refused and waits to be asked for again.
+    var hasRefusedResubscriptions: Bool { !refusedResubscriptions.isEmpty }
+
+    /// 250 ms, doubling, at most 4 s.
+    static func resubscribeDelay(attempt: Int) -> Duration {
+        .milliseconds(250 * (1 << min(max(attempt - 1, 0), 4)))
+    }
+
     /// The probe that follows batch `batch` was queued with message id `mid`.
     mutating func probeQueued(mid: Int32, batch: UInt64) {
         probes[mid] = batch
@@ -262,8 +302,18 @@ struct MQTTClientStateMachine {
     }
 
     /// A SUBACK arrived.
-    mutating func subscribeAnswered(mid: Int32, _ result: Result<MQTTQoS, MQTTError>) -> [Action] {
-        subscribes.complete(mid).map { [.answerSubscribe($0, result)] } ?? []
+    mutating func subscribeAnswered(mid: Int32, _ result: Result<MQTTQoS, MQTTError>, at now: ContinuousClock.Instant = .now) -> [Action] {
+        if let filter = resubscriptions.removeValue(forKey: mid) {
+            // Made again by the client: a refusal is asked for again later, for as long as the filter is active.
+            guard case .failure = result, activeSubscriptions[filter] != nil else {
+                refusedResubscriptions[filter] = nil
+                return []
+            }
+            let attempt = (refusedResubscriptions[filter]?.attempt ?? 0) + 1
+            refusedResubscriptions[filter] = (now + Self.resubscribeDelay(attempt: attempt), attempt)
+            return []
+        }
+        return subscribes.complete(mid).map { [.answerSubscribe($0, result)] } ?? []
     }
 
     /// An UNSUBACK arrived.

@@ -39,11 +39,9 @@ extension LibMosquittoCallbacks {
         for action in actions {
             switch action {
             case .resubscribe(let subscriptions):
-                // The broker lost our session: make the subscriptions again. These calls only queue packets; nobody
-                // owns them, so their acknowledgements are dropped.
-                for (filter, subscription) in subscriptions {
-                    mosquitto_subscribe_v5(mosq, nil, filter, subscription.qos.rawValue, subscription.options, nil)
-                }
+                // The broker lost our session: make the subscriptions again. These calls only queue packets; a refusal
+                // (a cluster electing leaders) is asked for again by the loop (``LibMosquittoLoop``) until granted.
+                resubscribe(subscriptions.map { ($0.key, $0.value) }, on: mosq, context: context)
             case .prepareSession(let preparation):
                 prepareSession(preparation, on: mosq, context: context)
             case .shutSocket:
@@ -59,6 +57,18 @@ extension LibMosquittoCallbacks {
                 }
             default:
                 break  // performed by the context
+            }
+        }
+    }
+
+    /// Makes `subscriptions` again, noting each one's message id so that its SUBACK is read.
+    static func resubscribe(
+        _ subscriptions: [(String, MQTTClientStateMachine.ActiveSubscription)], on mosq: OpaquePointer, context: LibMosquittoContext
+    ) {
+        for (filter, subscription) in subscriptions {
+            var mid: Int32 = 0
+            if mosquitto_subscribe_v5(mosq, &mid, filter, subscription.qos.rawValue, subscription.options, nil) == MOSQ_ERR_SUCCESS.rawValue {
+                context.resubscriptionQueued(mid: mid, filter: filter)
             }
         }
     }

@@ -228,6 +228,17 @@ final class LibMosquittoContext: Sendable {
         return transition { $0.received(messages, dispositions: dispositions, probe: journal.confirmationProbe) }
     }
 
+    /// The client made a subscription again itself (after a reconnect), with message id `mid` (on the network thread).
+    func resubscriptionQueued(mid: Int32, filter: String) {
+        state.withLock { $0.resubscriptionQueued(mid: mid, filter: filter) }
+    }
+
+    /// The subscriptions the broker refused when made again, due to be asked for again now (on the network thread).
+    func dueResubscriptions() -> [(String, MQTTClientStateMachine.ActiveSubscription)] {
+        let now = ContinuousClock.now
+        return state.withLock { $0.hasRefusedResubscriptions ? $0.dueResubscriptions(at: now) : [] }
+    }
+
     /// The probe that follows batch `batch` was queued with message id `mid` (on the network thread, before it is written).
     func probeQueued(mid: Int32, batch: UInt64) {
         state.withLock { $0.probeQueued(mid: mid, batch: batch) }

@@ -48,6 +48,12 @@ struct LibMosquittoLoop {
             if code != Self.success || mosquitto_socket(pointer) < 0 { return code }
             if refused { return readToTheEnd() }
         }
+        // Subscriptions the broker refused when they were made again after a reconnect, asked for again when due.
+        let due = context.dueResubscriptions()
+        if !due.isEmpty {
+            context.logger.warning("asking the broker again for subscriptions it refused after a reconnect", metadata: ["filters": "\(due.map(\.0))"])
+            LibMosquittoCallbacks.resubscribe(due, on: pointer, context: context)
+        }
         // Also when nothing woke the socket for writing: an operation queued since the poll (as mosquitto_loop does
         // when its socket pair wakes it). Writing to a socket that cannot take more writes nothing.
         if mosquitto_want_write(pointer) {

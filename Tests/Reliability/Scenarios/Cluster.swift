@@ -33,6 +33,7 @@ enum Cluster {
                 "C1", "the store's node SIGKILLed mid fan-out of 300 alerts and left down", collector,
                 note: "\(atKill) alerts in at the kill; the store's session on \(broker) \(String(format: "%.1f", failover)) s after it, every alert in after \(String(format: "%.1f", allIn)) s")
             row.check(store.exitStatus == nil, "the store stopped")
+            row.check(await rig.reportAnswered(via: 1, within: 60), "the store answered no report after the failover")
             try await store.send(SIGTERM)
             return row
         }

@@ -71,6 +71,19 @@ struct ClusterRig {
         }
     }
 
+    /// The admin's report, asked through the list from node `node` on: whether the store answers within `seconds`
+    /// (found by the issue 25 trial: after a failover the store's subscription to the admin's questions could be
+    /// refused by a node electing leaders, and never made again).
+    func reportAnswered(via node: Int, within seconds: Double) async -> Bool {
+        guard let settings = try? settings(startingAt: node), let topics = try? RestockTopics(store: StoreID("apple")) else { return false }
+        let client = StoreClient(connection: settings, topics: topics)
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if (try? await client.report(wait: 10)) != nil { return true }
+        }
+        return false
+    }
+
     /// Every alert of the store, by one persistent subscriber on the list from node `node` on (only that node when
     /// `alone`).
     func collector(startingAt node: Int, clientID: String = "collector-\(UUID().uuidString.prefix(6))", alone: Bool = false) async throws -> AlertCollector {
