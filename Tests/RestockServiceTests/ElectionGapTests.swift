@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Mosquitto
 import RestockCore
@@ -60,11 +61,13 @@ struct ElectionGapTests {
         let client = StoreClient(connection: cluster, topics: pear, connector: broker)
         // No retained status: only live heartbeats of a store that answers nothing, as a node electing leaders serves it.
         let heartbeats = Task {
-            while !Task.isCancelled {
+            // A heartbeat every 50 ms, until the test has its answer and cancels this.
+            try await waitUntil("the test to end", within: 120, pollEvery: .milliseconds(50)) {
+                if Task.isCancelled { return true }
                 let now = Date()
                 let status = StoreStatus.online(store: try StoreID("pear"), since: now, instance: "0123456789ab", heartbeatAt: now)
                 broker.publish(status.payloadBytes(), to: pear.status)
-                try await Task.sleep(for: .milliseconds(50))
+                return Task.isCancelled
             }
         }
         defer { heartbeats.cancel() }
@@ -72,6 +75,7 @@ struct ElectionGapTests {
             try await client.changeStock(of: try SKU("x"), .set(1), wait: 2)
         }
         heartbeats.cancel()
+        _ = await heartbeats.result  // no heartbeat after this
         // None ever comes: after the wait, the store was never online.
         let started = ContinuousClock.now
         await #expect(throws: RestockMQTTError.unknownStore(store: "pear")) {

@@ -31,6 +31,25 @@ package struct SubscriptionRetry: Sendable, Hashable {
     }
 }
 
+extension SubscriptionRetry {
+    /// Runs `operation` until it succeeds, asking again by this retry while the error it throws `passes` (a cluster
+    /// electing leaders); any other error, and the last one once `limit` has passed, is thrown.
+    func run<T>(_ operation: () async throws -> T, while passes: (any Error) -> Bool) async throws -> T {
+        let start = ContinuousClock.now
+        var attempt = 0
+        while true {
+            do {
+                return try await operation()
+            } catch {
+                let elapsed = ContinuousClock.now - start
+                guard passes(error), elapsed < limit else { throw error }
+                attempt += 1
+                try await Task.sleep(for: delay(beforeAttempt: attempt, elapsed: elapsed))
+            }
+        }
+    }
+}
+
 extension BrokerConnection {
     /// Subscribes, asking again by `retry` while the broker refuses with reason code 0x80 (unspecified: a cluster
     /// electing leaders); any other refusal or error is thrown at once.
@@ -39,20 +58,14 @@ extension BrokerConnection {
     package func subscribe(
         to filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscriptionOptions = .init(), retrying retry: SubscriptionRetry
     ) async throws {
-        let start = ContinuousClock.now
-        var attempt = 0
-        while true {
-            do {
-                return try await subscribe(to: filter, qos: qos, options: options)
-            } catch MQTTError.subscribeRefused(_, let code, let reason) where code == 0x80 {
-                let elapsed = ContinuousClock.now - start
-                guard elapsed < retry.limit else {
-                    throw RestockMQTTError.subscriptionRefused(
-                        filter: filter, seconds: (retry.limit.seconds * 10).rounded() / 10, reason: "\(reason), reason code \(code)")
-                }
-                attempt += 1
-                try await Task.sleep(for: retry.delay(beforeAttempt: attempt, elapsed: elapsed))
+        do {
+            try await retry.run({ try await subscribe(to: filter, qos: qos, options: options) }) { error in
+                if case MQTTError.subscribeRefused(_, 0x80, _) = error { return true }
+                return false
             }
+        } catch MQTTError.subscribeRefused(_, let code, let reason) where code == 0x80 {
+            throw RestockMQTTError.subscriptionRefused(
+                filter: filter, seconds: (retry.limit.seconds * 10).rounded() / 10, reason: "\(reason), reason code \(code)")
         }
     }
 }

@@ -7,20 +7,10 @@ extension StoreClient {
     @discardableResult
     func connectingThroughElections<T>(_ connect: () async throws -> T) async throws -> T {
         guard !connection.fallbackBrokers.isEmpty else { return try await connect() }
-        let retry = subscriptionRetry, start = ContinuousClock.now
-        var attempt = 0
-        while true {
-            do {
-                return try await connect()
-            } catch let error as MQTTError {
-                switch error {
-                case .connectionFailed, .timedOut:
-                    let elapsed = ContinuousClock.now - start
-                    guard elapsed < retry.limit else { throw error }
-                    attempt += 1
-                    try await Task.sleep(for: retry.delay(beforeAttempt: attempt, elapsed: elapsed))
-                default: throw error
-                }
+        return try await subscriptionRetry.run(connect) { error in
+            switch error as? MQTTError {
+            case .connectionFailed, .timedOut: true
+            default: false
             }
         }
     }

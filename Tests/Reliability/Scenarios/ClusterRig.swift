@@ -5,6 +5,7 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
+import Synchronization
 
 /// What the cluster scenarios (C1–C4, `make cluster-test`) share: a 3-node NATS cluster, the store given every node as
 /// its `--broker` list, and clients speaking MQTT 3.1.1 (NATS's MQTT listener speaks no MQTT 5).
@@ -99,16 +100,14 @@ struct ClusterRig {
     /// connections, refuses subscriptions, and may answer a subscription without the retained message it holds (a
     /// command then says the store was never online).
     static func throughElections<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withDeadline(60, waitingFor: what) {
-            while true {
-                do {
-                    return try await operation()
-                } catch {
-                    try Task.checkCancellation()
-                    try await Task.sleep(for: .milliseconds(250))  // the next try, bounded by the deadline
-                }
-            }
+        let result = Mutex<T?>(nil)
+        try await waitUntil(what, within: 60, pollEvery: .milliseconds(250)) {
+            guard let value = try? await operation() else { return false }
+            result.withLock { $0 = value }
+            return true
         }
+        guard let value = result.withLock({ $0 }) else { throw CancellationError() }  // set whenever the wait succeeds
+        return value
     }
 
     /// The seconds from `start` to now.
