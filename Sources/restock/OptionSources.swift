@@ -89,9 +89,17 @@ struct OptionSources {
                 .replacingOccurrences(of: "--\(entry.key)", with: entry.value.origin)
         }
         guard named == message, !message.contains("--"),
-            let source = origins.values.first(where: { !$0.value.isEmpty && message.contains("\"\($0.value)\"") })
+            let source = origins.first(where: { Self.isAbout(message, option: $0.key, value: $0.value.value) })?.value
         else { return named }
         return "\(source.origin): \(message)"
+    }
+
+    /// Whether an error `message` that names no option is about `option`'s `value`: it quotes the value, or, for the
+    /// broker, speaks of a broker URL, port or list (an error about one URL of a list quotes that URL alone).
+    private static func isAbout(_ message: String, option: String, value: String) -> Bool {
+        guard !value.isEmpty else { return false }
+        if message.contains("\"\(value)\"") { return true }
+        return option == "broker" && ["broker URL", "broker port", "broker list", "of the list"].contains { message.contains($0) }
     }
 }
 

@@ -30,7 +30,7 @@ struct BrokerListTests {
         do {
             try await client.connect()
             Issue.record("connected with no broker listening")
-        } catch MQTTError.connectionFailed(let detail) {
+        } catch MQTTError.unreachable(let detail) {
             #expect(detail.contains(":\(first.port): Connection refused") && detail.contains(":\(second.port): Connection refused"))
         }
     }

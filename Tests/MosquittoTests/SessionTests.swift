@@ -114,7 +114,7 @@ struct SessionTests {
         await #expect {
             try await client.connect()
         } throws: { error in
-            guard case MQTTError.connectionFailed(let detail) = error else { return false }
+            guard case MQTTError.unreachable(let detail) = error else { return false }
             return detail.contains("\(port)")
         }
         #expect(!client.isConnected)

@@ -21,6 +21,10 @@ struct BrokerListCommandLineTests {
             ("mqtt://a:1,mqtts://b:2", "error: invalid configuration: the broker list mixes mqtt:// and mqtts://: use one scheme for every broker"),
             ("mqtt://a:1,mqtt://a:1", "error: invalid configuration: the broker list names a broker twice"),
             ("mqtt://u:p@a:1,mqtt://v:q@b:2", "error: invalid configuration: the broker list carries different user names or passwords"),
+            // A path, a query or a fragment is named as such (was "has a bad port").
+            ("mqtt://a:1/path", "error: invalid configuration: broker URL \"mqtt://a:1/path\" has a path (/path): give only mqtt://host:port"),
+            ("mqtt://a:1,mqtt://b:2?x=1", "error: invalid configuration: broker URL \"mqtt://b:2?x=1\" has a query (?x=1)"),
+            ("mqtt://a#frag", "error: invalid configuration: broker URL \"mqtt://a#frag\" has a fragment (#frag)"),
         ])
     func badListsRefused(list: String, message: String) async throws {
         for command in [["inventory"], ["serve", "--data", "/nonexistent/never-made"]] {
@@ -30,6 +34,17 @@ struct BrokerListCommandLineTests {
             #expect(result.standardError.split(separator: "\n").count == 1)
             #expect(result.standardOutput.isEmpty)
         }
+    }
+
+    @Test("a list none of whose brokers takes the TCP connection fails at once, naming each (waited 60 s before, as for a cluster electing leaders)")
+    func noneListening() async throws {
+        let (first, second) = (try RefusingLoopbackPort(), try RefusingLoopbackPort())
+        defer { withExtendedLifetime((first, second)) {} }
+        let started = ContinuousClock.now
+        let result = try await restock(["inventory", "--broker", "mqtt://127.0.0.1:\(first.port),mqtt://127.0.0.1:\(second.port)"])
+        #expect(result.status != 0)
+        #expect(result.standardError.hasPrefix("error: cannot connect to the broker: mqtt://127.0.0.1:\(first.port): Connection refused; mqtt://127.0.0.1:\(second.port): Connection refused"), "\(result.standardError)")
+        #expect(ContinuousClock.now - started < .seconds(20))
     }
 
     @Test("a command reaches the first broker of the list that answers (failed before: a list was a bad URL)")

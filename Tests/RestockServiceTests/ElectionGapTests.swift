@@ -11,10 +11,13 @@ import Testing
 /// leaders (issue 25: 4–34 s on NATS): the store's commands ask again, for a bounded time, before they fail.
 @Suite("Subscriptions refused while a cluster elects leaders")
 struct ElectionGapTests {
-    /// A client of `broker` that asks again after a refusal within 10–40 ms, for `limit`.
-    func client(of broker: InMemoryBroker, retryingFor limit: Duration) -> StoreClient {
-        StoreClient(
-            connection: BrokerSettings(broker: .hostname("in-memory")), topics: appleTopics, connector: broker,
+    /// A client of `broker` that asks again after a refusal within 10–40 ms, for `limit`; given a list of two brokers
+    /// (`cluster`), as a client of a cluster is.
+    func client(of broker: InMemoryBroker, retryingFor limit: Duration, cluster: Bool = false) -> StoreClient {
+        var settings = BrokerSettings(broker: .hostname("node-1"))
+        if cluster { settings.fallbackBrokers = [.hostname("node-2")] }
+        return StoreClient(
+            connection: settings, topics: appleTopics, connector: broker,
             subscriptionRetry: SubscriptionRetry(limit: limit, initialDelay: .milliseconds(10), maximumDelay: .milliseconds(40)))
     }
 
@@ -28,6 +31,33 @@ struct ElectionGapTests {
         #expect(record.quantity == 3)
         #expect(broker.subscriptionRefusals.refused == 5)
         await store.stop()
+    }
+
+    @Test("on a cluster, a connection closed before its CONNACK is made again until one is taken")
+    func closedConnectionsAreMadeAgain() async throws {
+        let broker = InMemoryBroker()
+        let store = try await StoreServiceTests.started(on: broker)
+        let client = client(of: broker, retryingFor: .seconds(60), cluster: true)
+        broker.connectionRefusals.refuse(next: 3)
+        let record = try await client.changeStock(of: try SKU("pencil"), .set(4), wait: 60)
+        #expect(record.quantity == 4)
+        #expect(broker.connectionRefusals.refused == 3)
+        await store.stop()
+    }
+
+    @Test("on a cluster whose every broker refuses the TCP connection, a command fails at once, naming them (waited the whole bound before)")
+    func unreachableClusterFailsAtOnce() async throws {
+        let broker = InMemoryBroker()
+        broker.stop()
+        let client = client(of: broker, retryingFor: .seconds(60), cluster: true)
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await client.inventory()
+        } throws: { error in
+            guard case MQTTError.unreachable(let detail) = error else { return false }
+            return detail.contains("Connection refused")
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
     }
 
     @Test("refusals that outlast the bound fail the command with one line saying why, not as an offline store")

@@ -36,7 +36,9 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var heldProbes: [(connection: InMemoryConnection, batch: UInt64)] = []
     private var log: [String] = []
     /// A cluster electing leaders: refuses subscriptions with reason code 0x80 while it is set.
-    public let subscriptionRefusals = SubscriptionRefusals()
+    public let subscriptionRefusals = ElectionRefusals()
+    /// A cluster electing leaders: closes new connections before their CONNACK while it is set (TCP connects succeed).
+    public let connectionRefusals = ElectionRefusals()
 
     /// A session the broker keeps for a client id.
     fileprivate struct Session {
@@ -226,7 +228,8 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     /// Connects `connection`, taking over a live connection of the same client id. Returns whether a session was present.
     fileprivate func connect(_ connection: InMemoryConnection) throws -> Bool {
         let (present, previous): (Bool, InMemoryConnection?) = try locked {
-            guard isUp else { throw MQTTError.connectionFailed("\(connection.clientID): Connection refused") }
+            guard isUp else { throw MQTTError.unreachable("\(connection.clientID): Connection refused") }
+            if connectionRefusals.refuses() { throw MQTTError.connectionFailed("connection closed before its CONNACK") }
             let previous = live[connection.clientID]
             let present = connection.persistent && sessions[connection.clientID] != nil
             if !present || !connection.persistent { sessions[connection.clientID] = Session(persistent: connection.persistent) }
@@ -318,7 +321,8 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     /// A session made (or found) for `clientID`, subscribed to `filter`, with nothing taken from it.
     fileprivate func prepareSession(_ clientID: String, subscribingTo filter: String) throws -> Bool {
         try locked {
-            guard isUp else { throw MQTTError.connectionFailed("\(clientID): Connection refused") }
+            guard isUp else { throw MQTTError.unreachable("\(clientID): Connection refused") }
+            if connectionRefusals.refuses() { throw MQTTError.connectionFailed("connection closed before its CONNACK") }
             let present = sessions[clientID] != nil
             sessions[clientID, default: Session(persistent: true)].subscriptions[filter] = MQTTSubscriptionOptions()
             return present

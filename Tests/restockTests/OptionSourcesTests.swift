@@ -121,10 +121,16 @@ struct OptionSourcesTests {
         #expect(errorLine(["serve"], ["RESTOCK_STANDBY": "maybe"]) == "RESTOCK_STANDBY must be true or false, not maybe")
         #expect(errorLine(["inventory"], ["RESTOCK_STORE": "no way"])?.hasPrefix("RESTOCK_STORE: ") == true)
         #expect(errorLine(["inventory"], ["RESTOCK_BROKER": "http://nope"])?.hasPrefix("RESTOCK_BROKER: ") == true)
+        // A list's errors name the variable too, whether they quote one URL of it or none (named none before).
+        for list in ["mqtt://a:1,http://b", "mqtt://a:1,mqtt://a:1", "mqtt://a:1,mqtt://b:99999", "mqtt://a:1, ,mqtt://b:2"] {
+            #expect(errorLine(["inventory"], ["RESTOCK_BROKER": list])?.hasPrefix("RESTOCK_BROKER: ") == true, "\(list)")
+        }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("restock-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(#"{"customer-rate": "fast"}"#.utf8).write(to: file)
         #expect(errorLine(["serve", "--config", file.path], [:])?.hasPrefix("customer-rate in \(file.path) must be a number") == true)
+        try Data(#"{"broker": "mqtt://a:1,mqtt://a:1"}"#.utf8).write(to: file)
+        #expect(errorLine(["inventory", "--config", file.path], [:])?.hasPrefix("broker in \(file.path): ") == true)
         try Data(#"{"drain-timout": 1}"#.utf8).write(to: file)
         #expect(errorLine(["serve", "--config", file.path], [:]) == "the config file \(file.path) names no option drain-timout")
         try Data("drain-timeout: 1".utf8).write(to: file)

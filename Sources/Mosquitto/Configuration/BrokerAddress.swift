@@ -41,6 +41,11 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
             throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) must start with mqtt:// or mqtts://")
         }
         let authority = rest.hasSuffix("/") ? rest.dropLast() : rest
+        // MQTT has no path, query or fragment: say so, rather than read `host:1/path` as a bad port.
+        if let extra = authority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }), !authority[..<extra].isEmpty {
+            let what = switch authority[extra] { case "/": "a path"; case "?": "a query"; default: "a fragment" }
+            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has \(what) (\(authority[extra...])): give only mqtt://host:port")
+        }
         var host = Substring(authority)
         var port = usesTLS ? Self.defaultTLSPort : Self.defaultPort
         if authority.hasPrefix("[") {

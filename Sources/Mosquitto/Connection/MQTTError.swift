@@ -8,7 +8,8 @@ public enum MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidClientID(String, reason: String)
     /// The broker address or another setting is not usable.
     case invalidConfiguration(String)
-    /// The broker could not be reached (refused, unresolvable, TLS failure, timeout).
+    /// The connection to the broker failed once made (closed before its CONNACK, TLS failure, timeout), or the
+    /// client could not start its network thread. A broker no TCP connection reaches is ``unreachable(_:)``.
     case connectionFailed(String)
     /// The broker answered the CONNECT with a refusal, such as bad credentials or not authorized.
     case connectionRefused(reasonCode: Int, reason: String)
@@ -29,6 +30,9 @@ public enum MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
     /// connected or connecting, or one publication's ``MQTTPublication/acknowledged()`` awaited by two tasks at
     /// once. The client itself is unharmed; the call had no effect.
     case misuse(String)
+    /// No broker given (one, or each of a list) took the TCP connection: refused, unresolvable or unreachable. The
+    /// detail names each broker and what it said.
+    case unreachable(String)
 
     /// A human message naming what went wrong.
     public var description: String {
@@ -38,7 +42,7 @@ public enum MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidClientID(let id, let reason): "invalid client id \(Self.quoted(id)): \(reason)"
         case .invalidConfiguration(let detail): "invalid configuration: \(detail)"
         case .misuse(let detail): "misuse of the MQTT client: \(detail)"
-        case .connectionFailed(let detail): "cannot connect to the broker: \(detail)"
+        case .connectionFailed(let detail), .unreachable(let detail): "cannot connect to the broker: \(detail)"
         case .connectionRefused(let code, let reason):
             // 3.1.1: 4 bad user name or password, 5 not authorised; 5: 0x86 and 0x87 likewise.
             "the broker refused the connection: \(reason) (reason code \(code))"

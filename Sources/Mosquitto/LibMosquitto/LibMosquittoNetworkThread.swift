@@ -138,7 +138,7 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
             failures.append("\(broker): \(detail)")
             if handle.context.stopRequested { break }
         }
-        handle.context.failConnecting(MQTTError.connectionFailed(failures.joined(separator: "; ")))
+        handle.context.failConnecting(MQTTError.unreachable(failures.joined(separator: "; ")))
         return false
     }
 
