@@ -91,7 +91,7 @@ demo: deps
 fuzz: deps
 	SWIFT=$(SWIFT) Fuzz/run.sh
 
-## compose-check: validate docker-compose.yml and deploy/cluster/docker-compose.yml (there is no Docker engine here to run them)
+## compose-check: validate docker-compose.yml and deploy/cluster/docker-compose.yml (quick; make compose-test runs them under podman)
 compose-check:
 	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose; }
 	docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
@@ -99,17 +99,21 @@ compose-check:
 
 ## compose-test: run docker-compose.yml for real without Docker — podman, Debian's docker-compose through
 ## `podman system service`, local stand-ins for the images no registry can give us here (deploy/compose-test);
-## checks alerts flow, the ACL holds, the logs, and that nothing is left behind
+## checks alerts flow, the ACL holds, the logs, and that nothing is left behind; then deploy/cluster/docker-compose.yml
+## (cluster.sh): three NATS nodes, the store's node SIGKILLed, the store on another and alerts going on, the node rejoining
 COMPOSE_TEST_PACKAGES := podman runc netavark aardvark-dns iptables catatonit uidmap debootstrap docker-compose \
 	mosquitto-clients curl python3 git
-compose-test:
+compose-test: cluster-deps
 	@missing=""; for p in $(COMPOSE_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) timeout --kill-after=30 1500 deploy/compose-test/run.sh
+	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
+		timeout --kill-after=30 1500 deploy/compose-test/run.sh
+	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
+		timeout --kill-after=30 900 deploy/compose-test/cluster.sh
 
 clean:
 	rm -rf .build

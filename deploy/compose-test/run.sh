@@ -8,95 +8,33 @@
 #   - Prometheus scrapes the store: through its HTTP API, the store's target is up and its alert counter rises;
 #   - mosquitto's and the store's logs are readable with `docker-compose logs`;
 #   - `docker-compose down -v` leaves no container, network or volume of the project behind.
-# The images debian:bookworm-slim and swift:6.3-bookworm are local stand-ins (stand-ins.sh), built once;
-# restock-alerter, restock-mosquitto and restock-prometheus are built from the repository's Dockerfiles every run
-# (layers cached), tagged as docker-compose.yml names them.
-# Podman runs healthchecks from systemd timers, and there is no systemd here: a loop runs them instead (`podman
-# healthcheck run` on each of the project's containers every 2 s), as Docker's engine does by itself.
+# The images debian:bookworm-slim and swift:6.3-bookworm (and nats:2.15-alpine, for cluster.sh) are local
+# stand-ins (stand-ins.sh), built once; restock-alerter, restock-mosquitto and restock-prometheus are built from the
+# repository's Dockerfiles every run (layers cached), tagged as docker-compose.yml names them.
+# Podman runs healthchecks from systemd timers, and there is no systemd here: a loop runs them (lib.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+file="$root/docker-compose.yml"
 cd "$root"
-export CONTAINERS_CONF="$here/containers.conf"
-WAIT=${COMPOSE_TEST_WAIT:-180}          # seconds allowed for each awaited condition
 # COMPOSE_TEST_LOGS=FILE keeps every service's `docker-compose logs` in FILE (an absolute path).
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
-step() { printf '\n== %s (%ss)\n' "$*" "$SECONDS"; }
-fail() { echo "compose-test: FAILED: $*" >&2; exit 1; }
-# poll CONDITION (a shell command) every half second until it holds, or fail after $WAIT seconds.
-poll() {
-    local what=$1 condition=$2 deadline=$((SECONDS + WAIT))
-    until eval "$condition"; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within ${WAIT}s"
-        sleep 0.5    # the interval between checks; the deadline above bounds the wait
-    done
-}
-
-step "stand-in images (built only when missing)"
-"$here/stand-ins.sh"
-
-# The tag docker-compose.yml gives an image of ours.
-tag_of() { awk -v name="$1" '$1 == "image:" && index($2, name ":") == 1 { print $2; exit }' docker-compose.yml; }
 step "restock-alerter, restock-mosquitto and restock-prometheus from their Dockerfiles"
-for image in restock-alerter:. restock-mosquitto:deploy/mosquitto restock-prometheus:deploy/prometheus; do
-    tag=$(tag_of "${image%%:*}"); [ -n "$tag" ] || fail "docker-compose.yml names no tagged image ${image%%:*}"
-    nice -n 10 podman build --pull=never -q -t "$tag" "${image#*:}" >/dev/null
-done
-podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E 'restock-|swift|debian' || true
+build_images restock-alerter:. restock-mosquitto:deploy/mosquitto restock-prometheus:deploy/prometheus
+podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E 'restock-|swift|debian|nats' || true
 
-work=$(mktemp -d /tmp/compose-test.XXXXXX)
-project="restockcomposetest$$"
-service_pid=""
 intruder_pid=""
-health_pid=""
-compose() { docker-compose --ansi never -p "$project" -f "$root/docker-compose.yml" "$@"; }
-volumes_before=$(podman volume ls -q | sort)
-# The project's containers, networks and volumes still there (anonymous volumes too: any volume not there before).
-leftovers() {
-    { podman ps -a -q --filter "label=com.docker.compose.project=$project"
-      podman network ls -q --filter "label=com.docker.compose.project=$project"
-      comm -13 <(echo "$volumes_before") <(podman volume ls -q | sort); } 2>/dev/null | grep . || true
-}
-finish() {
-    local status=$?
-    [ -n "$intruder_pid" ] && kill "$intruder_pid" 2>/dev/null || true
-    [ -n "$health_pid" ] && kill "$health_pid" 2>/dev/null || true
-    if [ -n "$service_pid" ]; then
-        if [ "$status" -ne 0 ]; then echo "--- docker-compose logs (last 40 lines each)"; compose logs --no-color --tail=40 || true; fi
-        compose down -v --remove-orphans --timeout 10 >/dev/null 2>&1 || true
-        kill "$service_pid" 2>/dev/null || true
-        wait "$service_pid" 2>/dev/null || true
-    fi
-    left=$(leftovers)
-    if [ -n "$left" ]; then echo "compose-test: left behind, removing: $left" >&2; status=1
-        podman rm -f $left >/dev/null 2>&1; podman network rm $left >/dev/null 2>&1; podman volume rm $left >/dev/null 2>&1; fi
-    rm -rf "$work"
-    exit "$status"
-}
-trap finish EXIT
-
-step "podman system service as the Docker API"
-podman system service --time=0 "unix://$work/podman.sock" &
-service_pid=$!
-export DOCKER_HOST="unix://$work/podman.sock"
-poll "podman API socket" '[ -S "$work/podman.sock" ] && curl -fsS --unix-socket "$work/podman.sock" http://d/_ping >/dev/null 2>&1'
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+on_exit() { [ -z "$intruder_pid" ] || kill "$intruder_pid" 2>/dev/null; }
+start_compose_api
 port=$(free_port)
 prometheus_port=$(free_port)
 export RESTOCK_MQTT_PORT=$port RESTOCK_PROMETHEUS_PORT=$prometheus_port
-# The healthcheck scheduler systemd would be (see the top).
-while true; do
-    for container in $(podman ps -q --filter "label=com.docker.compose.project=$project"); do
-        podman healthcheck run "$container" >/dev/null 2>&1 || true
-    done
-    sleep 2    # the healthcheck interval of this stand-in scheduler
-done &
-health_pid=$!
+start_health_loop
 step "docker-compose up -d (project $project, mosquitto on 127.0.0.1:$port, Prometheus on 127.0.0.1:$prometheus_port)"
 compose up -d --no-build
 compose ps
-health() { podman inspect --format '{{.State.Health.Status}}' "${project}_$1_1" 2>/dev/null; }
 echo "health: mosquitto $(health mosquitto), store $(health store)"
 [ "$(health mosquitto)" = healthy ] || fail "mosquitto is not healthy although the store started after it"
 [ "$(health store)" = healthy ] || fail "the store is not healthy although the customers started after it"

