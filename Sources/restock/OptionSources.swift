@@ -88,18 +88,21 @@ struct OptionSources {
             line.replacingOccurrences(of: "'--\(entry.key) <\(entry.key)>'", with: entry.value.origin)
                 .replacingOccurrences(of: "--\(entry.key)", with: entry.value.origin)
         }
-        guard named == message, !message.contains("--"),
+        guard named == message,
             let source = origins.first(where: { Self.isAbout(message, option: $0.key, value: $0.value.value) })?.value
         else { return named }
         return "\(source.origin): \(message)"
     }
 
-    /// Whether an error `message` that names no option is about `option`'s `value`: it quotes the value, or, for the
-    /// broker, speaks of a broker URL, port or list (an error about one URL of a list quotes that URL alone).
+    /// Whether an error `message` that no option filled in here was named in is about `option`'s `value`: it names no
+    /// option and quotes the value, or, for the broker, it is a broker URL's or list's configuration error (an error
+    /// about one URL of a list quotes that URL alone, and one about the list's credentials names the options to use).
     private static func isAbout(_ message: String, option: String, value: String) -> Bool {
         guard !value.isEmpty else { return false }
-        if message.contains("\"\(value)\"") { return true }
-        return option == "broker" && ["broker URL", "broker port", "broker list", "of the list"].contains { message.contains($0) }
+        if !message.contains("--"), message.contains("\"\(value)\"") { return true }
+        return option == "broker"
+            && ["invalid configuration: broker URL", "invalid configuration: broker port", "invalid configuration: the broker list"]
+                .contains { message.contains($0) }
     }
 }
 

@@ -19,7 +19,11 @@ struct BrokerListCommandLineTests {
             ("mqtt://a:1,http://b:2", "error: invalid configuration: broker URL \"http://b:2\" must start with mqtt:// or mqtts:// (broker 2 of the list)"),
             ("mqtt://a:1,mqtt://b:99999", "error: invalid configuration: broker port 99999 is outside 1-65535 (broker 2 of the list)"),
             ("mqtt://a:1,mqtts://b:2", "error: invalid configuration: the broker list mixes mqtt:// and mqtts://: use one scheme for every broker"),
-            ("mqtt://a:1,mqtt://a:1", "error: invalid configuration: the broker list names a broker twice"),
+            ("mqtt://a:1,mqtt://a:1", "error: invalid configuration: the broker list names mqtt://a:1 twice"),
+            ("mqtt://a:1,mqtt://b:2,mqtt://b:2/", "error: invalid configuration: the broker list names mqtt://b:2 twice"),
+            // Several URLs with another separator than a comma (said "has a path" alone before).
+            ("mqtt://a:1;mqtt://b:2", "error: invalid configuration: broker URL \"mqtt://a:1;mqtt://b:2\" has a path (//b:2): to give several brokers, separate their URLs with commas"),
+            ("mqtt://a:1 mqtt://b:2", "error: invalid configuration: broker URL \"mqtt://a:1 mqtt://b:2\" has a path (//b:2): to give several brokers, separate their URLs with commas"),
             ("mqtt://u:p@a:1,mqtt://v:q@b:2", "error: invalid configuration: the broker list carries different user names or passwords"),
             // A path, a query or a fragment is named as such (was "has a bad port").
             ("mqtt://a:1/path", "error: invalid configuration: broker URL \"mqtt://a:1/path\" has a path (/path): give only mqtt://host:port"),
@@ -36,15 +40,16 @@ struct BrokerListCommandLineTests {
         }
     }
 
-    @Test("a list none of whose brokers takes the TCP connection fails at once, naming each (waited 60 s before, as for a cluster electing leaders)")
+    @Test("a list none of whose brokers takes the TCP connection fails in one line naming each (ElectionGapTests: at its first attempt)")
     func noneListening() async throws {
         let (first, second) = (try RefusingLoopbackPort(), try RefusingLoopbackPort())
         defer { withExtendedLifetime((first, second)) {} }
-        let started = ContinuousClock.now
         let result = try await restock(["inventory", "--broker", "mqtt://127.0.0.1:\(first.port),mqtt://127.0.0.1:\(second.port)"])
         #expect(result.status != 0)
-        #expect(result.standardError.hasPrefix("error: cannot connect to the broker: mqtt://127.0.0.1:\(first.port): Connection refused; mqtt://127.0.0.1:\(second.port): Connection refused"), "\(result.standardError)")
-        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(
+            result.standardError
+                == "error: cannot connect to the broker: mqtt://127.0.0.1:\(first.port): Connection refused; mqtt://127.0.0.1:\(second.port): Connection refused\n",
+            "\(result.standardError)")
     }
 
     @Test("a command reaches the first broker of the list that answers (failed before: a list was a bad URL)")

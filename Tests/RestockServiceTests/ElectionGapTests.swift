@@ -42,22 +42,23 @@ struct ElectionGapTests {
         let record = try await client.changeStock(of: try SKU("pencil"), .set(4), wait: 60)
         #expect(record.quantity == 4)
         #expect(broker.connectionRefusals.refused == 3)
+        #expect(broker.events.filter { $0.hasPrefix("closed before its CONNACK") }.count == 3)
         await store.stop()
     }
 
-    @Test("on a cluster whose every broker refuses the TCP connection, a command fails at once, naming them (waited the whole bound before)")
+    @Test("on a cluster whose every broker refuses the TCP connection, a command fails at its first attempt (tried again for the whole bound before)")
     func unreachableClusterFailsAtOnce() async throws {
         let broker = InMemoryBroker()
         broker.stop()
         let client = client(of: broker, retryingFor: .seconds(60), cluster: true)
-        let started = ContinuousClock.now
         await #expect {
             _ = try await client.inventory()
         } throws: { error in
             guard case MQTTError.unreachable(let detail) = error else { return false }
             return detail.contains("Connection refused")
         }
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Tried once, not again and again for the 60 s bound.
+        #expect(broker.events.filter { $0.hasPrefix("unreachable ") }.count == 1, "\(broker.events)")
     }
 
     @Test("refusals that outlast the bound fail the command with one line saying why, not as an offline store")
@@ -101,8 +102,9 @@ struct ElectionGapTests {
             }
         }
         defer { heartbeats.cancel() }
-        await #expect(throws: RestockMQTTError.noAnswer(what: "an answer on \(pear.inventory(try SKU("x")))", seconds: 2)) {
-            try await client.changeStock(of: try SKU("x"), .set(1), wait: 2)
+        // 8 s: long enough for a heartbeat to come on a loaded machine (2 s were not, in a CI run beside other work).
+        await #expect(throws: RestockMQTTError.noAnswer(what: "an answer on \(pear.inventory(try SKU("x")))", seconds: 8)) {
+            try await client.changeStock(of: try SKU("x"), .set(1), wait: 8)
         }
         heartbeats.cancel()
         _ = await heartbeats.result  // no heartbeat after this

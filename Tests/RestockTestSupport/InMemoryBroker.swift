@@ -228,8 +228,14 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     /// Connects `connection`, taking over a live connection of the same client id. Returns whether a session was present.
     fileprivate func connect(_ connection: InMemoryConnection) throws -> Bool {
         let (present, previous): (Bool, InMemoryConnection?) = try locked {
-            guard isUp else { throw MQTTError.unreachable("\(connection.clientID): Connection refused") }
-            if connectionRefusals.refuses() { throw MQTTError.connectionFailed("connection closed before its CONNACK") }
+            guard isUp else {
+                log.append("unreachable \(connection.clientID)")
+                throw MQTTError.unreachable("\(connection.clientID): Connection refused")
+            }
+            if connectionRefusals.refuses() {
+                log.append("closed before its CONNACK \(connection.clientID)")
+                throw MQTTError.connectionFailed("connection closed before its CONNACK")
+            }
             let previous = live[connection.clientID]
             let present = connection.persistent && sessions[connection.clientID] != nil
             if !present || !connection.persistent { sessions[connection.clientID] = Session(persistent: connection.persistent) }
@@ -321,8 +327,14 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     /// A session made (or found) for `clientID`, subscribed to `filter`, with nothing taken from it.
     fileprivate func prepareSession(_ clientID: String, subscribingTo filter: String) throws -> Bool {
         try locked {
-            guard isUp else { throw MQTTError.unreachable("\(clientID): Connection refused") }
-            if connectionRefusals.refuses() { throw MQTTError.connectionFailed("connection closed before its CONNACK") }
+            guard isUp else {
+                log.append("unreachable \(clientID)")
+                throw MQTTError.unreachable("\(clientID): Connection refused")
+            }
+            if connectionRefusals.refuses() {
+                log.append("closed before its CONNACK \(clientID)")
+                throw MQTTError.connectionFailed("connection closed before its CONNACK")
+            }
             let present = sessions[clientID] != nil
             sessions[clientID, default: Session(persistent: true)].subscriptions[filter] = MQTTSubscriptionOptions()
             return present

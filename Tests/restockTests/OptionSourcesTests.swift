@@ -122,7 +122,7 @@ struct OptionSourcesTests {
         #expect(errorLine(["inventory"], ["RESTOCK_STORE": "no way"])?.hasPrefix("RESTOCK_STORE: ") == true)
         #expect(errorLine(["inventory"], ["RESTOCK_BROKER": "http://nope"])?.hasPrefix("RESTOCK_BROKER: ") == true)
         // A list's errors name the variable too, whether they quote one URL of it or none (named none before).
-        for list in ["mqtt://a:1,http://b", "mqtt://a:1,mqtt://a:1", "mqtt://a:1,mqtt://b:99999", "mqtt://a:1, ,mqtt://b:2"] {
+        for list in ["mqtt://a:1,http://b", "mqtt://a:1,mqtt://a:1", "mqtt://a:1,mqtt://b:99999", "mqtt://a:1, ,mqtt://b:2", "mqtt://u:p@a:1,mqtt://v@b:2"] {
             #expect(errorLine(["inventory"], ["RESTOCK_BROKER": list])?.hasPrefix("RESTOCK_BROKER: ") == true, "\(list)")
         }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("restock-\(UUID().uuidString).json")

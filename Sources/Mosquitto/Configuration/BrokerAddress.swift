@@ -44,7 +44,9 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
         // MQTT has no path, query or fragment: say so, rather than read `host:1/path` as a bad port.
         if let extra = authority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }), !authority[..<extra].isEmpty {
             let what = switch authority[extra] { case "/": "a path"; case "?": "a query"; default: "a fragment" }
-            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has \(what) (\(authority[extra...])): give only mqtt://host:port")
+            // `mqtt://a:1;mqtt://b:2` or `mqtt://a:1 mqtt://b:2`: a list with the wrong separator.
+            let advice = authority[extra...].contains("//") ? "to give several brokers, separate their URLs with commas" : "give only mqtt://host:port"
+            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has \(what) (\(authority[extra...])): \(advice)")
         }
         var host = Substring(authority)
         var port = usesTLS ? Self.defaultTLSPort : Self.defaultPort

@@ -35,8 +35,8 @@ struct BrokerList {
         guard Set(addresses.map(\.usesTLS)).count == 1 else {
             throw .invalidConfiguration("the broker list mixes mqtt:// and mqtts://: use one scheme for every broker")
         }
-        guard Set(addresses).count == addresses.count else {
-            throw .invalidConfiguration("the broker list names a broker twice")
+        if let twice = addresses.enumerated().first(where: { addresses[..<$0.offset].contains($0.element) })?.element {
+            throw .invalidConfiguration("the broker list names \(twice) twice")
         }
         let given = credentials.filter { $0.user != nil }
         guard Set(given.map { "\($0.user ?? "")\u{0}\($0.password ?? "\u{1}")" }).count <= 1 else {

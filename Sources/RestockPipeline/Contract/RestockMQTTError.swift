@@ -45,7 +45,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .unknownStore(let store):
             "no store \(store) has ever been online on this broker: start it with `restock serve --store \(store)`"
         case .refused(let code, let detail): "refused (\(code)): \(detail)"
-        case .noAnswer(let what, let seconds): "no answer from the store within \(seconds.formatted()) s (\(what))"
+        case .noAnswer(let what, let seconds):
+            "no answer from the store within \(seconds.formatted()) s (\(what)); the request may have been applied all the same (an answer lost when a broker node dies): check before sending it again"
         case .dataDirectoryInUse(let path): "another store process is using \(path)"
         case .storeAlreadyRunning(let store, let instance):
             "store \(store) is already running on this broker (instance \(instance)): run only one; to take over when it stops, run `restock serve --standby` on its data directory"

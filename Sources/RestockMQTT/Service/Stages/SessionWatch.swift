@@ -54,10 +54,12 @@ struct SessionWatch: Service {
                     metrics.count(event, on: .session, connections: &connections)
                     switch event {
                     case .connected(let sessionPresent):
-                        lifecycle.sessionConnected()
+                        // The broker first: /readyz, ready from sessionConnected() on, names it (answered a bare
+                        // `ok` between the two before, found by the issue 25 trial).
                         let broker = client.broker ?? "unknown"
                         metrics.recordBroker(broker, previous: health.broker)
                         health.connected(to: broker)
+                        lifecycle.sessionConnected()
                         logger.info(
                             connections == 1 ? "connected to the broker" : "reconnected to the broker",
                             metadata: [StoreLoggingKeys.session: "\(sessionPresent)", StoreLoggingKeys.broker: "\(broker)"])
