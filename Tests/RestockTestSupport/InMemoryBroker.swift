@@ -222,20 +222,26 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
         }
     }
 
+    /// Throws what a connect of `clientID` meets when the broker is down, or when it closes the connection before its
+    /// CONNACK (``connectionRefusals``), noting it in ``events``. Called with the lock held.
+    private func admit(_ clientID: String) throws {
+        guard isUp else {
+            log.append("unreachable \(clientID)")
+            throw MQTTError.unreachable("\(clientID): Connection refused")
+        }
+        if connectionRefusals.refuses() {
+            log.append("closed before its CONNACK \(clientID)")
+            throw MQTTError.connectionFailed("connection closed before its CONNACK")
+        }
+    }
+
     /// Whether the broker takes connections.
     fileprivate var acceptsConnections: Bool { locked { isUp } }
 
     /// Connects `connection`, taking over a live connection of the same client id. Returns whether a session was present.
     fileprivate func connect(_ connection: InMemoryConnection) throws -> Bool {
         let (present, previous): (Bool, InMemoryConnection?) = try locked {
-            guard isUp else {
-                log.append("unreachable \(connection.clientID)")
-                throw MQTTError.unreachable("\(connection.clientID): Connection refused")
-            }
-            if connectionRefusals.refuses() {
-                log.append("closed before its CONNACK \(connection.clientID)")
-                throw MQTTError.connectionFailed("connection closed before its CONNACK")
-            }
+            try admit(connection.clientID)
             let previous = live[connection.clientID]
             let present = connection.persistent && sessions[connection.clientID] != nil
             if !present || !connection.persistent { sessions[connection.clientID] = Session(persistent: connection.persistent) }
@@ -327,14 +333,7 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     /// A session made (or found) for `clientID`, subscribed to `filter`, with nothing taken from it.
     fileprivate func prepareSession(_ clientID: String, subscribingTo filter: String) throws -> Bool {
         try locked {
-            guard isUp else {
-                log.append("unreachable \(clientID)")
-                throw MQTTError.unreachable("\(clientID): Connection refused")
-            }
-            if connectionRefusals.refuses() {
-                log.append("closed before its CONNACK \(clientID)")
-                throw MQTTError.connectionFailed("connection closed before its CONNACK")
-            }
+            try admit(clientID)
             let present = sessions[clientID] != nil
             sessions[clientID, default: Session(persistent: true)].subscriptions[filter] = MQTTSubscriptionOptions()
             return present
