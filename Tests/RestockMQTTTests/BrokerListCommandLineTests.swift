@@ -22,13 +22,15 @@ struct BrokerListCommandLineTests {
             ("mqtt://a:1,mqtt://a:1", "error: invalid configuration: the broker list names mqtt://a:1 twice"),
             ("mqtt://a:1,mqtt://b:2,mqtt://b:2/", "error: invalid configuration: the broker list names mqtt://b:2 twice"),
             // Several URLs with another separator than a comma (said "has a path" alone before).
-            ("mqtt://a:1;mqtt://b:2", "error: invalid configuration: broker URL \"mqtt://a:1;mqtt://b:2\" has a path (//b:2): to give several brokers, separate their URLs with commas"),
-            ("mqtt://a:1 mqtt://b:2", "error: invalid configuration: broker URL \"mqtt://a:1 mqtt://b:2\" has a path (//b:2): to give several brokers, separate their URLs with commas"),
+            ("mqtt://a:1;mqtt://b:2", "error: invalid configuration: broker URL \"mqtt://a:1;mqtt://b:2\" has a path \"//b:2\": to give several brokers, separate their URLs with commas"),
+            ("mqtt://a:1 mqtt://b:2", "error: invalid configuration: broker URL \"mqtt://a:1 mqtt://b:2\" has a path \"//b:2\": to give several brokers, separate their URLs with commas"),
             ("mqtt://u:p@a:1,mqtt://v:q@b:2", "error: invalid configuration: the broker list carries different user names or passwords"),
             // A path, a query or a fragment is named as such (was "has a bad port").
-            ("mqtt://a:1/path", "error: invalid configuration: broker URL \"mqtt://a:1/path\" has a path (/path): give only mqtt://host:port"),
-            ("mqtt://a:1,mqtt://b:2?x=1", "error: invalid configuration: broker URL \"mqtt://b:2?x=1\" has a query (?x=1)"),
-            ("mqtt://a#frag", "error: invalid configuration: broker URL \"mqtt://a#frag\" has a fragment (#frag)"),
+            ("mqtt://a:1/path", "error: invalid configuration: broker URL \"mqtt://a:1/path\" has a path \"/path\": give only mqtt://host:port"),
+            ("mqtt://a:1,mqtt://b:2?x=1", "error: invalid configuration: broker URL \"mqtt://b:2?x=1\" has a query \"?x=1\""),
+            ("mqtt://a#frag", "error: invalid configuration: broker URL \"mqtt://a#frag\" has a fragment \"#frag\""),
+            // What follows the host is quoted: a newline in it stays one line (found by BrokerURLFuzz).
+            ("mqtt://a:1/x\ny", "error: invalid configuration: broker URL \"mqtt://a:1/x\\ny\" has a path \"/x\\ny\""),
         ])
     func badListsRefused(list: String, message: String) async throws {
         for command in [["inventory"], ["serve", "--data", "/nonexistent/never-made"]] {

@@ -46,7 +46,8 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
             let what = switch authority[extra] { case "/": "a path"; case "?": "a query"; default: "a fragment" }
             // `mqtt://a:1;mqtt://b:2` or `mqtt://a:1 mqtt://b:2`: a list with the wrong separator.
             let advice = authority[extra...].contains("//") ? "to give several brokers, separate their URLs with commas" : "give only mqtt://host:port"
-            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has \(what) (\(authority[extra...])): \(advice)")
+            // Quoted: what follows may hold a newline or anything else (found by BrokerURLFuzz), and an error is one line.
+            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has \(what) \(MQTTError.quoted(String(authority[extra...]))): \(advice)")
         }
         var host = Substring(authority)
         var port = usesTLS ? Self.defaultTLSPort : Self.defaultPort
