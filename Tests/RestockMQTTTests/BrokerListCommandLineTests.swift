@@ -31,6 +31,8 @@ struct BrokerListCommandLineTests {
             ("mqtt://a#frag", "error: invalid configuration: broker URL \"mqtt://a#frag\" has a fragment \"#frag\""),
             // What follows the host is quoted: a newline in it stays one line (found by BrokerURLFuzz).
             ("mqtt://a:1/x\ny", "error: invalid configuration: broker URL \"mqtt://a:1/x\\ny\" has a path \"/x\\ny\""),
+            // Even first: this was the host "?:1883", whose description did not parse back (found by BrokerURLFuzz).
+            ("mqtts://?:1883:1883", "error: invalid configuration: broker URL \"mqtts://?:1883:1883\" has a query \"?:1883:1883\""),
         ])
     func badListsRefused(list: String, message: String) async throws {
         for command in [["inventory"], ["serve", "--data", "/nonexistent/never-made"]] {

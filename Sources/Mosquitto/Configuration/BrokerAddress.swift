@@ -42,7 +42,9 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
         }
         let authority = rest.hasSuffix("/") ? rest.dropLast() : rest
         // MQTT has no path, query or fragment: say so, rather than read `host:1/path` as a bad port.
-        if let extra = authority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }), !authority[..<extra].isEmpty {
+        // Anywhere, even first: `mqtts://?:1883:1883` was read as the host `?:1883`, whose description then did not
+        // parse back (found by BrokerURLFuzz).
+        if let extra = authority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) {
             let what = switch authority[extra] { case "/": "a path"; case "?": "a query"; default: "a fragment" }
             // `mqtt://a:1;mqtt://b:2` or `mqtt://a:1 mqtt://b:2`: a list with the wrong separator.
             let advice = authority[extra...].contains("//") ? "to give several brokers, separate their URLs with commas" : "give only mqtt://host:port"
