@@ -235,8 +235,8 @@ final class LibMosquittoContext: Sendable {
 
     /// The subscriptions the broker refused when made again, due to be asked for again now (on the network thread).
     func dueResubscriptions() -> [(String, MQTTClientStateMachine.ActiveSubscription)] {
-        let now = ContinuousClock.now
-        return state.withLock { $0.hasRefusedResubscriptions ? $0.dueResubscriptions(at: now) : [] }
+        // Every loop turn: the clock is read only when a refusal waits.
+        state.withLock { $0.hasRefusedResubscriptions ? $0.dueResubscriptions(at: .now) : [] }
     }
 
     /// The probe that follows batch `batch` was queued with message id `mid` (on the network thread, before it is written).

@@ -35,7 +35,8 @@ struct BrokerList {
         guard Set(addresses.map(\.usesTLS)).count == 1 else {
             throw .invalidConfiguration("the broker list mixes mqtt:// and mqtts://: use one scheme for every broker")
         }
-        if let twice = addresses.enumerated().first(where: { addresses[..<$0.offset].contains($0.element) })?.element {
+        var named = Set<BrokerAddress>()
+        if let twice = addresses.first(where: { !named.insert($0).inserted }) {
             throw .invalidConfiguration("the broker list names \(twice) twice")
         }
         let given = credentials.filter { $0.user != nil }
