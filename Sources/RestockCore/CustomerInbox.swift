@@ -9,7 +9,7 @@ public struct CustomerInbox: AsyncSequence, Sendable {
 
     private let stream: AsyncStream<RestockAlert>
 
-    init(customer: CustomerID, registry: ObserverRegistry) {
+    package init(customer: CustomerID, registry: ObserverRegistry) {
         let (stream, continuation) = AsyncStream.makeStream(of: RestockAlert.self, bufferingPolicy: .unbounded)
         let token = registry.add(ClosureObserver { continuation.yield($0) }, for: customer)
         continuation.onTermination = { _ in token.cancel() }

@@ -27,7 +27,7 @@ final class ObserverRegistration: Sendable {
 /// Thread-safe: the tables sit behind a `Mutex`. Delivery copies the registrations it needs under the
 /// lock and calls them after releasing it, checking each is still active just before its call, so an
 /// observer may cancel itself or others from inside a callback, and a cancelled one is skipped.
-final class ObserverRegistry: Sendable {
+package final class ObserverRegistry: Sendable {
     /// One customer's observers. A class, so finding them for an alert costs one reference, not a copy of the table.
     private final class CustomerObservers {
         var registrations = InsertionOrderedDictionary<UInt64, ObserverRegistration>()
@@ -43,11 +43,11 @@ final class ObserverRegistry: Sendable {
     private let tables = Mutex(Tables())
     private let failureHandler: (@Sendable (any Error, RestockAlert) -> Void)?
 
-    init(failureHandler: (@Sendable (any Error, RestockAlert) -> Void)?) {
+    package init(failureHandler: (@Sendable (any Error, RestockAlert) -> Void)?) {
         self.failureHandler = failureHandler
     }
 
-    func add(_ observer: any RestockObserver, for customer: CustomerID?) -> ObservationToken {
+    package func add(_ observer: any RestockObserver, for customer: CustomerID?) -> ObservationToken {
         let registration = tables.withLock { tables in
             defer { tables.nextID += 1 }
             let registration = ObserverRegistration(id: tables.nextID, customer: customer, observer: observer)
@@ -79,15 +79,15 @@ final class ObserverRegistry: Sendable {
     }
 
     /// The number of registered observers of `customer` (excluding those of every customer).
-    func count(for customer: CustomerID) -> Int {
+    package func count(for customer: CustomerID) -> Int {
         tables.withLock { $0.byCustomer[customer]?.registrations.count ?? 0 }
     }
 
     /// The number of registered observers.
-    var count: Int { tables.withLock { $0.count } }
+    package var count: Int { tables.withLock { $0.count } }
 
     /// Calls the observers of each alert's customer, then those of every customer, alert by alert in order.
-    func deliver(_ alerts: [RestockAlert]) {
+    package func deliver(_ alerts: [RestockAlert]) {
         guard !alerts.isEmpty else { return }
         // Snapshot under the lock, call out after: for each call, the alert's index and the registration.
         var indices: [Int] = []

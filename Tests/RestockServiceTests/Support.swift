@@ -11,6 +11,8 @@ import Synchronization
 
 let apple = try! StoreID("apple")
 let appleTopics = try! RestockTopics(store: apple)
+func customer(_ raw: String) -> CustomerID { try! CustomerID(raw) }
+func sku(_ raw: String) -> SKU { try! SKU(raw) }
 /// The contract's intervals a hundred times shorter: a heartbeat every 20 ms.
 let fast = StoreTiming.contract.scaled(down: 100)
 

@@ -21,7 +21,7 @@ extension StoreService {
         let retained = try await retainedTopics(on: wiring.publisher)
         let (published, cleared) = try await withTaskExecutorPreference(database.executor) {
             var changes = StoreChanges()
-            changes.publications = try RequestProcessor.retainedPublications(of: store, in: database, topics: topics, at: clock())
+            changes.publications = try RequestProcessor.retainedPublications(of: core, in: database, topics: topics, at: clock())
             let owned = Set(changes.publications.map(\.topic))
             let stale = retained.subtracting(owned).sorted()
             changes.publications += stale.map { Publication(key: $0, topic: $0, payload: [], retain: true) }

@@ -11,9 +11,9 @@ extension StoreService {
     func runStages(_ wiring: Wiring) async throws {
         let processor = try await withTaskExecutorPreference(database.executor) {
             try RequestProcessor(
-                store: store, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
+                store: core, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
                 logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics,
-                watchLifetime: configuration.watchLifetime.map { $0.seconds }, fence: wiring.fence)
+                watchLifetime: configuration.watchLifetime.map { $0.seconds }, fence: wiring.fence, view: store)
         }
         // Requests and alerts left from before a restart go first.
         wiring.requestArrived.yield()
@@ -24,7 +24,7 @@ extension StoreService {
                 mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
                 checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
             GaugeSampler(
-                metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: store, database: database,
+                metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, database: database,
                 lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling),
             OutboxPublisher(
                 client: wiring.publisher, database: database, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,

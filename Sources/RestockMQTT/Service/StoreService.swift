@@ -95,9 +95,12 @@ public final class StoreService: Service, Sendable {
     public let health: StoreHealth
     /// Its metrics, through swift-metrics (``StoreMetric``).
     let metrics = StoreMetrics()
-    /// The in-process store, the mirror of the broker's requests: restored from the data directory by ``run()``
-    /// before the store says it is online. For tests, which read it; it changes only through MQTT.
-    package let store: Store
+    /// The store's local observer list: what customers asked for through the broker, restored from the data directory
+    /// by ``run()`` before the store says it is online, and each committed alert for in-process observers
+    /// (docs/embedding.md). It reads and observes; customers and the admin change it through the broker.
+    public let store: StoreView
+    /// The in-process store the pipeline applies requests to; ``store`` is its public face.
+    let core: Store
     /// The store's topics.
     public let topics: RestockTopics
     let database: StoreDatabase
@@ -142,9 +145,22 @@ public final class StoreService: Service, Sendable {
         self.instance = instance
         // Every alert id carries this process's instance: a restored backup, removed data or a second store never gives
         // an id out twice (docs/contract.md, "Alert").
-        self.store = try Store(
+        let core = try Store(
             id: configuration.store, alertsPerUnit: configuration.alertsPerUnit,
             maximumWatchesPerCustomer: configuration.maximumWatchesPerCustomer, alertEpoch: instance, clock: clock)
+        self.core = core
+        let metrics = self.metrics
+        self.store = StoreView(
+            of: core,
+            dropped: { count in
+                metrics.observerAlertsDropped.increment(by: count)
+                logger.warning(
+                    "in-process observers are \(StoreView.maximumPendingAlerts) alerts behind: dropped \(count) alerts for them (the broker gets every one)")
+            },
+            failed: { error, alert in
+                metrics.observerFailures.increment()
+                logger.warning("an in-process observer failed", metadata: [StoreLoggingKeys.error: "\(error)", "alert": "\(alert.id)"])
+            })
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
         for migration in database.migrations { logger.info("\(migration)") }
         self.previousInstance = try database.replaceInstance(with: instance)
@@ -232,7 +248,7 @@ public final class StoreService: Service, Sendable {
             let (snapshot, skipped) = try database.loadSnapshotReportingSkipped()
             for row in skipped.prefix(20) { logger.error("skipped a row of the database that holds no valid record: \(row)") }
             if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the database in all") }
-            store.restore(snapshot)
+            core.restore(snapshot)
             logger.info(
                 "restored store \(configuration.store)",
                 metadata: [StoreLoggingKeys.watches: "\(snapshot.watches.count)", StoreLoggingKeys.skus: "\(snapshot.inventory.count)"])

@@ -111,12 +111,20 @@ public struct StoreMetric: Sendable, Hashable {
     public static let reportCustomers = StoreMetric(
         "restock_report_customers", .gauge, "Customers with a watch, as the store's report counts them (restock report).")
 
+    /// Committed alerts dropped for in-process observers of an embedded store, because too many waited for them.
+    public static let observerAlertsDropped = StoreMetric(
+        "restock_observer_alerts_dropped_total", .counter,
+        "Committed alerts not handed to in-process observers of an embedded store (docs/embedding.md) because 100,000 already waited for them; the broker still gets every one.")
+    /// Errors thrown by in-process observers.
+    public static let observerFailures = StoreMetric(
+        "restock_observer_failures_total", .counter, "Errors thrown by in-process observers of an embedded store (docs/embedding.md).")
+
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
         journalLag, publicationsHeld, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects,
         brokerCurrent, watches, customers,
         deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
-        reportAlertsAcknowledged, reportCustomers,
+        reportAlertsAcknowledged, reportCustomers, observerAlertsDropped, observerFailures,
     ]
 }

@@ -39,6 +39,8 @@ package final class StoreMetrics: Sendable {
     package let deadLetters: Counter
     package let watchesExpired: Counter
     package let customersForgotten: Counter
+    package let observerAlertsDropped: Counter
+    package let observerFailures: Counter
     package let reportAlertsRaised: [Window: Gauge]
     package let reportAlertsAcknowledged: [Window: Gauge]
     package let reportCustomers: Gauge
@@ -70,6 +72,8 @@ package final class StoreMetrics: Sendable {
         deadLetters = Counter(label: StoreMetric.deadLetters.name)
         watchesExpired = Counter(label: StoreMetric.watchesExpired.name)
         customersForgotten = Counter(label: StoreMetric.customersForgotten.name)
+        observerAlertsDropped = Counter(label: StoreMetric.observerAlertsDropped.name)
+        observerFailures = Counter(label: StoreMetric.observerFailures.name)
         reportAlertsRaised = labelled(.reportAlertsRaised) { Gauge(label: $0, dimensions: $1) }
         reportAlertsAcknowledged = labelled(.reportAlertsAcknowledged) { Gauge(label: $0, dimensions: $1) }
         reportCustomers = Gauge(label: StoreMetric.reportCustomers.name)

@@ -25,6 +25,8 @@ package struct StoreChanges: Sendable {
     package var publications: [Publication] = []
     /// The customers whose mirror this batch publishes: the store owns that retained topic from then on.
     package var mirrored: Set<CustomerID> = []
+    /// The alerts this batch raised, in order: handed to in-process observers once it is committed (``StoreView``).
+    package var alerts: [RestockAlert] = []
     /// How many alerts of each SKU this batch raised (the store's figures, ``AlertFigures``).
     package var alertsRaised: [SKU: Int] = [:]
     /// When the batch was applied, on the store's clock: the hour its figures count in.

@@ -32,7 +32,10 @@ extension RequestProcessor {
         for watch in outcome.removedWatches { mirrors.insert(watch.customer) }
         tally.applied[.stock, default: 0] += 1
         tally.alerts += outcome.alerts.count
-        if !outcome.alerts.isEmpty { changes.alertsRaised[sku, default: 0] += outcome.alerts.count }
+        if !outcome.alerts.isEmpty {
+            changes.alertsRaised[sku, default: 0] += outcome.alerts.count
+            changes.alerts += outcome.alerts
+        }
         // One record for all the alerts of the change (each rebuilt when published); one row each only if
         // they cannot share one.
         if let batch = AlertBatch(outcome.alerts) {

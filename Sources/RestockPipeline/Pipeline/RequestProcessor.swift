@@ -26,6 +26,8 @@ package final class RequestProcessor: Sendable {
     let fence: DeliveryFence?
     /// Requests applied and refused, alerts raised, dead letters, and the time to apply and commit a batch.
     let metrics: StoreMetrics
+    /// Where each committed batch's alerts go to in-process observers; `nil`: nowhere.
+    let view: StoreView?
 
     /// How many times the store may be killed without a fault while applying one suspect alone before the
     /// suspect is set aside anyway: a bound against a crash loop if a fault ever killed the process before its
@@ -72,8 +74,9 @@ package final class RequestProcessor: Sendable {
         store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
         rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil,
-        fence: DeliveryFence? = nil
+        fence: DeliveryFence? = nil, view: StoreView? = nil
     ) throws {
+        self.view = view
         self.fence = fence
         self.metrics = metrics
         self.watchLifetime = watchLifetime
@@ -220,6 +223,7 @@ package final class RequestProcessor: Sendable {
         pendingCommit.withLock { $0 = nil }
         database.endAttempt()
         progress.withLock { $0.lastApplied = last }
+        view?.deliverCommitted(changes.alerts)
         if !changes.forgotten.isEmpty { eraseForgotten(through: last) }
         if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
@@ -332,6 +336,7 @@ package final class RequestProcessor: Sendable {
                 }
                 if let alert = outcome.alert {
                     changes.publications.append(publication(of: alert))
+                    changes.alerts.append(alert)
                     changes.alertsRaised[sku, default: 0] += 1
                 }
                 tally.alerts += outcome.alert == nil ? 0 : 1

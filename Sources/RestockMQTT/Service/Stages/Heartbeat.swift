@@ -10,8 +10,8 @@ import ServiceLifecycle
 /// ``StoreTiming/heartbeat`` while the store holds its session (or has paused it itself: it still owns the
 /// store id), at once when something changes (a pause begins or ends, a connection comes back, an offline
 /// status replaced this one's: a will published late); nothing while the session is lost and the session watch decides whether it is still
-/// the store's; `offline` (stopped) on graceful shutdown, after the other stages have drained; nothing when the
-/// store was taken over or is cancelled.
+/// the store's; `offline` (stopped) on graceful shutdown, after the other stages have drained, and on cancellation;
+/// nothing when the store was taken over.
 struct Heartbeat: Service {
     let client: any BrokerConnection
     let topics: RestockTopics
@@ -51,13 +51,17 @@ struct Heartbeat: Service {
                 }
             }
         } catch is CancellationError {}
-        // Cancelled (taken over, or the store's task cancelled): say nothing over another instance's status.
-        guard !Task.isCancelled, lifecycle.takenOverBy == nil else { return }
+        // Taken over: say nothing over another instance's status.
+        guard lifecycle.takenOverBy == nil else { return }
         guard client.isConnected else { return }  // the will says offline
         let goodbye = StoreStatus.stopped(store: store, at: clock(), instance: instance)
-        _ = try? await withDeadline(goodbyeWait.seconds) { [client, topics] in
-            try await client.publish(goodbye.payloadBytes(), to: topics.status, retain: true)
-        }
+        // In a task of its own, which the cancellation of the store's task (an embedding program stopping it without a
+        // graceful shutdown) does not reach: the next store of the id then need not wait for a heartbeat to go stale.
+        await Task { [client, topics, goodbyeWait] in
+            _ = try? await withDeadline(goodbyeWait.seconds) {
+                try await client.publish(goodbye.payloadBytes(), to: topics.status, retain: true)
+            }
+        }.value
     }
 
     /// This instance's online status, with a fresh heartbeat, and why it takes no requests if it is paused.
