@@ -74,8 +74,10 @@ struct ConnectionOptions: ParsableArguments {
         return settings
     }
 
-    func client() throws -> StoreClient {
-        StoreClient(connection: try brokerSettings(), topics: try topics())
+    /// A client of the store; `waitingForNewStore`: one that waits, within each command's wait, for a store the broker
+    /// holds no status of yet (``StoreClient/waitsForNewStore``).
+    func client(waitingForNewStore: Bool = false) throws -> StoreClient {
+        StoreClient(connection: try brokerSettings(), topics: try topics(), waitsForNewStore: waitingForNewStore)
     }
 }
 

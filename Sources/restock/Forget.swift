@@ -9,16 +9,15 @@ extension Restock {
 
         @OptionGroup var connection: ConnectionOptions
         @Option(help: "Customer id (env RESTOCK_CUSTOMER).") var customer: String
-        @Option(parsing: .unconditional, help: "Seconds to wait for the store's answer (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
+        @OptionGroup var waiting: WaitOption
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")
-            try checkSeconds(wait, option: "wait")
         }
 
         func run() async throws {
             let who = try identifier(customer, CustomerID.self, option: "customer")
-            let report = try await connection.client().forget(who, wait: wait)
+            let report = try await connection.client(waitingForNewStore: waiting.wait != nil).forget(who, wait: waiting.seconds)
             print("\(who) is forgotten (\(report.watches) watches removed); the broker may still hold their own session: docs/operations.md, \"Forgetting a customer\"")
         }
     }

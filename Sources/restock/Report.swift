@@ -11,16 +11,15 @@ extension Restock {
         @OptionGroup var connection: ConnectionOptions
         @Option(help: "Only this SKU (env RESTOCK_SKU).") var sku: String?
         @Flag(help: "Print the store's reply as JSON (env RESTOCK_JSON).") var json = false
-        @Option(parsing: .unconditional, help: "Seconds to wait for the store's reply (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
+        @OptionGroup var waiting: WaitOption
 
         func validate() throws {
             if let sku { _ = try identifier(sku, SKU.self, option: "sku") }
-            try checkSeconds(wait, option: "wait")
         }
 
         func run() async throws {
             let item = try sku.map { try identifier($0, SKU.self, option: "sku") }
-            let report = try await connection.client().report(sku: item, wait: wait)
+            let report = try await connection.client(waitingForNewStore: waiting.wait != nil).report(sku: item, wait: waiting.seconds)
             if json {
                 print(String(decoding: try JSONEncoder.sorted.encode(report), as: UTF8.self))
                 return
@@ -47,25 +46,24 @@ extension Restock {
         @Option(parsing: .unconditional, help: "Apply the dead letter with this id again, as it came (env RESTOCK_REPLAY).") var replay: Int64?
         @Option(parsing: .unconditional, help: "Remove the dead letter with this id, unapplied (env RESTOCK_DROP).") var drop: Int64?
         @Flag(help: "Print the store's list as JSON (env RESTOCK_JSON).") var json = false
-        @Option(parsing: .unconditional, help: "Seconds to wait for the store's reply (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
+        @OptionGroup var waiting: WaitOption
 
         func validate() throws {
             guard replay == nil || drop == nil else { throw ValidationError("give --replay ID or --drop ID, not both") }
             for (value, option) in [(replay, "replay"), (drop, "drop")] {
                 if let value, value < 1 { throw ValidationError("--\(option) must be a dead letter's id, a whole number from 1, not \(value)") }
             }
-            try checkSeconds(wait, option: "wait")
         }
 
         func run() async throws {
-            let client = try connection.client()
+            let client = try connection.client(waitingForNewStore: waiting.wait != nil)
             if let action: DeadLetterAction = replay.map({ .replay($0) }) ?? drop.map({ .drop($0) }) {
-                let outcome = try await client.deadLetter(action, wait: wait)
+                let outcome = try await client.deadLetter(action, wait: waiting.seconds)
                 guard outcome.outcome != "unknown" else { throw RestockMQTTError.refused(code: "unknown", detail: "no dead letter \(action.id)") }
                 print("dead letter \(outcome.deadLetter) \(outcome.outcome)")
                 return
             }
-            let list = try await client.deadLetters(wait: wait)
+            let list = try await client.deadLetters(wait: waiting.seconds)
             if json {
                 print(String(decoding: try JSONEncoder.sorted.encode(list), as: UTF8.self))
                 return

@@ -11,20 +11,19 @@ extension Restock {
         @Option(help: "Customer id (env RESTOCK_CUSTOMER).") var customer: String
         @Option(help: "SKU to stop watching (env RESTOCK_SKU).") var sku: String?
         @Flag(help: "Stop watching everything (env RESTOCK_ALL).") var all = false
-        @Option(parsing: .unconditional, help: "Seconds to wait for the store's confirmation (at most 86400) (env RESTOCK_WAIT).") var wait: Double = 10
+        @OptionGroup var waiting: WaitOption
 
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")
             guard sku != nil || all else { throw ValidationError("give --sku SKU or --all") }
             guard sku == nil || !all else { throw ValidationError("give --sku SKU or --all, not both") }
-            try checkSeconds(wait, option: "wait")
             if let sku { _ = try identifier(sku, SKU.self, option: "sku") }
         }
 
         func run() async throws {
             let who = try identifier(customer, CustomerID.self, option: "customer")
             let item = try sku.map { try identifier($0, SKU.self, option: "sku") }
-            let mirror = try await connection.client().unsubscribe(who, from: item, wait: wait)
+            let mirror = try await connection.client(waitingForNewStore: waiting.wait != nil).unsubscribe(who, from: item, wait: waiting.seconds)
             let rest = mirror.watching.map(\.sku)
             print("\(who) stopped watching \(item?.rawValue ?? "everything")\(rest.isEmpty ? "" : "; still watching \(rest.joined(separator: ", "))")")
         }

@@ -32,7 +32,7 @@ extension StoreClient {
                 }
             } catch let timeout as DeadlineExceeded {
                 guard storeOnline.load(ordering: .acquiring) else {
-                    // On a cluster a missing status was waited for (below): none ever came.
+                    // On a cluster, or for a client that waits for a new store, a missing status was waited for (below): none came.
                     if watch.liveness.status == nil { throw RestockMQTTError.unknownStore(store: self.topics.store.rawValue) }
                     throw RestockMQTTError.storeOffline(store: self.topics.store.rawValue)
                 }
@@ -66,11 +66,12 @@ extension StoreClient {
     /// is waited for, within the caller's deadline.
     /// - Throws: ``RestockMQTTError/unknownStore(store:)`` at once when the broker holds no status of the store;
     ///   ``RestockMQTTError/storePaused(store:reason:)`` when its status says it takes no requests for now. On a cluster
-    ///   (a broker list) a missing status is waited for instead: a node electing leaders may answer the subscription
-    ///   without the retained message, and a live store's next heartbeat (every 2 s) brings it.
+    ///   (a broker list), or for a client that ``waitsForNewStore``, a missing status is waited for instead: a node
+    ///   electing leaders, or a broker restarted without its retained messages, answers the subscription without it,
+    ///   and a live store's next status (at once when it reconnects, then every 2 s) brings it.
     private func waitUntilOnline(_ liveness: StoreLiveness) async throws {
         try await liveness.waitUntilCurrent()
-        guard liveness.status != nil || !connection.fallbackBrokers.isEmpty else {
+        guard liveness.status != nil || !connection.fallbackBrokers.isEmpty || waitsForNewStore else {
             throw RestockMQTTError.unknownStore(store: topics.store.rawValue)
         }
         while true {

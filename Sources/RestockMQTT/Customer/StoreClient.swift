@@ -21,16 +21,24 @@ public final class StoreClient: Sendable {
     let connector: any BrokerConnector
     /// How long a subscription the broker refuses (a cluster electing leaders) is asked for again.
     package let subscriptionRetry: SubscriptionRetry
+    /// Whether a request waits, within its `wait`, for a store the broker holds no status of: a broker restarted
+    /// without its retained messages, a store not started yet. `false`: such a store is refused at once
+    /// (``RestockMQTTError/unknownStore(store:)``), so that a mistyped id says so without waiting. On a cluster (a
+    /// broker list) a missing status is always waited for.
+    public let waitsForNewStore: Bool
 
     /// A client of the store whose topics these are, on the broker of `connection`.
-    public convenience init(connection: BrokerSettings, topics: RestockTopics) {
-        self.init(connection: connection, topics: topics, connector: MosquittoConnector(settings: connection))
+    /// - Parameter waitsForNewStore: See ``waitsForNewStore``.
+    public convenience init(connection: BrokerSettings, topics: RestockTopics, waitsForNewStore: Bool = false) {
+        self.init(connection: connection, topics: topics, connector: MosquittoConnector(settings: connection), waitsForNewStore: waitsForNewStore)
     }
 
     /// A client whose connections come from `connector` (tests: a broker in memory).
     package init(
-        connection: BrokerSettings, topics: RestockTopics, connector: any BrokerConnector, subscriptionRetry: SubscriptionRetry = .default
+        connection: BrokerSettings, topics: RestockTopics, connector: any BrokerConnector, subscriptionRetry: SubscriptionRetry = .default,
+        waitsForNewStore: Bool = false
     ) {
+        self.waitsForNewStore = waitsForNewStore
         self.connector = connector
         self.subscriptionRetry = subscriptionRetry
         self.connection = connection
