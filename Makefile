@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps plugin build test contract-test contract-deps reliability cluster-test cluster-deps bench demo compose-check compose-test fuzz clean
+.PHONY: deps plugin build test examples contract-test contract-deps reliability cluster-test cluster-deps bench demo compose-check compose-test fuzz clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -21,9 +21,21 @@ build: deps plugin
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 
-## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever)
+## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever), and the
+## docs' Swift examples
 test: build compose-check contract-test
 	timeout --kill-after=30 1200 $(SWIFT) test --skip-build
+	$(MAKE) examples
+
+## examples: the Swift code of README.md and docs/embedding.md, a package of its own (Examples/) that sees only the public
+## API, built without warnings and run: the core snippet must print its alert, the embedding tests must pass
+EXAMPLES := $(SWIFT) build --package-path Examples
+examples: deps
+	@$(EXAMPLES) --build-tests 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
+	@if grep -E '/(Sources|Tests|Examples)/.*: warning:' .build-log.txt; then echo "error: the examples have warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
+	@out=$$($$($(EXAMPLES) --show-bin-path)/CoreExample) && echo "$$out" && \
+		grep -q "Good news, alice: iphone-15 is back in stock at apple (5 available)." <<< "$$out"
+	timeout --kill-after=30 300 $(SWIFT) test --package-path Examples --skip-build
 
 ## plugin: the restock_clientid mosquitto plugin the shipped configuration loads (deploy/mosquitto/clientid-plugin)
 plugin: deps

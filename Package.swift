@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "Mosquitto", targets: ["Mosquitto"]),
         .library(name: "RestockMQTT", targets: ["RestockMQTT"]),
         .executable(name: "restock", targets: ["restock"]),
+        // A private mosquitto on a free loopback port, for the tests of a program that embeds the store (docs/embedding.md).
+        .library(name: "LocalBroker", targets: ["LocalBroker"]),
         // Not an API (the underscore says so, as swift-nio's `_NIO…` products do): the private broker, the store as a
         // process and the request helpers of the tests, for the benchmarks' own package (Benchmarks/Package.swift),
         // which can reach a target of this package only through a product.

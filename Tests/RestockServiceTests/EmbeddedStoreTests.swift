@@ -103,6 +103,29 @@ struct EmbeddedStoreTests {
         token.cancel()
     }
 
+    @Test("waitUntilOnline returns once the store is online, at once when it is, and throws once it has stopped")
+    func waitUntilOnline() async throws {
+        let broker = InMemoryBroker()
+        broker.holdSubscriptionAnswers()
+        let running = try RunningStore(on: broker)
+        let waiter = Task { try await running.service.health.waitUntilOnline() }
+        #expect(broker.status == nil)
+        broker.releaseSubscriptionAnswers()
+        try await waiter.value
+        #expect(broker.status?.isOnline == true)
+        try await running.service.health.waitUntilOnline()
+        await running.stop()
+        await #expect(throws: StoreNotOnline.self) { try await running.service.health.waitUntilOnline() }
+    }
+
+    @Test("a task waiting for the store to go online can be cancelled")
+    func waitUntilOnlineCancelled() async throws {
+        let health = StoreHealth()
+        let waiter = Task { try await health.waitUntilOnline() }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+    }
+
     @Test("cancelling the task that runs the store publishes its offline status (the status stayed online before)")
     func cancellationSaysOffline() async throws {
         let broker = InMemoryBroker()

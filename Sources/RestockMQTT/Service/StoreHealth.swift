@@ -23,6 +23,8 @@ public final class StoreHealth: Sendable {
 
     private let phase = Mutex(Phase.starting)
     private let currentBroker = Mutex<String?>(nil)
+    /// Those waiting in ``waitUntilOnline()``, resumed when the store goes online or stops.
+    private let onlineWaiters = Mutex<(next: Int, waiting: [Int: CheckedContinuation<Void, any Error>])>((0, [:]))
 
     /// The broker of the `--broker` list the store's session is on, or last was; `nil` before it first connects.
     public var broker: String? { currentBroker.withLock { $0 } }
@@ -54,13 +56,68 @@ public final class StoreHealth: Sendable {
         }
     }
 
+    /// Returns once the store is online on the broker and takes requests: what a program that embeds it waits for
+    /// before it relies on it (docs/embedding.md). Returns at once if it is already; signals, never polls.
+    /// - Throws: ``StoreNotOnline`` when the store stopped (or failed) before it went online, with its reason;
+    ///   `CancellationError` when the waiting task is cancelled.
+    public func waitUntilOnline() async throws {
+        let id = onlineWaiters.withLock { waiters in
+            defer { waiters.next += 1 }
+            return waiters.next
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let settled: Result<Void, any Error>? = phase.withLock { phase in
+                    switch phase {
+                    case .running, .draining: return .success(())
+                    case .stopped(let reason): return .failure(StoreNotOnline(reason: reason))
+                    case .starting, .standby:
+                        // Checked under the waiters' lock: a cancellation after it finds the continuation there.
+                        return onlineWaiters.withLock { waiters in
+                            if Task.isCancelled { return .failure(CancellationError()) }
+                            waiters.waiting[id] = continuation
+                            return nil
+                        }
+                    }
+                }
+                if let settled { continuation.resume(with: settled) }
+            }
+        } onCancel: {
+            onlineWaiters.withLock { $0.waiting.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Resumes every ``waitUntilOnline()`` with `result`.
+    private func settleWaiters(_ result: Result<Void, any Error>) {
+        let waiting = onlineWaiters.withLock { waiters in
+            defer { waiters.waiting = [:] }
+            return Array(waiters.waiting.values)
+        }
+        for continuation in waiting { continuation.resume(with: result) }
+    }
+
     func standby(on directory: URL) { phase.withLock { $0 = .standby(directory: directory.path) } }
     func starting() { phase.withLock { $0 = .starting } }
-    func running(_ lifecycle: StoreLifecycle) { phase.withLock { $0 = .running(lifecycle) } }
+    func running(_ lifecycle: StoreLifecycle) {
+        phase.withLock { $0 = .running(lifecycle) }
+        settleWaiters(.success(()))
+    }
     func draining() {
         phase.withLock { phase in
             if case .running = phase { phase = .draining }
         }
     }
-    func stopped(_ reason: String) { phase.withLock { $0 = .stopped(reason) } }
+    func stopped(_ reason: String) {
+        phase.withLock { $0 = .stopped(reason) }
+        settleWaiters(.failure(StoreNotOnline(reason: reason)))
+    }
+}
+
+/// The store stopped before it went online (``StoreHealth/waitUntilOnline()``).
+public struct StoreNotOnline: Error, CustomStringConvertible {
+    /// Why, in one line: the store's own error, or `stopped`.
+    public let reason: String
+
+    /// The store did not go online, and why.
+    public var description: String { "the store did not go online: \(reason)" }
 }

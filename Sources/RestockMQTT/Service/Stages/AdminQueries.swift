@@ -32,6 +32,8 @@ struct AdminQueries: Service {
                 // still arrives keeps its flag, so that it is refused as every retained request is.
                 try await client.subscribe(
                     to: filter, qos: .atLeastOnce, options: MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true))
+            } catch is CancellationError {
+                return  // the store stops
             } catch {
                 logger.warning(
                     "cannot subscribe to the admin's questions now; they are answered once the broker has the subscription",
