@@ -34,7 +34,8 @@ extension RequestProcessor {
         tally.alerts += outcome.alerts.count
         if !outcome.alerts.isEmpty {
             changes.alertsRaised[sku, default: 0] += outcome.alerts.count
-            changes.alerts += outcome.alerts
+            // The outcome's own array, shared rather than copied, when it is the batch's first.
+            if changes.alerts.isEmpty { changes.alerts = outcome.alerts } else { changes.alerts += outcome.alerts }
         }
         // One record for all the alerts of the change (each rebuilt when published); one row each only if
         // they cannot share one.
