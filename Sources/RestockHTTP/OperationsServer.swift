@@ -34,7 +34,7 @@ public struct OperationsServer: Service {
     public func run() async throws {
         let router = Router()
         router.get("livez") { _, _ in Self.answer(health.liveness) }
-        router.get("readyz") { _, _ in Self.answer(health.readiness, broker: health.broker) }
+        router.get("readyz") { _, _ in Self.answer(health.readiness, broker: health.broker, detail: health.watchesDetail) }
         router.get("metrics") { [metrics] _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -57,11 +57,13 @@ public struct OperationsServer: Service {
         }
     }
 
-    /// The check's answer; a passing readiness names the broker the store is on (`ok: on mqtt://host:port`).
-    private static func answer(_ check: StoreHealth.Check, broker: String? = nil) -> Response {
+    /// The check's answer; a passing readiness names the broker the store is on and how full the store is
+    /// (`ok: on mqtt://host:port; watches 12 of 10000000 (0.0%)`).
+    private static func answer(_ check: StoreHealth.Check, broker: String? = nil, detail: String? = nil) -> Response {
         switch check {
         case .passing:
-            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: broker.map { "ok: on \($0)\n" } ?? "ok\n")))
+            let text = (broker.map { "ok: on \($0)" } ?? "ok") + (detail.map { "; \($0)" } ?? "")
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
         case .failing(let reason):
             return Response(status: .serviceUnavailable, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
         }

@@ -81,6 +81,9 @@ public struct StoreMetric: Sendable, Hashable {
         "1 for the broker of the --broker list the store's session is on (the broker label is its URL), 0 for one it was on before.")
     /// Watches stored.
     public static let watches = StoreMetric("restock_watches", .gauge, "Watches the store holds.")
+    /// The most watches the store holds (`--max-watches`), 0 for no limit.
+    public static let watchesMaximum = StoreMetric(
+        "restock_watches_max", .gauge, "The most watches the store holds, all customers together (--max-watches); 0 when there is no limit.")
     /// Customers with at least one watch.
     public static let customers = StoreMetric("restock_customers", .gauge, "Customers watching at least one SKU.")
     /// Requests set aside in the dead-letter table.
@@ -115,7 +118,7 @@ public struct StoreMetric: Sendable, Hashable {
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
         journalLag, publicationsHeld, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects,
-        brokerCurrent, watches, customers,
+        brokerCurrent, watches, watchesMaximum, customers,
         deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
         reportAlertsAcknowledged, reportCustomers,
     ]

@@ -1,3 +1,4 @@
+import Logging
 import Mosquitto
 import RestockCore
 import RestockPipeline
@@ -17,10 +18,20 @@ struct GaugeSampler: Service {
     let lifecycle: StoreLifecycle
     let fence: DeliveryFence
     let interval: Duration
+    /// The most watches the store holds (`--max-watches`; `nil`: no limit).
+    let maximumWatches: Int?
+    /// How often a store that stays full says so again.
+    let fullReportEvery: Duration
+    let logger: Logger
 
     func run() async throws {
+        metrics.watchesMaximum.record(maximumWatches ?? 0)
         try? await cancelWhenGracefulShutdown {
+            var full = FullReport(every: fullReportEvery)
             while true {
+                if let maximumWatches, let line = full.observe(watches: store.watchCount, maximum: maximumWatches, at: .now) {
+                    logger.log(level: line.level, "\(line.message)", metadata: [StoreLoggingKeys.watches: "\(store.watchCount)"])
+                }
                 metrics.journalLag.record(mark.lag(applied: applied()))
                 metrics.publicationsHeld.record(fence.heldCount)
                 metrics.watches.record(store.watchCount)
@@ -33,6 +44,32 @@ struct GaugeSampler: Service {
                 try await Task.sleep(for: interval)
             }
         }
+    }
+}
+
+/// When a store at its `--max-watches` is worth a log line: a warning when it becomes full, again every `every` while it
+/// stays full, and a notice once it is under 99 % of the limit again.
+struct FullReport {
+    let every: Duration
+    private var fullSince: ContinuousClock.Instant?
+    private var reportedAt: ContinuousClock.Instant?
+
+    init(every: Duration) { self.every = every }
+
+    mutating func observe(watches: Int, maximum: Int, at now: ContinuousClock.Instant) -> (level: Logger.Level, message: String)? {
+        if watches >= maximum {
+            if let reported = reportedAt, now - reported < every { return nil }
+            let first = fullSince == nil
+            if first { fullSince = now }
+            reportedAt = now
+            return (
+                .warning,
+                "the store is full: it holds \(watches) watches, its --max-watches is \(maximum); new watches are refused store-full"
+                    + (first ? "" : " (for \(Int((now - (fullSince ?? now)).seconds)) s)"))
+        }
+        guard let since = fullSince, watches < maximum - maximum / 100 else { return nil }
+        (fullSince, reportedAt) = (nil, nil)
+        return (.notice, "the store is no longer full after \(Int((now - since).seconds)) s: it holds \(watches) watches of \(maximum)")
     }
 }
 
