@@ -82,6 +82,8 @@ struct AdminQueries: Service {
             logger.info("answered an admin's \(report ? "report" : "dead-letter list") request", metadata: [StoreLoggingKeys.topic: "\(topic)"])
             _ = try client.send(payload, to: topic, retain: false, properties: properties)
         } catch let refusal as RequestRefusal {
+            // Counted with every other refusal (issue 32: 20 refused, 0 counted).
+            metrics.requestsRefused[refusal.code]?.increment()
             logger.notice("refused a request", metadata: [StoreLoggingKeys.topic: "\(message.topic)", StoreLoggingKeys.error: "\(refusal)"])
             let report = ErrorReport(refusal: refusal, topic: message.topic, at: clock())
             _ = try? client.send(report.payloadBytes(), to: topics.adminErrors, retain: false)
