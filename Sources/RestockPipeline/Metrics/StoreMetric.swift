@@ -114,12 +114,24 @@ public struct StoreMetric: Sendable, Hashable {
     public static let reportCustomers = StoreMetric(
         "restock_report_customers", .gauge, "Customers with a watch, as the store's report counts them (restock report).")
 
+    /// HTTP connections open on the operator's endpoint (`restock serve --http`).
+    public static let httpConnections = StoreMetric(
+        "restock_http_connections", .gauge, "HTTP connections open on the store's /livez, /readyz and /metrics endpoint.")
+    /// HTTP connections refused because the endpoint held as many as it may.
+    public static let httpConnectionsRefused = StoreMetric(
+        "restock_http_connections_refused_total", .counter,
+        "HTTP connections answered 503 and closed because the endpoint held as many as it may (its share of the descriptor limit).")
+    /// HTTP connections closed by the endpoint: idle, too slow to send a request's head, or left open after their answer.
+    public static let httpConnectionsTimedOut = StoreMetric(
+        "restock_http_connections_timed_out_total", .counter,
+        "HTTP connections the endpoint closed: idle past the keep-alive timeout, too slow to send a request's head, or left half-open after their answer.")
+
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
         journalLag, publicationsHeld, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects,
         brokerCurrent, watches, watchesMaximum, customers,
         deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
-        reportAlertsAcknowledged, reportCustomers,
+        reportAlertsAcknowledged, reportCustomers, httpConnections, httpConnectionsRefused, httpConnectionsTimedOut,
     ]
 }
