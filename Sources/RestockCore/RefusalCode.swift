@@ -27,6 +27,8 @@ public enum RefusalCode: String, Sendable, Hashable, CaseIterable, Codable {
     case tooManyWatches = "too-many-watches"
     /// The customer sent requests faster than the store takes them from one customer.
     case rateLimited = "rate-limited"
+    /// The store holds as many watches as it may (its `--max-watches`): a subscribe that would add a watch is refused.
+    case storeFull = "store-full"
     /// `expiresAt` is not an RFC 3339 time in UTC, or is not later than the store's clock when the store applies it.
     case invalidExpiresAt = "invalid-expires-at"
 }

@@ -16,6 +16,11 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
     /// store's ``Store/maximumWatchesPerCustomer`` (`limit`). More than the limit only after a restore: the
     /// watches of a snapshot are all kept.
     case tooManyWatches(customer: CustomerID, watching: Int, limit: Int)
+    /// A subscribe would add a watch to a store that holds `watches` watches, at least its ``Store/maximumWatches``
+    /// (`limit`). More than the limit only after a restore, or a lowered limit.
+    case storeFull(watches: Int, limit: Int)
+    /// The store-wide watch limit is outside ``Store/maximumWatchesRange``.
+    case invalidMaximumWatches(Int)
 
     /// The code a request refused with this error is answered with; `nil` for an error no request causes (a store
     /// id, a store option).
@@ -30,7 +35,8 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidMinQuantity: .invalidMinQuantity
         case .stockChangeOutOfRange, .quantityOutOfRange: .invalidQuantity
         case .tooManyWatches: .tooManyWatches
-        case .invalidAlertsPerUnit, .invalidMaximumWatchesPerCustomer: nil
+        case .storeFull: .storeFull
+        case .invalidAlertsPerUnit, .invalidMaximumWatchesPerCustomer, .invalidMaximumWatches: nil
         }
     }
 
@@ -42,6 +48,7 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidIdentifier(let kind, _): return kind == StoreKind.name ? "invalid-store" : "invalid-identifier"
         case .invalidAlertsPerUnit: return "invalid-alerts-per-unit"
         case .invalidMaximumWatchesPerCustomer: return "invalid-maximum-watches-per-customer"
+        case .invalidMaximumWatches: return "invalid-maximum-watches"
         default: return "invalid-request"
         }
     }
@@ -61,6 +68,10 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
             "invalid alertsPerUnit \(value): use 0 (off) through \(Store.maximumAlertsPerUnit)"
         case .invalidMaximumWatchesPerCustomer(let value):
             "invalid maximumWatchesPerCustomer \(value): use \(Store.maximumWatchesPerCustomerRange.lowerBound) through \(Store.maximumWatchesPerCustomerRange.upperBound)"
+        case .invalidMaximumWatches(let value):
+            "invalid maximumWatches \(value): use \(Store.maximumWatchesRange.lowerBound) through \(Store.maximumWatchesRange.upperBound), or none"
+        case .storeFull(let watches, let limit):
+            "the store holds \(watches) watches, the most it may hold (\(limit)): no new watch is taken until others end; watches already held may still change their terms or be unsubscribed"
         case .tooManyWatches(let customer, let watching, let limit) where watching > limit:
             // Only a restored store (older data, or a lowered limit) has a customer over the limit.
             "\(customer) already watches \(watching) SKUs, more than the \(limit) one customer may watch: unsubscribe from \(watching - limit + 1) first"

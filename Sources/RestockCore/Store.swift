@@ -18,6 +18,11 @@ public final class Store: Sendable {
     /// subscribing to every SKU cannot grow the store (and the watch list republished on each of their
     /// requests) without bound.
     public static let defaultMaximumWatchesPerCustomer = 100
+    /// The store-wide watch limits a store accepts.
+    public static let maximumWatchesRange: ClosedRange<Int> = 1...1_000_000_000
+    /// The store-wide watch limit of a store made without one: far more than a real store holds (about 1 KB of memory and
+    /// of disk each), while customers subscribing from many ids cannot grow it without bound.
+    public static let defaultMaximumWatches = 10_000_000
 
     /// The store's identifier, the `{store}` of its topics.
     public let id: StoreID
@@ -30,6 +35,8 @@ public final class Store: Sendable {
     public let alertEpoch: String?
     /// The most watches a subscribe may leave one customer with; see ``subscribe(_:to:mode:minQuantity:)``.
     public let maximumWatchesPerCustomer: Int
+    /// The most watches the store holds (`nil`: no limit); see ``subscribe(_:to:mode:minQuantity:expiresAt:)``.
+    public let maximumWatches: Int?
 
     private let state: Mutex<StoreState>
     private let observers: ObserverRegistry
@@ -41,14 +48,17 @@ public final class Store: Sendable {
     ///   - alertsPerUnit: The fair-release factor K; 0 (the default) alerts every waiting watch.
     ///   - maximumWatchesPerCustomer: The most watches one customer may have (1 through 1,000,000; 100 by
     ///     default). A snapshot's watches are all kept, even where a customer has more.
+    ///   - maximumWatches: The most watches the store holds, all customers together (1 through 1,000,000,000; ten million
+    ///     by default; `nil`: no limit). A snapshot's watches are all kept, even past it.
     ///   - snapshot: State to carry on from, as saved from ``snapshot``.
     ///   - alertEpoch: What every alert id carries besides the store and the sequence (see ``alertEpoch``).
     ///   - clock: Where `since` and `at` times come from.
     ///   - observerFailureHandler: Told of each error an observer throws.
-    /// - Throws: ``RestockError/invalidAlertsPerUnit(_:)``, ``RestockError/invalidMaximumWatchesPerCustomer(_:)``.
+    /// - Throws: ``RestockError/invalidAlertsPerUnit(_:)``, ``RestockError/invalidMaximumWatchesPerCustomer(_:)``,
+    ///   ``RestockError/invalidMaximumWatches(_:)``.
     public init(
         id: StoreID, alertsPerUnit: Int = 0, maximumWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer,
-        alertEpoch: String? = nil, restoring snapshot: StoreSnapshot? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        maximumWatches: Int? = Store.defaultMaximumWatches, alertEpoch: String? = nil, restoring snapshot: StoreSnapshot? = nil, clock: @escaping @Sendable () -> Date = { Date() },
         observerFailureHandler: (@Sendable (any Error, RestockAlert) -> Void)? = nil
     ) throws(RestockError) {
         guard (0...Self.maximumAlertsPerUnit).contains(alertsPerUnit) else {
@@ -57,13 +67,18 @@ public final class Store: Sendable {
         guard Self.maximumWatchesPerCustomerRange.contains(maximumWatchesPerCustomer) else {
             throw .invalidMaximumWatchesPerCustomer(maximumWatchesPerCustomer)
         }
+        if let maximumWatches, !Self.maximumWatchesRange.contains(maximumWatches) {
+            throw .invalidMaximumWatches(maximumWatches)
+        }
+        self.maximumWatches = maximumWatches
         self.id = id
         self.alertsPerUnit = alertsPerUnit
         self.maximumWatchesPerCustomer = maximumWatchesPerCustomer
         self.alertEpoch = alertEpoch
         self.clock = clock
         self.observers = ObserverRegistry(failureHandler: observerFailureHandler)
-        let limits = StoreState.Limits(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer)
+        let limits = StoreState.Limits(
+            alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer, maximumWatches: maximumWatches)
         if let snapshot {
             state = Mutex(StoreState(store: id, limits: limits, alertEpoch: alertEpoch, restoring: snapshot))
         } else {
@@ -74,7 +89,8 @@ public final class Store: Sendable {
     /// Replaces the store's state with `snapshot` (a store restored after it was made: the MQTT store service
     /// restores while it connects). Observers stay registered; no alert is raised.
     package func restore(_ snapshot: StoreSnapshot) {
-        let limits = StoreState.Limits(alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer)
+        let limits = StoreState.Limits(
+            alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer, maximumWatches: maximumWatches)
         let restored = StoreState(store: id, limits: limits, alertEpoch: alertEpoch, restoring: snapshot)
         state.withLock { $0 = restored }
     }
@@ -88,13 +104,16 @@ public final class Store: Sendable {
     ///
     /// A customer has at most ``maximumWatchesPerCustomer`` watches: a subscribe that would keep a new watch
     /// for a customer who already has that many is refused, and changes nothing (no position is taken, no
-    /// alert raised). New terms for a SKU already watched are always taken. A `once` watch satisfied at once
+    /// alert raised). New terms for a SKU already watched are always taken. Likewise the store holds at most
+    /// ``maximumWatches`` watches in all: a subscribe that would keep a new watch past it is refused
+    /// (``RestockError/storeFull(watches:limit:)``) and changes nothing. A `once` watch satisfied at once
     /// is taken even at the limit: it is alerted and not kept, so it leaves the customer with no more watches
     /// than before (unless fair release holds earlier watches of the SKU back: then it would wait, and is
     /// refused).
     ///
     /// `expiresAt` is when the watch ends unalerted (``expire(_:of:at:)``); `nil`, never. New terms replace it.
-    /// - Throws: ``RestockError/invalidMinQuantity(_:)``, ``RestockError/tooManyWatches(customer:watching:limit:)``.
+    /// - Throws: ``RestockError/invalidMinQuantity(_:)``, ``RestockError/tooManyWatches(customer:watching:limit:)``,
+    ///   ``RestockError/storeFull(watches:limit:)``.
     @discardableResult
     public func subscribe(
         _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, expiresAt: Date? = nil

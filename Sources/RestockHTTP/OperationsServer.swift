@@ -1,7 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import RestockMQTT
@@ -34,7 +36,7 @@ public struct OperationsServer: Service {
     public func run() async throws {
         let router = Router()
         router.get("livez") { _, _ in Self.answer(health.liveness) }
-        router.get("readyz") { _, _ in Self.answer(health.readiness, broker: health.broker) }
+        router.get("readyz") { _, _ in Self.answer(health.readiness, broker: health.broker, detail: health.watchesDetail) }
         router.get("metrics") { [metrics] _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -43,11 +45,27 @@ public struct OperationsServer: Service {
         let (address, logger) = (address, logger)
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)  // Hummingbird's own start and stop lines
+        // The endpoint's share of the process's descriptors: the broker connections and the data directory keep theirs.
+        let descriptors = HTTPLimits.descriptorLimit()
+        let limits = HTTPLimits.standard(descriptorLimit: descriptors ?? 1_024).overridden(by: ProcessInfo.processInfo.environment)
+        let connections = HTTPConnectionCount(limits: limits, logger: logger)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [HTTPConnectionGuard(count: connections)], idleTimeout: nil,
+            httpDecoderConfiguration: .init(
+                maxHeaderFieldSize: limits.maximumHeadBytes, maxHeaderListSize: limits.maximumHeadBytes, maxHeaderFieldCount: 100))
         let application = Application(
-            router: router, configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port)),
+            router: router, server: .http1(configuration: http1),
+            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? address.port
                 logger.info("serving /livez, /readyz and /metrics on http://\(HTTPListenAddress(host: address.host, port: port))")
+                let share = descriptors.map { "of the process's \($0) file descriptors (RLIMIT_NOFILE)" } ?? "(no descriptor limit)"
+                logger.info(
+                    "the HTTP endpoint holds at most \(limits.maximumConnections) connections \(share), the rest kept for the broker connections and the data directory; a request's head within \(limits.headTimeout.components.seconds) s and \(limits.maximumHeadBytes / 1024) KiB, idle connections closed after \(limits.idleTimeout.components.seconds) s")
+                if let descriptors, descriptors < HTTPLimits.reservedDescriptors + 2 * limits.maximumConnections {
+                    logger.warning(
+                        "the process may open only \(descriptors) file descriptors: raise it (ulimit -n, LimitNOFILE=) to at least \(HTTPLimits.reservedDescriptors + 2 * HTTPLimits.connectionCeiling)")
+                }
             },
             logger: quiet)
         do {
@@ -57,11 +75,13 @@ public struct OperationsServer: Service {
         }
     }
 
-    /// The check's answer; a passing readiness names the broker the store is on (`ok: on mqtt://host:port`).
-    private static func answer(_ check: StoreHealth.Check, broker: String? = nil) -> Response {
+    /// The check's answer; a passing readiness names the broker the store is on and how full the store is
+    /// (`ok: on mqtt://host:port; watches 12 of 10000000 (0.0%)`).
+    private static func answer(_ check: StoreHealth.Check, broker: String? = nil, detail: String? = nil) -> Response {
         switch check {
         case .passing:
-            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: broker.map { "ok: on \($0)\n" } ?? "ok\n")))
+            let text = (broker.map { "ok: on \($0)" } ?? "ok") + (detail.map { "; \($0)" } ?? "")
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
         case .failing(let reason):
             return Response(status: .serviceUnavailable, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
         }

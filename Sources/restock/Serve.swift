@@ -25,6 +25,9 @@ extension Restock {
         @Option(parsing: .unconditional, help: "The most SKUs one customer may watch (1 to 1000000); past it a subscribe is refused too-many-watches (env RESTOCK_MAX_WATCHES_PER_CUSTOMER).")
         var maxWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer
 
+        @Option(parsing: .unconditional, help: "The most watches the store holds, all customers together (1 to 1000000000), or off; past it a subscribe is refused store-full (env RESTOCK_MAX_WATCHES).")
+        var maxWatches: String = String(Store.defaultMaximumWatches)
+
         @Option(parsing: .unconditional, help: "Requests per second one customer may send, sustained (0.001 to 1000000), or off; past it a request is refused rate-limited (env RESTOCK_CUSTOMER_RATE).")
         var customerRate: String = "1"
 
@@ -56,6 +59,7 @@ extension Restock {
             guard Store.maximumWatchesPerCustomerRange.contains(maxWatchesPerCustomer) else {
                 throw ValidationError("--max-watches-per-customer must be 1 through 1000000, not \(maxWatchesPerCustomer)")
             }
+            _ = try maximumWatches()
             _ = try rateLimit()
             _ = try expiries()
             _ = try logging()
@@ -97,6 +101,16 @@ extension Restock {
             }
         }
 
+        /// `--max-watches` as the store takes it: `nil` for off.
+        func maximumWatches() throws -> Int? {
+            if maxWatches.lowercased() == "off" { return nil }
+            guard maxWatches.allSatisfy({ $0.isASCII && $0.isNumber }), let limit = Int(maxWatches), Store.maximumWatchesRange.contains(limit) else {
+                throw ValidationError(
+                    "--max-watches must be a whole number from 1 to 1000000000, or off, not \(String(reflecting: String(maxWatches.prefix(40))))")
+            }
+            return limit
+        }
+
         /// `--customer-rate` and `--customer-burst` as the store takes them: `nil` rate for off.
         func rateLimit() throws -> (rate: Double?, burst: Int) {
             guard (1...1_000_000).contains(customerBurst) else {
@@ -134,7 +148,8 @@ extension Restock {
                     connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
                     dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000)),
                     maximumWatchesPerCustomer: maxWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
-                    customerRequestBurst: customerBurst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry),
+                    customerRequestBurst: customerBurst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry,
+                    maximumWatches: try maximumWatches()),
                 standby: standby, logger: logger, health: health)
             // The endpoint first: the group stops it last, so that it answers (503, draining) while the store drains.
             var services: [any Service] = [service]

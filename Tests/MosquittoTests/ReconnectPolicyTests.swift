@@ -43,3 +43,15 @@ struct ReconnectPolicyTests {
         #expect(throws: Never.self) { try MQTTConfiguration(broker: broker, clientID: "x").validate() }
     }
 }
+
+/// Why a connection closed, as the disconnect callback's code says (issue 32: a broker's MQTT 5 DISCONNECT reason read
+/// as a libmosquitto error said "Unknown error").
+@Suite("Disconnect reasons")
+struct DisconnectReasonTests {
+    @Test("a broker's MQTT 5 reason code is named as the broker's; libmosquitto's own codes keep their text")
+    func reasons() {
+        #expect(LibMosquittoLibrary.disconnectReason(0x8E) == "the broker disconnected it: Session taken over (reason code 142)")
+        #expect(LibMosquittoLibrary.disconnectReason(0x87) == "the broker disconnected it: Not authorized (reason code 135)")
+        #expect(LibMosquittoLibrary.disconnectReason(7) == "The connection was lost.")
+    }
+}

@@ -210,3 +210,52 @@ struct WatchLimitTests {
         #expect(store.watchCount(of: bob) == 0)
     }
 }
+
+/// Issue 32, item 3: a bound on the watches of the whole store, across customers.
+@Suite("Store-wide watch limit")
+struct StoreWideWatchLimitTests {
+    func store(holding limit: Int?, restoring snapshot: StoreSnapshot? = nil) throws -> Store {
+        try Store(id: storeID(), maximumWatches: limit, restoring: snapshot, clock: { fixedDate })
+    }
+
+    @Test("a new watch past the store's limit is refused store-full and changes nothing; existing watches may change terms or go")
+    func full() throws {
+        let store = try store(holding: 3)
+        for name in ["a", "b", "c"] { try store.subscribe(customer(name), to: sku("tv")) }
+        try store.changeStock(of: sku("phone"), .set(5))
+        let (before, counters) = (store.snapshot, store.counters)
+        #expect(throws: RestockError.storeFull(watches: 3, limit: 3)) { try store.subscribe(customer("d"), to: sku("tv")) }
+        #expect(throws: RestockError.storeFull(watches: 3, limit: 3)) { try store.subscribe(customer("a"), to: sku("radio")) }
+        // Satisfied at once but kept (`every`): refused too, with no alert.
+        #expect(throws: RestockError.storeFull(watches: 3, limit: 3)) { try store.subscribe(customer("d"), to: sku("phone"), mode: .every) }
+        #expect(store.snapshot == before && store.counters == counters)
+        // A `once` watch alerted at once is not kept: taken.
+        #expect(try store.subscribe(customer("d"), to: sku("phone")).alert != nil)
+        // New terms for a watch already held: taken. An unsubscribe makes room.
+        #expect(try store.subscribe(customer("a"), to: sku("tv"), mode: .every, minQuantity: 2).isChanged)
+        #expect(store.unsubscribe(customer("b"), from: sku("tv")) != nil)
+        #expect(try store.subscribe(customer("d"), to: sku("tv")).isNew)
+        #expect(throws: RestockError.storeFull(watches: 3, limit: 3)) { try store.subscribe(customer("e"), to: sku("tv")) }
+    }
+
+    @Test("the refusal has its own code and says what happens; no limit and a bad limit")
+    func textAndOptions() throws {
+        let error = RestockError.storeFull(watches: 10, limit: 10)
+        #expect(error.refusalCode == .storeFull && error.code == "store-full")
+        #expect(error.description.contains("the store holds 10 watches, the most it may hold (10)"))
+        #expect(try Store(id: storeID()).maximumWatches == 10_000_000)
+        let unbounded = try store(holding: nil)
+        for index in 0..<200 { try unbounded.subscribe(customer("c\(index)"), to: sku("tv")) }
+        #expect(unbounded.watchCount == 200)
+        #expect(throws: RestockError.invalidMaximumWatches(0)) { try Store(id: storeID(), maximumWatches: 0) }
+    }
+
+    @Test("a snapshot past the limit is restored whole; new watches are refused until the store is under it")
+    func restoredPastTheLimit() throws {
+        let big = try store(holding: nil)
+        for index in 0..<5 { try big.subscribe(customer("c\(index)"), to: sku("tv")) }
+        let store = try store(holding: 3, restoring: big.snapshot)
+        #expect(store.watchCount == 5)
+        #expect(throws: RestockError.storeFull(watches: 5, limit: 3)) { try store.subscribe(customer("new"), to: sku("tv")) }
+    }
+}

@@ -19,6 +19,7 @@ struct CommandLineTests {
             ["--customer-rate", "0x10"], ["--customer-rate", "inf"], ["--customer-rate", "-1"], ["--customer-rate", "1e999"],
             ["--customer-rate", "0"], ["--customer-burst", "0"], ["--max-watches-per-customer", "0"],
             ["--max-watches-per-customer", "1000001"], ["--log-level", "loud"], ["--log-format", "xml"],
+            ["--max-watches", "0"], ["--max-watches", "1000000001"], ["--max-watches", "-5"], ["--max-watches", "1e6"], ["--max-watches", "none"],
         ])
     func oddLimits(_ option: [String]) async throws {
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("never-\(UUID().uuidString)")

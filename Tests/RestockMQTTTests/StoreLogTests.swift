@@ -1,5 +1,6 @@
 import Foundation
 import LocalBroker
+import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
@@ -67,5 +68,23 @@ struct StoreLogTests {
         #expect(episodes.count >= 1 && caughtUp.count == episodes.count, "\(behind) \(caughtUp)")
         #expect(caughtUp.allSatisfy { $0["level"] as? String == "notice" }, "\(caughtUp)")
         print("lag warning at \(lag) requests behind; \(caughtUp.first?["message"] ?? "")")
+    }
+
+    @Test("a publishing connection the broker drops is a warning with the broker's reason (issue 32: it was not logged at all)")
+    func publishingConnectionDropped() async throws {
+        let broker = try await MosquittoBroker.start()
+        let store = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let instance = try #require(try await client.status()?.instance)
+        // Another client takes the publishing connection's client id: mosquitto 2.0 closes the store's connection (without
+        // an MQTT 5 DISCONNECT, so the reason is libmosquitto's); the store connects again at once.
+        let intruder = try MQTTClient(
+            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "restock:apple:@\(instance)", reconnect: .default))
+        try await intruder.connect()
+        await intruder.disconnect()
+        try await waitUntil("the warning in the log", within: 20) { store.log.contains("publishing connection to the broker was lost") }
+        let line = try #require(store.log.split(separator: "\n").first { $0.contains("publishing connection to the broker was lost") })
+        #expect(line.contains(" warning ") && line.contains("reason=The connection was lost."), "\(line)")
+        try await store.send(SIGTERM)
     }
 }

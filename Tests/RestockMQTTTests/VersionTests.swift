@@ -89,4 +89,25 @@ struct VersionTests {
         #expect(store.log.components(separatedBy: "migrated").count == 1, "nothing to migrate the second time: \(store.log)")
         try await store.send(SIGTERM)
     }
+
+    @Test("journal.sqlite's migration is logged as store.sqlite's is: one written before versions were recorded (issue 32: it migrated silently)")
+    func journalMigrationLogged() async throws {
+        let broker = try await MosquittoBroker.start()
+        let data = try seeded()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let journal = data.appendingPathComponent("journal.sqlite").path
+        _ = try RequestLog(directory: data)
+        // As releases before the schema versions (298b79b) left it: both migrations run, no user_version.
+        try DatabaseQueue(path: journal).inDatabase { db in try db.execute(sql: "PRAGMA user_version = 0") }
+        let store = try StoreProcess(broker: broker, dataDirectory: data)
+        try await store.start()
+        let line = try #require(store.log.split(separator: "\n").first { $0.contains("migrated \(journal) from schema version") }, "\(store.log)")
+        #expect(line.contains(" info ") && line.contains("migrated \(journal) from schema version 2 to 2"), "\(line)")
+        let recorded = try DatabaseQueue(path: journal).inDatabase { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+        #expect(recorded == 2)
+        try await store.send(SIGTERM)
+        try await store.start()
+        #expect(store.log.components(separatedBy: "migrated").count == 1, "nothing to migrate the second time: \(store.log)")
+        try await store.send(SIGTERM)
+    }
 }

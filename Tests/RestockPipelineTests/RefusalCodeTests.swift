@@ -36,7 +36,7 @@ struct RefusalCodeTests {
         let errors: [RestockError] = [
             .invalidIdentifier(kind: SKUKind.name, value: "x y"), .invalidMinQuantity("0"),
             .stockChangeOutOfRange(field: "set", value: "-1"), .quantityOutOfRange(sku: "ipad", requested: "2000000000"),
-            .tooManyWatches(customer: alice, watching: 100, limit: 100),
+            .tooManyWatches(customer: alice, watching: 100, limit: 100), .storeFull(watches: 10, limit: 10),
         ]
         #expect(errors.map { $0.refusalCode?.rawValue } == errors.map(\.code))
         #expect(RestockError.invalidAlertsPerUnit(-1).refusalCode == nil)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RestockHTTP
 import Testing
 
 @testable import restock
@@ -37,5 +38,14 @@ struct HTTPOptionTests {
                 #expect(!message.contains("\n"), "\(value): \(message)")
             }
         }
+    }
+
+    @Test("the HTTP side's share of the descriptors: half of what is left after 64, at most 256, at least 4")
+    func share() {
+        #expect(HTTPLimits.connections(forDescriptorLimit: 1_024) == 256)
+        #expect(HTTPLimits.connections(forDescriptorLimit: 256) == 96)
+        #expect(HTTPLimits.connections(forDescriptorLimit: 100) == 18)
+        #expect(HTTPLimits.connections(forDescriptorLimit: 20) == 4)
+        #expect(HTTPLimits.standard(descriptorLimit: 1_024).idleTimeout <= .seconds(60))
     }
 }

@@ -172,9 +172,11 @@ final class LibMosquittoContext: Sendable {
         state.withLock { $0.preparedSessionAroundLibrary() }
     }
 
-    /// The connection closed; `reasonCode` 0 means the client asked for it.
+    /// The connection closed; `reasonCode` 0 means the client asked for it. libmosquitto passes one of its own error
+    /// codes (small numbers: the connection was lost, a protocol error) or, when the broker sent an MQTT 5 DISCONNECT, that
+    /// packet's reason code (0x80 and up: "Session taken over", "Not authorized"), which is named as the broker's reason.
     func disconnected(reasonCode: Int32) {
-        let reason = reasonCode == 0 ? "disconnected" : LibMosquittoLibrary.errorText(reasonCode)
+        let reason = reasonCode == 0 ? "disconnected" : LibMosquittoLibrary.disconnectReason(reasonCode)
         // A broker that speaks only 3.1.1 may close the connection at a v5 CONNECT without answering.
         let hint = protocolVersion == .v5 ? " (the broker closed it without accepting MQTT 5: if it speaks only 3.1.1, connect with 3.1.1)" : ""
         transition { $0.disconnected(requested: reasonCode == 0, reason: reason, hint: hint) }

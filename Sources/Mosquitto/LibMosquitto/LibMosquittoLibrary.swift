@@ -22,6 +22,13 @@ enum LibMosquittoLibrary {
         String(cString: mosquitto_reason_string(code))
     }
 
+    /// Why a connection closed, from the code libmosquitto's disconnect callback passes: one of its own error codes
+    /// (small numbers: "The connection was lost.", a protocol error), or the reason code of the MQTT 5 DISCONNECT the
+    /// broker sent (0x80 and up), named as the broker's: `the broker disconnected it: Session taken over (reason code 142)`.
+    static func disconnectReason(_ code: Int32) -> String {
+        (0x80...0xFF).contains(code) ? "the broker disconnected it: \(reasonText(code)) (reason code \(code))" : errorText(code)
+    }
+
     /// The Swift error for a libmosquitto return code.
     static func error(_ code: Int32) -> MQTTError {
         switch code {

@@ -22,7 +22,8 @@ extension StoreClient {
     /// The store's report (admin): customers, watches, and per SKU the watches, those waiting, and the alerts raised and
     /// acknowledged over the store's life and the last 24 hours.
     ///
-    /// Over MQTT 5 the request names a response topic of its own under `P/{store}/admin/replies/` and correlation data;
+    /// Over MQTT 5 the request names a response topic of its own one level under `P/{store}/admin/replies/` (the store
+    /// refuses any other: the shipped ACL lets it publish there only) and correlation data;
     /// over 3.1.1 the reply comes on `P/{store}/admin/replies`. Either way it carries the request's `id`, by which this
     /// client knows it.
     public func report(sku: SKU? = nil, wait: Double = 10) async throws -> StoreReport {

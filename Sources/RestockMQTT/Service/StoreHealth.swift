@@ -25,6 +25,20 @@ public final class StoreHealth: Sendable {
     private let currentBroker = Mutex<String?>(nil)
     /// Those waiting in ``waitUntilOnline()``, resumed when the store goes online or stops.
     private let onlineWaiters = Mutex<(next: Int, waiting: [Int: CheckedContinuation<Void, any Error>])>((0, [:]))
+    /// How many watches the store holds, and the most it may (`nil`: no limit).
+    private let fill = Mutex<(@Sendable () -> (watches: Int, maximum: Int?))?>(nil)
+
+    /// How full the store is, for `/readyz`: `watches 12 of 10000000 (0.0%)`, `watches 12 (no limit)`; `nil` before the
+    /// store is made.
+    public var watchesDetail: String? {
+        guard let (watches, maximum) = fill.withLock({ $0 })?() else { return nil }
+        guard let maximum else { return "watches \(watches) (no limit)" }
+        let percent = (Double(watches) / Double(maximum) * 1000).rounded(.down) / 10
+        let full = watches >= maximum ? ": full, new watches are refused store-full" : ""
+        return "watches \(watches) of \(maximum) (\(percent)%)\(full)"
+    }
+
+    func watching(_ figures: @escaping @Sendable () -> (watches: Int, maximum: Int?)) { fill.withLock { $0 = figures } }
 
     /// The broker of the `--broker` list the store's session is on, or last was; `nil` before it first connects.
     public var broker: String? { currentBroker.withLock { $0 } }

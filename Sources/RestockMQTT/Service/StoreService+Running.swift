@@ -25,7 +25,8 @@ extension StoreService {
                 checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
             GaugeSampler(
                 metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, database: database,
-                lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling),
+                lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling,
+                maximumWatches: configuration.maximumWatches, fullReportEvery: timing.pauseReport, logger: logger),
             OutboxPublisher(
                 client: wiring.publisher, database: database, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,

@@ -114,6 +114,12 @@ extension StoreService {
                     var connections = 0
                     for await event in publisherEvents {
                         metrics.count(event, on: .publishing, connections: &connections)
+                        if case .connectionLost(let reason) = event {
+                            // Whatever the cause (issue 32: a broker whose ACL refused a publish dropped it, silently).
+                            logger.warning(
+                                "the store's publishing connection to the broker was lost; it connects again, and what it had not had acknowledged is published again",
+                                metadata: [StoreLoggingKeys.reason: "\(reason)"])
+                        }
                         guard case .connected = event else { continue }
                         heartbeat.trigger.yield()
                     }

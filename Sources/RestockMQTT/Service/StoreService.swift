@@ -42,6 +42,8 @@ public final class StoreService: Service, Sendable {
         public var watchLifetime: Duration?
         /// The MQTT 5 message expiry interval of the alerts the store publishes (`nil`: none); default 7 days.
         public var alertExpiry: Duration?
+        /// The most watches the store holds, all customers together (`nil`: no limit); default ten million.
+        public var maximumWatches: Int?
 
         /// A configuration; every limit has the contract's default.
         public init(
@@ -49,8 +51,9 @@ public final class StoreService: Service, Sendable {
             dataDirectory: URL, alertsPerUnit: Int = 0, drainTimeout: Duration = .seconds(5),
             maximumWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer, customerRequestRate: Double? = 1,
             customerRequestBurst: Int = 60, watchLifetime: Duration? = Configuration.defaultWatchLifetime,
-            alertExpiry: Duration? = Configuration.defaultAlertExpiry
+            alertExpiry: Duration? = Configuration.defaultAlertExpiry, maximumWatches: Int? = Store.defaultMaximumWatches
         ) {
+            self.maximumWatches = maximumWatches
             self.watchLifetime = watchLifetime
             self.alertExpiry = alertExpiry
             self.connection = connection
@@ -147,7 +150,8 @@ public final class StoreService: Service, Sendable {
         // an id out twice (docs/contract.md, "Alert").
         let core = try Store(
             id: configuration.store, alertsPerUnit: configuration.alertsPerUnit,
-            maximumWatchesPerCustomer: configuration.maximumWatchesPerCustomer, alertEpoch: instance, clock: clock)
+            maximumWatchesPerCustomer: configuration.maximumWatchesPerCustomer, maximumWatches: configuration.maximumWatches,
+            alertEpoch: instance, clock: clock)
         self.core = core
         let metrics = self.metrics
         self.store = StoreView(
@@ -164,6 +168,8 @@ public final class StoreService: Service, Sendable {
         self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
         for migration in database.migrations { logger.info("\(migration)") }
         self.previousInstance = try database.replaceInstance(with: instance)
+        let (store, maximum) = (self.store, configuration.maximumWatches)
+        health.watching { (store.watchCount, maximum) }
     }
 
     /// How many journaled requests, and how many committed messages, wait in memory at most for the next stage;

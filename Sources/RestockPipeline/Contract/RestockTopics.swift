@@ -56,7 +56,7 @@ public struct RestockTopics: Sendable, Hashable {
     /// `P/{store}/admin/dead-letter`: replay or drop one dead letter (admin), taken by the store's session as requests.
     public var adminDeadLetter: String { "\(root)/admin/dead-letter" }
     /// `P/{store}/admin/replies`: the replies to report and dead-letter requests that name no MQTT 5 response topic; a
-    /// response topic must be under it (`P/{store}/admin/replies/…`).
+    /// response topic must be one level under it (`P/{store}/admin/replies/r1`).
     public var adminReplies: String { "\(root)/admin/replies" }
     /// `P/{store}/admin/errors`: refused admin requests.
     public var adminErrors: String { "\(root)/admin/errors" }

@@ -81,6 +81,9 @@ public struct StoreMetric: Sendable, Hashable {
         "1 for the broker of the --broker list the store's session is on (the broker label is its URL), 0 for one it was on before.")
     /// Watches stored.
     public static let watches = StoreMetric("restock_watches", .gauge, "Watches the store holds.")
+    /// The most watches the store holds (`--max-watches`), 0 for no limit.
+    public static let watchesMaximum = StoreMetric(
+        "restock_watches_max", .gauge, "The most watches the store holds, all customers together (--max-watches); 0 when there is no limit.")
     /// Customers with at least one watch.
     public static let customers = StoreMetric("restock_customers", .gauge, "Customers watching at least one SKU.")
     /// Requests set aside in the dead-letter table.
@@ -118,13 +121,25 @@ public struct StoreMetric: Sendable, Hashable {
     /// Errors thrown by in-process observers.
     public static let observerFailures = StoreMetric(
         "restock_observer_failures_total", .counter, "Errors thrown by in-process observers of an embedded store (docs/embedding.md).")
+    /// HTTP connections open on the operator's endpoint (`restock serve --http`).
+    public static let httpConnections = StoreMetric(
+        "restock_http_connections", .gauge, "HTTP connections open on the store's /livez, /readyz and /metrics endpoint.")
+    /// HTTP connections refused because the endpoint held as many as it may.
+    public static let httpConnectionsRefused = StoreMetric(
+        "restock_http_connections_refused_total", .counter,
+        "HTTP connections answered 503 and closed because the endpoint held as many as it may (its share of the descriptor limit).")
+    /// HTTP connections closed by the endpoint: idle, too slow to send a request's head, or left open after their answer.
+    public static let httpConnectionsTimedOut = StoreMetric(
+        "restock_http_connections_timed_out_total", .counter,
+        "HTTP connections the endpoint closed: idle past the keep-alive timeout, too slow to send a request's head, or left half-open after their answer.")
 
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
         journalLag, publicationsHeld, applyDuration, commitDuration, acknowledgementDuration, brokerConnected, brokerReconnects,
-        brokerCurrent, watches, customers,
+        brokerCurrent, watches, watchesMaximum, customers,
         deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
-        reportAlertsAcknowledged, reportCustomers, observerAlertsDropped, observerFailures,
+        reportAlertsAcknowledged, reportCustomers, observerAlertsDropped, observerFailures, httpConnections, httpConnectionsRefused,
+        httpConnectionsTimedOut,
     ]
 }

@@ -48,6 +48,7 @@ package final class StoreMetrics: Sendable {
     package let journalLag: Gauge
     package let publicationsHeld: Gauge
     package let watches: Gauge
+    package let watchesMaximum: Gauge
     package let customers: Gauge
     package let applyDuration: CoreMetrics.Timer
     package let commitDuration: CoreMetrics.Timer
@@ -81,6 +82,7 @@ package final class StoreMetrics: Sendable {
         journalLag = Gauge(label: StoreMetric.journalLag.name)
         publicationsHeld = Gauge(label: StoreMetric.publicationsHeld.name)
         watches = Gauge(label: StoreMetric.watches.name)
+        watchesMaximum = Gauge(label: StoreMetric.watchesMaximum.name)
         customers = Gauge(label: StoreMetric.customers.name)
         applyDuration = CoreMetrics.Timer(label: StoreMetric.applyDuration.name)
         commitDuration = CoreMetrics.Timer(label: StoreMetric.commitDuration.name)

@@ -15,14 +15,19 @@ package struct SchemaVersion: Sendable, Equatable, CustomStringConvertible {
     /// The version it has now.
     package let to: Int
 
-    /// `migrated /data/store.sqlite from schema version 3 to 4 (RestockAlerter 1.0.0)`, or `created …` for a new file.
+    /// `migrated /data/store.sqlite from schema version 3 to 4 (RestockAlerter 1.0.0)`, or `created …` for a new file. A
+    /// file that had run every migration but did not record its version (releases before the versions, which wrote no
+    /// `user_version`: their `journal.sqlite` has the migrations of today) is migrated from that version to the same.
     package var description: String {
         if from == 0 { return "created \(path) at schema version \(to) (RestockAlerter \(RestockVersion.current))" }
+        if from == to {
+            return "migrated \(path) from schema version \(from) to \(to): recorded its version, which releases before schema versions did not (RestockAlerter \(RestockVersion.current))"
+        }
         return "migrated \(path) from schema version \(from) to \(to) (RestockAlerter \(RestockVersion.current))"
     }
 
     /// Refuses a file of a newer version, runs the migrations `writer` has not run yet and records the version.
-    /// - Returns: What ran: `nil` when the file was at this version already.
+    /// - Returns: What ran: `nil` when the file was at this version already, and recorded it.
     /// - Throws: ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)`` for a file of a
     ///   newer version; what SQLite throws.
     static func migrate(_ writer: any DatabaseWriter, with migrator: DatabaseMigrator, path: String) throws -> SchemaVersion? {
@@ -38,6 +43,8 @@ package struct SchemaVersion: Sendable, Equatable, CustomStringConvertible {
             try migrator.migrate(writer)
             try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = \(known)") }
         }
-        return applied.count == known ? nil : SchemaVersion(path: path, from: applied.count, to: known)
+        // Also when only the version was recorded: the upgrade wrote to the file, and says so (issue 32: a journal of an
+        // earlier release migrated silently).
+        return SchemaVersion(path: path, from: applied.count, to: known)
     }
 }

@@ -84,6 +84,8 @@ struct AdminQueries: Service {
             logger.info("answered an admin's \(report ? "report" : "dead-letter list") request", metadata: [StoreLoggingKeys.topic: "\(topic)"])
             _ = try client.send(payload, to: topic, retain: false, properties: properties)
         } catch let refusal as RequestRefusal {
+            // Counted with every other refusal (issue 32: 20 refused, 0 counted).
+            metrics.requestsRefused[refusal.code]?.increment()
             logger.notice("refused a request", metadata: [StoreLoggingKeys.topic: "\(message.topic)", StoreLoggingKeys.error: "\(refusal)"])
             let report = ErrorReport(refusal: refusal, topic: message.topic, at: clock())
             _ = try? client.send(report.payloadBytes(), to: topics.adminErrors, retain: false)
@@ -92,17 +94,26 @@ struct AdminQueries: Service {
         }
     }
 
-    /// Where the reply goes: the request's MQTT 5 response topic, which must be under `P/{store}/admin/replies/` (the
-    /// store publishes nowhere else for a request), with its correlation data; otherwise `P/{store}/admin/replies`.
+    /// Where the reply goes: the request's MQTT 5 response topic, which must be one level under `P/{store}/admin/replies/`
+    /// (the store publishes nowhere else for a request, and the shipped ACL lets it publish on `admin/replies/+` only: a
+    /// publish the broker's ACL refuses is lost, and a broker may drop the connection for it), with its correlation data;
+    /// otherwise `P/{store}/admin/replies`.
     private func replyTopic(of message: MQTTMessage) throws(RequestRefusal) -> (String, MQTTMessageProperties) {
         guard let topic = message.properties.responseTopic else { return (topics.adminReplies, MQTTMessageProperties()) }
-        let prefix = topics.adminReplies + "/"
-        guard topic.hasPrefix(prefix), topic.utf8.count > prefix.utf8.count, topic.utf8.count <= 1_024,
-            !topic.contains(where: { $0 == "+" || $0 == "#" || $0 == "\u{0}" })
-        else {
+        guard Self.isReplyTopic(topic, under: topics.adminReplies) else {
             throw RequestRefusal(
-                code: .invalidField, detail: "the response topic must be a topic under \(prefix) without wildcards, at most 1024 bytes")
+                code: .invalidField,
+                detail: "the response topic must be one level under \(topics.adminReplies)/ (such as \(topics.adminReplies)/r1), without '/', '+' or '#' in that level, at most 1024 bytes in all")
         }
         return (topic, MQTTMessageProperties(correlationData: message.properties.correlationData))
+    }
+
+    /// Whether `topic` is one topic level under `replies` (`replies/r1`): not empty, no `/`, no wildcard, no NUL, at most
+    /// 1024 bytes in all.
+    static func isReplyTopic(_ topic: String, under replies: String) -> Bool {
+        let prefix = replies + "/"
+        guard topic.hasPrefix(prefix), topic.utf8.count <= 1_024 else { return false }
+        let level = topic.utf8.dropFirst(prefix.utf8.count)
+        return !level.isEmpty && !level.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") || $0 == 0 }
     }
 }
