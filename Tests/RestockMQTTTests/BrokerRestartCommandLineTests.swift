@@ -31,7 +31,7 @@ struct BrokerRestartCommandLineTests {
         frozen.send(SIGCONT)
         let status = try await command.waitForExit(within: 60)
         let errors = (try? String(contentsOf: output.appendingPathComponent("err"), encoding: .utf8)) ?? ""
-        #expect(status == 0, "\(errors)")
+        #expect(status == 0, "\(errors)\nthe store's log ends: \(store.log.suffix(1500))")
         #expect(!errors.contains("has ever been online"))
     }
 

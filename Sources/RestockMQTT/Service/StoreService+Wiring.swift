@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Logging
 import Mosquitto
@@ -84,10 +85,24 @@ extension StoreService {
             requestArrived.yield()
         }
 
+        /// Whether the store's session answers on the broker now: a round trip on it (an UNSUBSCRIBE of the delivery
+        /// probe's topic, which nothing subscribes), within a second. The publishing connection can come back before this
+        /// process has noticed that its session went with the same broker (a broker restarted, this process frozen): an
+        /// online status then would have clients send requests that no subscription takes, and lose them (found by an
+        /// outside trial). A session that was lost says online itself once it is back, through the lifecycle.
+        func sessionAnswers() async -> Bool {
+            guard session.isConnected else { return false }
+            let (session, probe) = (session, heartbeat.topics.deliveryProbe)
+            return (try? await withDeadline(1, waitingFor: "the store's session to answer") {
+                try await session.unsubscribe(from: probe)
+            }) != nil
+        }
+
         /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,
         /// and the session watch before each decision), and has the heartbeat say online again at once when that
         /// connection comes back (a restarted broker may have lost the retained status) or an offline status replaced
-        /// this one's (a will of an instance that was taken over, published late), at most once a second. Never over
+        /// this one's (a will of an instance that was taken over, published late), at most once a second; the first only
+        /// once the session answers (``sessionAnswers()``). Never over
         /// another instance's online status, nor over the will of an instance seen online since this one went online:
         /// that one may have taken this one's session, which the session watch is about to find out (the next heartbeat
         /// comes all the same, if it did not).
@@ -120,7 +135,7 @@ extension StoreService {
                                 "the store's publishing connection to the broker was lost; it connects again, and what it had not had acknowledged is published again",
                                 metadata: [StoreLoggingKeys.reason: "\(reason)"])
                         }
-                        guard case .connected = event else { continue }
+                        guard case .connected = event, await sessionAnswers() else { continue }
                         heartbeat.trigger.yield()
                     }
                 }
