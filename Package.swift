@@ -119,7 +119,7 @@ let package = Package(
             name: "RestockMQTTTests",
             dependencies: [
                 "RestockMQTT", "RestockPipeline", "RestockTestSupport", "LocalBroker", "Deadlines", .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
     ],
     swiftLanguageModes: [.v6]

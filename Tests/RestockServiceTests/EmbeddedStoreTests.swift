@@ -1,5 +1,6 @@
 import Deadlines
 import Foundation
+import Logging
 import RestockCore
 import RestockMQTT
 import RestockPipeline
@@ -124,6 +125,31 @@ struct EmbeddedStoreTests {
         let waiter = Task { try await health.waitUntilOnline() }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
+    }
+
+    @Test("an embedded store given a duration out of range is refused with one line, before anything is opened (was accepted)")
+    func badDurations() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("never-\(UUID().uuidString)")
+        func configuration(_ change: (inout StoreService.Configuration) -> Void) -> StoreService.Configuration {
+            var configuration = StoreService.Configuration(connection: BrokerSettings(broker: .hostname("in-memory")), store: apple, dataDirectory: directory)
+            change(&configuration)
+            return configuration
+        }
+        let bad: [(String, StoreService.Configuration)] = [
+            ("drainTimeout", configuration { $0.drainTimeout = .seconds(-5) }),
+            ("watchLifetime", configuration { $0.watchLifetime = .zero }),
+            ("watchLifetime", configuration { $0.watchLifetime = .seconds(-1) }),
+            ("alertExpiry", configuration { $0.alertExpiry = .seconds(-1) }),
+        ]
+        for (setting, configuration) in bad {
+            #expect {
+                _ = try StoreService(configuration: configuration, logger: Logger(label: "test"), connector: InMemoryBroker(), timing: fast)
+            } throws: { error in
+                guard case RestockMQTTError.invalidSetting(let named, _) = error else { return false }
+                return named == setting && !"\(error)".contains("\n")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path), "the data directory was made")
     }
 
     @Test("cancelling the task that runs the store publishes its offline status (the status stayed online before)")

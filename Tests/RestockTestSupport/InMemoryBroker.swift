@@ -479,6 +479,13 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
         }
     }
 
+    func sendNow(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement {
+        let (connected, stopped) = state.withLock { ($0.connected, $0.stopped) }
+        guard connected, !stopped else { throw MQTTError.notConnected }
+        broker.route(MQTTMessage(topic: topic, payload: payload, qos: .atMostOnce, retain: retain))
+        return BrokerAcknowledgement {}
+    }
+
     func prepareSession(subscribingTo filter: String) async throws -> Bool {
         try broker.prepareSession(clientID, subscribingTo: filter)
     }

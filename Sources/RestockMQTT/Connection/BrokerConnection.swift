@@ -42,6 +42,10 @@ package protocol BrokerConnection: Sendable {
     /// 3.1.1, and by a connection that has none (the default).
     func send(_ payload: [UInt8], to topic: String, retain: Bool, properties: MQTTMessageProperties) throws -> BrokerAcknowledgement
 
+    /// Sends a QoS 0 message now, or fails with ``MQTTError/notConnected`` while the connection is down: never queued,
+    /// never sent again after a reconnect. For what is stale once the connection was lost (the store's heartbeat).
+    func sendNow(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement
+
     /// The broker (its URL) this connection is on, or tries or last tried; `nil` when it cannot say.
     var broker: String? { get }
 

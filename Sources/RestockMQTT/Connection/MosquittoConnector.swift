@@ -48,6 +48,11 @@ struct MosquittoConnection: BrokerConnection {
         return BrokerAcknowledgement { try await publication.acknowledged() }
     }
 
+    func sendNow(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement {
+        let publication = try client.send(payload, to: topic, qos: .atMostOnce, retain: retain)
+        return BrokerAcknowledgement { try await publication.acknowledged() }
+    }
+
     func prepareSession(subscribingTo filter: String) async throws -> Bool {
         try await client.prepareSession(subscribingTo: filter, qos: .atLeastOnce)
     }

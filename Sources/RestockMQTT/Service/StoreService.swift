@@ -72,6 +72,20 @@ public final class StoreService: Service, Sendable {
         /// How long the broker keeps an undelivered alert: 7 days.
         public static let defaultAlertExpiry = Duration.seconds(7 * 86_400)
 
+        /// Checks the durations against their ranges (the limits are checked where they are used).
+        /// - Throws: ``RestockMQTTError/invalidSetting(setting:detail:)`` naming the first one out of range.
+        func validate() throws(RestockMQTTError) {
+            guard drainTimeout >= .zero, drainTimeout <= .seconds(3600) else {
+                throw .invalidSetting(setting: "drainTimeout", detail: "from 0 to 3600 seconds, not \(drainTimeout)")
+            }
+            if let watchLifetime, watchLifetime <= .zero {
+                throw .invalidSetting(setting: "watchLifetime", detail: "more than 0 seconds, or nil for watches that never end, not \(watchLifetime)")
+            }
+            if let alertExpiry, alertExpiry < .seconds(1) || alertExpiry > .seconds(Int64(UInt32.max)) {
+                throw .invalidSetting(setting: "alertExpiry", detail: "from 1 to 4294967295 seconds, or nil for no expiry, not \(alertExpiry)")
+            }
+        }
+
         /// The rate limit as the applying stage takes it.
         /// - Throws: a one-line error when the rate or the burst is out of range.
         func rateLimit() throws -> CustomerRateLimiter.Configuration {
@@ -143,6 +157,7 @@ public final class StoreService: Service, Sendable {
         self.logger = logger
         self.clock = clock
         self.topics = try RestockTopics(prefix: configuration.prefix, store: configuration.store)
+        try configuration.validate()
         self.rateLimit = try configuration.rateLimit()
         let instance = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         self.instance = instance
@@ -180,7 +195,8 @@ public final class StoreService: Service, Sendable {
     static let lagWarningThreshold: Int64 = 1_000
 
     /// Runs until graceful shutdown (SIGINT/SIGTERM through a `ServiceGroup`) or cancellation, then publishes its
-    /// offline status and disconnects.
+    /// offline status, disconnects, and closes its data directory, which is free for the next store once this
+    /// returns. A service runs once: make a new one to start the store again.
     ///
     /// On graceful shutdown it closes its session (requests sent later wait on the broker for the next start),
     /// applies what it took, publishes what the outbox holds for up to ``Configuration/drainTimeout``, recording each
@@ -190,6 +206,8 @@ public final class StoreService: Service, Sendable {
     ///   stage that failed for good; an ``MQTTError`` when the broker refuses the store.
     public func run() async throws {
         health.starting()
+        // The data directory is free once run() returns: a program that embeds the store may start one on it at once.
+        defer { database.close() }
         do {
             let wiring = try Wiring(service: self)
             try await withThrowingTaskGroup(of: Void.self) { watchers in

@@ -34,6 +34,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     /// The broker refused a subscription (SUBACK 0x80) every time it was asked for `seconds`: a clustered broker does
     /// this while it elects new leaders after losing a node.
     case subscriptionRefused(filter: String, seconds: Double, reason: String)
+    /// A setting of a store's configuration is out of its range: `setting` names it, `detail` says what it may be.
+    case invalidSetting(setting: String, detail: String)
 
     /// One sentence: what went wrong and what to do.
     public var description: String {
@@ -47,7 +49,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .refused(let code, let detail): "refused (\(code)): \(detail)"
         case .noAnswer(let what, let seconds):
             "no answer from the store within \(seconds.formatted()) s (\(what)); the request may have been applied all the same (an answer lost when a broker node dies): check before sending it again"
-        case .dataDirectoryInUse(let path): "another store process is using \(path)"
+        case .dataDirectoryInUse(let path): "another store process is using \(path) (or a StoreService of this process whose run has not returned)"
         case .storeAlreadyRunning(let store, let instance):
             "store \(store) is already running on this broker (instance \(instance)): run only one; to take over when it stops, run `restock serve --standby` on its data directory"
         case .storeTakenOver(let store, let instance):
@@ -62,6 +64,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
             "the broker refused \(customer)'s listening session \(clientID): \(reason); check the user name and password (with the shipped broker configuration only the user \(customer) may use this session)"
         case .subscriptionRefused(let filter, let seconds, let reason):
             "the broker refused the subscription to \(filter) for \(seconds.formatted()) s (\(reason)): a clustered broker refuses subscriptions while it elects leaders after losing a node; try again when the cluster has settled"
+        case .invalidSetting(let setting, let detail): "invalid \(setting): \(detail)"
         }
     }
 }

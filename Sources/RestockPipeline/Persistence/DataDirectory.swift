@@ -37,6 +37,12 @@ struct DataDirectory: Sendable {
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
+            // A file where a parent directory should be: Foundation says only "error 512" (found by an outside trial).
+            var parent = url.deletingLastPathComponent()
+            while parent.path != "/", !FileManager.default.fileExists(atPath: parent.path) { parent.deleteLastPathComponent() }
+            if FileManager.default.fileExists(atPath: parent.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                throw StorageError(.open, url.path, cause: POSIXError(.ENOTDIR))
+            }
             throw StorageError(.open, url.path, cause: error)
         }
         return try DirectoryLock(directory: url)

@@ -1,14 +1,16 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// An exclusive `flock` on `DIR/store.lock`, held for the life of the process (the kernel releases it
-/// when the process dies, however it dies), so two store processes never share one database.
+/// An exclusive `flock` on `DIR/store.lock`, held until ``release()`` or for the life of the process (the kernel
+/// releases it when the process dies, however it dies), so two store processes never share one database.
 final class DirectoryLock: Sendable {
-    private let descriptor: Int32
+    /// The locked descriptor, until released.
+    private let descriptor: Mutex<Int32?>
     /// The lock's file name in the data directory.
     static let fileName = "store.lock"
 
@@ -20,7 +22,7 @@ final class DirectoryLock: Sendable {
             close(descriptor)
             throw RestockMQTTError.dataDirectoryInUse(directory.path)
         }
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
     }
 
     /// Whether a store process holds the lock on `directory` now.
@@ -33,8 +35,13 @@ final class DirectoryLock: Sendable {
         return false
     }
 
-    deinit {
+    /// Lets the directory go: another store (in this process too) may open it from now on. Calling it again does
+    /// nothing.
+    func release() {
+        guard let descriptor = descriptor.withLock({ held in defer { held = nil }; return held }) else { return }
         flock(descriptor, LOCK_UN)
         close(descriptor)
     }
+
+    deinit { release() }
 }

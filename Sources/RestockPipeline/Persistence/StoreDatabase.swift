@@ -64,6 +64,15 @@ package final class StoreDatabase: Sendable {
         try EarlierInbox(pool).move(to: log, applied: reader.processedThrough())
     }
 
+    /// Closes both files and lets the directory go, so that a store made next — in this process too — opens it at
+    /// once, and the descriptors are freed whenever the last reference to this goes. Called when the store's run
+    /// ends; anything that reaches the files afterwards fails with a ``StorageError``.
+    package func close() {
+        try? state.writer.close()
+        try? log.close()
+        lock.release()
+    }
+
     /// The store's state's file name in the data directory.
     package static let fileName = DataDirectory.stateFileName
 

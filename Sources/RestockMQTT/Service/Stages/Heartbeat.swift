@@ -45,8 +45,11 @@ struct Heartbeat: Service {
                     defer { group.cancelAll() }
                     for await _ in triggers where lifecycle.isLive {
                         try Task.checkCancellation()
-                        // A publish waits for its acknowledgement while the broker is away: the next beat follows it.
-                        try? await client.publish(onlineStatus().payloadBytes(), to: topics.status, retain: true)
+                        // At QoS 0, sent now or not at all: a beat queued while the broker was away, or in flight when it
+                        // went, would be sent again once the connection is back, before this process knows whether its
+                        // session came back too, and tell clients it takes requests that no subscription would take
+                        // (found by an outside trial after a broker restart). The next beat comes all the same.
+                        try? await client.sendNow(onlineStatus().payloadBytes(), to: topics.status, retain: true).acknowledged()
                     }
                 }
             }
