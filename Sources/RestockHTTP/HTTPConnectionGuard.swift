@@ -52,22 +52,28 @@ public struct HTTPLimits: Sendable, Equatable {
         return Int(clamping: limit.rlim_cur)
     }
 
-    /// Tests only: `RESTOCK_TEST_HTTP_LIMITS=head=1,idle=2,connections=8` (seconds, seconds, a count) shortens the
-    /// limits so that a test sees them act within seconds. Not an option: an operator has no reason to change them.
+    /// Tests only, in debug builds only: `RESTOCK_TEST_HTTP_LIMITS=head=1,idle=2,connections=8` (seconds, seconds, a
+    /// count) shortens the limits so that a test sees them act within seconds; each may only be lowered. Not an option:
+    /// an operator has no reason to change them, and a release build ignores the variable (an outside trial lifted the
+    /// cap with it, and crashed the store with `connections=1e300`).
     func overridden(by environment: [String: String]) -> HTTPLimits {
+        #if DEBUG
         guard let text = environment["RESTOCK_TEST_HTTP_LIMITS"] else { return self }
         var limits = self
         for pair in text.split(separator: ",") {
             let parts = pair.split(separator: "=")
-            guard parts.count == 2, let value = Double(parts[1]), value > 0 else { continue }
+            guard parts.count == 2, let value = Double(parts[1]), value > 0, value <= 3600 else { continue }
             switch parts[0] {
-            case "head": limits.headTimeout = .milliseconds(Int64(value * 1000))
-            case "idle": limits.idleTimeout = .milliseconds(Int64(value * 1000))
-            case "connections": limits.maximumConnections = Int(value)
+            case "head": limits.headTimeout = min(limits.headTimeout, .milliseconds(Int64(value * 1000)))
+            case "idle": limits.idleTimeout = min(limits.idleTimeout, .milliseconds(Int64(value * 1000)))
+            case "connections": limits.maximumConnections = min(limits.maximumConnections, max(1, Int(value)))
             default: continue
             }
         }
         return limits
+        #else
+        return self
+        #endif
     }
 }
 

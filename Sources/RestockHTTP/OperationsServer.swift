@@ -62,7 +62,7 @@ public struct OperationsServer: Service {
                 let share = descriptors.map { "of the process's \($0) file descriptors (RLIMIT_NOFILE)" } ?? "(no descriptor limit)"
                 logger.info(
                     "the HTTP endpoint holds at most \(limits.maximumConnections) connections \(share), the rest kept for the broker connections and the data directory; a request's head within \(limits.headTimeout.components.seconds) s and \(limits.maximumHeadBytes / 1024) KiB, idle connections closed after \(limits.idleTimeout.components.seconds) s")
-                if let descriptors, descriptors < HTTPLimits.reservedDescriptors + 2 * limits.maximumConnections {
+                if let descriptors, descriptors < HTTPLimits.reservedDescriptors + 2 * HTTPLimits.connectionCeiling {
                     logger.warning(
                         "the process may open only \(descriptors) file descriptors: raise it (ulimit -n, LimitNOFILE=) to at least \(HTTPLimits.reservedDescriptors + 2 * HTTPLimits.connectionCeiling)")
                 }

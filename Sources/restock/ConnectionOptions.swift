@@ -102,6 +102,11 @@ func checkSeconds(_ value: Double, option: String) throws {
     }
 }
 
+/// A value given on the command line, quoted for an error: its first 40 characters, and `…` when it has more.
+func quotedValue(_ value: String) -> String {
+    String(reflecting: String(value.prefix(40))) + (value.count > 40 ? "…" : "")
+}
+
 /// Checks a whole number given on the command line against the contract's range for it.
 func checkRange(_ value: Int, _ range: ClosedRange<Int>, option: String) throws {
     guard range.contains(value) else {

@@ -93,7 +93,7 @@ extension Restock {
                 let lifetime = watchLifetime.lowercased() == "off" ? nil : Duration.seconds(try ExpiryText.seconds(watchLifetime, option: "--watch-lifetime"))
                 if alertExpiry.lowercased() == "off" { return (lifetime, nil) }
                 guard alertExpiry.allSatisfy({ $0.isASCII && $0.isNumber }), let seconds = UInt32(alertExpiry), seconds > 0 else {
-                    throw ValidationError("--alert-expiry must be a whole number of seconds from 1 to 4294967295, or off, not \(String(reflecting: String(alertExpiry.prefix(40))))")
+                    throw ValidationError("--alert-expiry must be a whole number of seconds from 1 to 4294967295, or off, not \(quotedValue(alertExpiry))")
                 }
                 return (lifetime, .seconds(Int64(seconds)))
             } catch let error as ExpiryText.Invalid {
@@ -106,7 +106,7 @@ extension Restock {
             if maxWatches.lowercased() == "off" { return nil }
             guard maxWatches.allSatisfy({ $0.isASCII && $0.isNumber }), let limit = Int(maxWatches), Store.maximumWatchesRange.contains(limit) else {
                 throw ValidationError(
-                    "--max-watches must be a whole number from 1 to 1000000000, or off, not \(String(reflecting: String(maxWatches.prefix(40))))")
+                    "--max-watches must be a whole number from 1 to 1000000000, or off, not \(quotedValue(maxWatches))")
             }
             return limit
         }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import RestockHTTP
+@testable import RestockHTTP
 import Testing
 
 @testable import restock
@@ -47,5 +47,29 @@ struct HTTPOptionTests {
         #expect(HTTPLimits.connections(forDescriptorLimit: 100) == 18)
         #expect(HTTPLimits.connections(forDescriptorLimit: 20) == 4)
         #expect(HTTPLimits.standard(descriptorLimit: 1_024).idleTimeout <= .seconds(60))
+    }
+
+    @Test("the tests' RESTOCK_TEST_HTTP_LIMITS only lowers the limits, and odd values neither trap nor lift them (1e300 crashed the store, 100000 lifted the cap)")
+    func testLimitsOnlyLower() {
+        let standard = HTTPLimits.standard(descriptorLimit: 1_024)
+        for text in ["connections=1e300", "connections=100000", "head=inf,idle=1e300", "head=nan,connections=-1", "idle=7200"] {
+            let limits = standard.overridden(by: ["RESTOCK_TEST_HTTP_LIMITS": text])
+            #expect(limits.maximumConnections == standard.maximumConnections, "\(text)")
+            #expect(limits.headTimeout == standard.headTimeout && limits.idleTimeout == standard.idleTimeout, "\(text)")
+        }
+        let lowered = standard.overridden(by: ["RESTOCK_TEST_HTTP_LIMITS": "head=1,idle=2,connections=3"])
+        #expect(lowered.headTimeout == .seconds(1) && lowered.idleTimeout == .seconds(2) && lowered.maximumConnections == 3)
+    }
+
+    @Test("a value cut short in an error says so with …, so that the error never names a number the user did not type")
+    func longValueQuoted() {
+        let long = String(repeating: "9", count: 43)
+        #expect(throws: (any Error).self) { try Restock.parseAsRoot(["serve", "--max-watches", long]) }
+        do {
+            _ = try Restock.parseAsRoot(["serve", "--max-watches", long])
+        } catch {
+            let message = Restock.message(for: error)
+            #expect(message.contains("\"" + String(repeating: "9", count: 40) + "\"…"), "\(message)")
+        }
     }
 }
