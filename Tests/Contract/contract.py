@@ -84,6 +84,8 @@ class Channel:
     messages: list[Message]
     #: (qos, retain) of the operations on it, by action and role tag.
     bindings: list[tuple[str, set[str], int, bool]] = field(default_factory=list)
+    #: The QoS of the store's `online` statuses (its heartbeats), where it is not the channel's: `x-online-qos`.
+    online_qos: int | None = None
 
     def sent_by(self, role: str) -> bool:
         return any(action == "send" and role in tags for action, tags, _, _ in self.bindings)
@@ -141,6 +143,8 @@ class Contract:
             tags = {tag["name"] for tag in operation.get("tags", [])}
             target = next(c for c in self.channels if c.address == channel["address"])
             target.bindings.append((operation["action"], tags, int(mqtt["qos"]), bool(mqtt["retain"])))
+            if "x-online-qos" in operation:
+                target.online_qos = int(operation["x-online-qos"])
 
     def channel(self, topic: str) -> Channel | None:
         matches = [c for c in self.channels if c.pattern.match(topic)]
@@ -199,6 +203,8 @@ class Contract:
             return [f"{topic}: the store does not write {channel.address}"]
         problems = []
         expected_qos, expected_retain = channel.binding()
+        if channel.online_qos is not None and b'"state":"online"' in payload:
+            expected_qos = channel.online_qos
         if qos != expected_qos:
             problems.append(f"published at QoS {qos}, the contract says {expected_qos}")
         if retain != expected_retain:

@@ -244,7 +244,10 @@ public final class StoreService: Service, Sendable {
                 try await self.reconcileRestoredState(wiring)
                 wiring.lifecycle.sessionConnected()
                 wiring.liveness.wentOnline(own: self.instance)
-                try await wiring.publisher.publish(wiring.heartbeat.onlineStatus().payloadBytes(), to: self.topics.status, retain: true)
+                // At QoS 0, as every online status (Heartbeat): written now, never sent again after a reconnect. A connection
+                // lost meanwhile has the heartbeat say it once it is back.
+                try? await wiring.publisher.sendNow(wiring.heartbeat.onlineStatus().payloadBytes(), to: self.topics.status, retain: true)
+                    .acknowledged()
             }
         } catch is CancellationError {
             await wiring.session.disconnect()
