@@ -195,7 +195,7 @@ public final class StoreService: Service, Sendable {
     static let lagWarningThreshold: Int64 = 1_000
 
     /// Runs until graceful shutdown (SIGINT/SIGTERM through a `ServiceGroup`) or cancellation, then publishes its
-    /// offline status, disconnects, and closes its data directory, which is free for the next store once this
+    /// offline status, disconnects, and lets its data directory go, which is free for the next store once this
     /// returns. A service runs once: make a new one to start the store again.
     ///
     /// On graceful shutdown it closes its session (requests sent later wait on the broker for the next start),
@@ -207,7 +207,7 @@ public final class StoreService: Service, Sendable {
     public func run() async throws {
         health.starting()
         // The data directory is free once run() returns: a program that embeds the store may start one on it at once.
-        defer { database.close() }
+        defer { database.releaseDirectory() }
         do {
             let wiring = try Wiring(service: self)
             try await withThrowingTaskGroup(of: Void.self) { watchers in

@@ -18,9 +18,6 @@ package final class RequestLog: Sendable {
     /// The log's file name in the data directory.
     package static let fileName = "journal.sqlite"
 
-    /// Closes the file (``StoreDatabase/close()``).
-    func close() throws { try file.writer.close() }
-
     /// Opens (creating if need be) the log in `directory`.
     package convenience init(directory: URL) throws {
         try self.init(DataDirectory(directory).openLog())

@@ -64,12 +64,9 @@ package final class StoreDatabase: Sendable {
         try EarlierInbox(pool).move(to: log, applied: reader.processedThrough())
     }
 
-    /// Closes both files and lets the directory go, so that a store made next — in this process too — opens it at
-    /// once, and the descriptors are freed whenever the last reference to this goes. Called when the store's run
-    /// ends; anything that reaches the files afterwards fails with a ``StorageError``.
-    package func close() {
-        try? state.writer.close()
-        try? log.close()
+    /// Lets the directory go, so that a store made next — in this process too — opens it at once, while tasks of the
+    /// ended run may still hold this (the files close when the last reference goes). Called when the store's run ends.
+    package func releaseDirectory() {
         lock.release()
     }
 
