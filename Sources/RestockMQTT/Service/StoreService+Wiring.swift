@@ -93,9 +93,13 @@ extension StoreService {
         func sessionAnswers() async -> Bool {
             guard session.isConnected else { return false }
             let (session, probe) = (session, heartbeat.topics.deliveryProbe)
-            return (try? await withDeadline(1, waitingFor: "the store's session to answer") {
-                try await session.unsubscribe(from: probe)
-            }) != nil
+            // Waited for at most a second, whether or not the wait for the answer heeds a cancellation.
+            let answered = Latch()
+            let asking = Task {
+                if (try? await session.unsubscribe(from: probe)) != nil { _ = answered.open() }
+            }
+            defer { asking.cancel() }
+            return await answered.wait(timeout: .seconds(1))
         }
 
         /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,

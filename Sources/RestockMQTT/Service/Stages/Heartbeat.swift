@@ -58,13 +58,17 @@ struct Heartbeat: Service {
         guard lifecycle.takenOverBy == nil else { return }
         guard client.isConnected else { return }  // the will says offline
         let goodbye = StoreStatus.stopped(store: store, at: clock(), instance: instance)
-        // In a task of its own, which the cancellation of the store's task (an embedding program stopping it without a
-        // graceful shutdown) does not reach: the next store of the id then need not wait for a heartbeat to go stale.
-        await Task { [client, topics, goodbyeWait] in
-            _ = try? await withDeadline(goodbyeWait.seconds) {
-                try await client.publish(goodbye.payloadBytes(), to: topics.status, retain: true)
-            }
-        }.value
+        // Sent, and its acknowledgement waited for in a task of its own, which the cancellation of the store's task (an
+        // embedding program stopping it without a graceful shutdown) does not reach: the next store of the id then need
+        // not wait for a heartbeat to go stale. At most `goodbyeWait`, whether or not the wait for the acknowledgement
+        // heeds a cancellation: the connection it waits on closes only after this stage has returned.
+        guard let publication = try? client.send(goodbye.payloadBytes(), to: topics.status, retain: true) else { return }
+        let acknowledged = Latch()
+        Task {
+            _ = try? await publication.acknowledged()
+            _ = acknowledged.open()
+        }
+        _ = await Task { await acknowledged.wait(timeout: goodbyeWait) }.value
     }
 
     /// This instance's online status, with a fresh heartbeat, and why it takes no requests if it is paused.
