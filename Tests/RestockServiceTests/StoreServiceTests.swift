@@ -208,7 +208,7 @@ struct StoreServiceTests {
         let broker = InMemoryBroker()
         let first = try await Self.started(on: broker)
         let second = try RunningStore(on: broker)
-        let result = await second.run.result
+        let result = try await second.result(within: 60)
         guard case .failure(RestockMQTTError.storeAlreadyRunning(_, let instance)) = result else {
             Issue.record("the second store was not refused: \(result)")
             return
@@ -343,7 +343,7 @@ struct StoreServiceTests {
         }
         try queue.close()
         broker.publish(Self.subscribe("boom", "ipad").payload, to: Self.subscribe("boom", "ipad").topic)
-        let result = await store.run.result
+        let result = try await store.result(within: 60)
         guard case .failure(let error) = result else {
             Issue.record("the store went on")
             return

@@ -63,11 +63,16 @@ final class RunningStore: Sendable {
         }
     }
 
-    /// Stops it gracefully (SIGTERM) and waits for it to end; returns how its run ended.
+    /// Stops it gracefully (SIGTERM) and waits for it to end, for at most 120 s; returns how its run ended (a failure
+    /// with the timeout when it did not: a store that goes on fails the test instead of hanging the whole run).
     @discardableResult
     func stop() async -> Result<Void, any Error> {
         await group.triggerGracefulShutdown()
-        return await run.result
+        do {
+            return try await result(within: 120)
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// How its run ended, waited for at most `seconds`: a store that goes on fails the test instead of hanging it.
