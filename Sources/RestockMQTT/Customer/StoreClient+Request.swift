@@ -75,6 +75,7 @@ extension StoreClient {
             throw RestockMQTTError.unknownStore(store: topics.store.rawValue)
         }
         while true {
+            let signal = liveness.nextChange()
             // A status with no heartbeat comes from a store before heartbeats: its word is taken.
             if let status = liveness.status, status.isOnline,
                 status.heartbeatAt == nil || status.isLive(at: Date()) || liveness.isLive(status.instance ?? "")
@@ -82,7 +83,8 @@ extension StoreClient {
                 if let reason = status.paused { throw RestockMQTTError.storePaused(store: topics.store.rawValue, reason: reason) }
                 return
             }
-            try await Task.sleep(for: .milliseconds(50))
+            // Only a status that comes changes the answer: the next one (the caller's deadline bounds the wait).
+            try await liveness.waitForChange(signal, until: nil)
         }
     }
 }

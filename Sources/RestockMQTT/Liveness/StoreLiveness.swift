@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Mosquitto
 import RestockPipeline
@@ -41,6 +42,9 @@ package final class StoreLiveness: Sendable {
     }
 
     private let seen = Mutex(Seen())
+    /// Opened, and replaced by a new one, at every change of the view: a wait takes the current one before it judges
+    /// the view, so a change that comes meanwhile ends the wait at once (signals, not polls).
+    private let changes = Mutex(Latch())
     private let topics: RestockTopics
     private let timing: StoreTiming
     private let clock = ContinuousClock()
@@ -64,6 +68,7 @@ package final class StoreLiveness: Sendable {
             $0.claimArrived = false
             $0.readsClaim = readingClaim
         }
+        changed()
     }
 
     /// The broker has answered the subscription to the status (and claim): the retained ones follow at once, so
@@ -72,6 +77,7 @@ package final class StoreLiveness: Sendable {
     package func subscribed() {
         let now = clock.now
         seen.withLock { $0.subscribedAt = now }
+        changed()
     }
 
     /// A message on the status or claim topic (others are ignored).
@@ -104,7 +110,34 @@ package final class StoreLiveness: Sendable {
                 if !message.retain || seen.claimTimes[claim.instance].map({ $0 != claim.at }) == true { seen.claimLife[claim.instance] = now }
                 seen.claimTimes[claim.instance] = claim.at
             }
+        } else {
+            return
         }
+        changed()
+    }
+
+    /// Wakes every wait on the view (``waitForChange(_:until:)``).
+    private func changed() {
+        let opened = changes.withLock { latch in
+            defer { latch = Latch() }
+            return latch
+        }
+        opened.open()
+    }
+
+    /// What a wait on the view's next change waits on: taken before the view is judged.
+    package func nextChange() -> Latch { changes.withLock { $0 } }
+
+    /// Waits until the view changes after `signal` was taken (``nextChange()``), or `deadline` passes (`nil`: no
+    /// deadline). Throws `CancellationError` when the waiting task is cancelled.
+    package func waitForChange(_ signal: Latch, until deadline: ContinuousClock.Instant?) async throws {
+        if let deadline {
+            let left = deadline - clock.now
+            if left > .zero { _ = await signal.wait(timeout: left) }
+        } else {
+            _ = await signal.wait()
+        }
+        try Task.checkCancellation()
     }
 
     // MARK: Reading
@@ -154,14 +187,16 @@ package final class StoreLiveness: Sendable {
     /// (there are none). Returns at once when it is.
     package func waitUntilCurrent() async throws {
         while true {
+            let signal = nextChange()
             let now = clock.now
-            let current = seen.withLock { seen in
-                if seen.statusArrived && (seen.claimArrived || !seen.readsClaim) { return true }
-                guard let subscribedAt = seen.subscribedAt else { return false }
-                return now - subscribedAt >= timing.retainedWait
+            let (current, noneAfter) = seen.withLock { seen -> (Bool, ContinuousClock.Instant?) in
+                if seen.statusArrived && (seen.claimArrived || !seen.readsClaim) { return (true, nil) }
+                guard let subscribedAt = seen.subscribedAt else { return (false, nil) }
+                return (now - subscribedAt >= timing.retainedWait, subscribedAt + timing.retainedWait)
             }
             if current { return }
-            try await Task.sleep(for: min(.milliseconds(20), timing.retainedWait / 4))
+            // Until the retained messages come, or the time after the answer that says there are none.
+            try await waitForChange(signal, until: noneAfter)
         }
     }
 
@@ -175,11 +210,12 @@ package final class StoreLiveness: Sendable {
         try await waitUntilCurrent()
         let deadline = clock.now + timing.livenessWindow
         while true {
+            let signal = nextChange()
             if let other = recentlyLiveInstance(otherThan: excluded) { return other }
             guard let status, status.isOnline, let other = status.instance, !excluded.contains(other) else { return nil }
             if trustingClocks && status.isLive(at: Date()) { return other }
             if clock.now >= deadline { return nil }
-            try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
+            try await waitForChange(signal, until: deadline)
         }
     }
 
@@ -196,13 +232,14 @@ package final class StoreLiveness: Sendable {
         try await waitUntilCurrent()
         let deadline = clock.now + timing.livenessWindow
         while true {
+            let signal = nextChange()
             let (status, claim, online) = seen.withLock { ($0.status, $0.claim, $0.seenOnline.subtracting([own])) }
             if let other = online.sorted().first { return other }
             let claimant = claim.map(\.instance).flatMap { $0 == own ? nil : $0 }
             let statusOther = status.flatMap { $0.isOnline ? $0.instance : nil }.flatMap { $0 == own ? nil : $0 }
             if claimant == nil && statusOther == nil { return nil }
             if clock.now >= deadline { return claimant }
-            try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
+            try await waitForChange(signal, until: deadline)
         }
     }
 
@@ -212,12 +249,13 @@ package final class StoreLiveness: Sendable {
         try await waitUntilCurrent()
         let deadline = clock.now + timing.livenessWindow
         while true {
+            let signal = nextChange()
             guard let claim, !excluded.contains(claim.instance) else { return nil }
             // A claim whose instance has since stopped (or was lost) is over.
             if let status, status.instance == claim.instance, !status.isOnline { return nil }
             if isClaiming(claim.instance) || (trustingClocks && claim.isFresh(at: Date())) { return claim.instance }
             if clock.now >= deadline { return nil }
-            try await Task.sleep(for: min(.milliseconds(50), timing.heartbeat / 8))
+            try await waitForChange(signal, until: deadline)
         }
     }
 }
