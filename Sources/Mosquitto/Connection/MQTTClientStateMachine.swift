@@ -268,9 +268,9 @@ struct MQTTClientStateMachine {
     /// Whether a subscription the client made again was refused and waits to be asked for again.
     var hasRefusedResubscriptions: Bool { !refusedResubscriptions.isEmpty }
 
-    /// 250 ms, doubling, at most 4 s.
+    /// The wait before refused subscription's attempt `attempt` (1 for the first retry): 250 ms, doubling, at most 4 s.
     static func resubscribeDelay(attempt: Int) -> Duration {
-        .milliseconds(250 * (1 << min(max(attempt - 1, 0), 4)))
+        MQTTBackoff.resubscription.delay(beforeAttempt: attempt - 1, random: 0)
     }
 
     /// The probe that follows batch `batch` was queued with message id `mid`.
