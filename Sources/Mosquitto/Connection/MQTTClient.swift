@@ -1,4 +1,3 @@
-import CMosquitto
 import Deadlines
 import Dispatch
 import Logging
@@ -24,11 +23,10 @@ public final class MQTTClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: MQTTConfiguration
 
-    private let handle: LibMosquittoHandle
-
-    /// The client's state, shared with the callbacks; internal so the `MQTTClient+…` extensions reach it.
+    /// The libmosquitto handle and the client's state, shared with the callbacks; internal so the `MQTTClient+…`
+    /// extensions reach it.
+    let handle: LibMosquittoHandle
     var context: LibMosquittoContext { handle.context }
-    var pointer: OpaquePointer { handle.pointer }
 
     /// How long ``disconnect()`` waits for the network thread to send DISCONNECT and end.
     private static let stopTimeout = Duration.milliseconds(500)
@@ -172,7 +170,7 @@ public final class MQTTClient: Sendable {
         guard let thread = context.requestStop(.cleanly) else { return }
         // Queues DISCONNECT and wakes the thread, which writes it; the thread sends one itself if this finds no
         // connection (it may be reconnecting).
-        if sendingDisconnect { mosquitto_disconnect_v5(pointer, 0, nil) }
+        if sendingDisconnect { handle.queueDisconnect() }
         thread.wake()
         await thread.waitForEnd(within: timeout)
     }
