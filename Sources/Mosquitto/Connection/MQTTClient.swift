@@ -1,7 +1,6 @@
 import Deadlines
 import Dispatch
 import Logging
-import Synchronization
 
 /// An MQTT client over libmosquitto, for Swift concurrency.
 ///
@@ -156,7 +155,7 @@ public final class MQTTClient: Sendable {
     /// The broker of ``MQTTConfiguration/brokers`` the client is connected to, or tries or last tried.
     public var currentBroker: BrokerAddress {
         let brokers = configuration.brokers
-        return brokers[min(max(context.brokerIndex.load(ordering: .relaxed), 0), brokers.count - 1)]
+        return brokers[min(max(context.brokerIndex, 0), brokers.count - 1)]
     }
 
     /// Connection changes from now on: connected, connection lost, disconnected.
