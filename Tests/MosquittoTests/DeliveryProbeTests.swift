@@ -52,8 +52,6 @@ private final class ProbingJournal: MQTTInboundJournal {
 
     var snapshot: (recorded: Int, batches: UInt64, confirmed: [UInt64]) { state.withLock { ($0.recorded, $0.lastBatch, $0.confirmed) } }
 
-    func record(_ message: MQTTMessage) -> MQTTInboundDisposition { record(batch: [message])[0] }
-
     func record(batch messages: [MQTTMessage], number: UInt64) -> [MQTTInboundDisposition] {
         state.withLock { state in
             state.recorded += messages.count

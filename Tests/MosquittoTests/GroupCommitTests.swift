@@ -110,7 +110,7 @@ struct GroupCommitTests {
 }
 
 /// A journal whose every call costs `cost` (as a commit would), recording message numbers (the payloads); with
-/// `batching` it commits a batch in one call, without it one message at a time (as the default does). It refuses
+/// `batching` it commits a batch in one call, without it one message at a time. It refuses
 /// message `refuseAt` and every one after it, until resumed.
 private final class SlowJournal: MQTTInboundJournal {
     private struct State {
@@ -135,17 +135,13 @@ private final class SlowJournal: MQTTInboundJournal {
     var refused: Bool { state.withLock { $0.refusedOnce } }
     func resume() { state.withLock { $0.refusing = false } }
 
-    func record(_ message: MQTTMessage) -> MQTTInboundDisposition {
-        record(batch: [message], paying: true)[0]
+    func record(batch messages: [MQTTMessage], number: UInt64) -> [MQTTInboundDisposition] {
+        guard batching else { return messages.flatMap { record(batch: [$0]) } }
+        return record(batch: messages)
     }
 
-    func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
-        guard batching else { return messages.map { record($0) } }
-        return record(batch: messages, paying: true)
-    }
-
-    private func record(batch messages: [MQTTMessage], paying: Bool) -> [MQTTInboundDisposition] {
-        if paying, cost > .zero { usleep(UInt32(cost.seconds * 1_000_000)) }
+    private func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
+        if cost > .zero { usleep(UInt32(cost.seconds * 1_000_000)) }
         let numbers = messages.map { Int($0.payloadString?.trimmingSuffix(" ") ?? "") ?? -1 }
         return state.withLock { state in
             if let first = numbers.first { state.batches.append(first..<first + numbers.count) }

@@ -182,11 +182,17 @@ struct StateMachineTests {
     func probes() async throws {
         var machine = try await connected(.whenAllowed)
         let message = MQTTMessage(topic: "orders/1", payload: [], qos: .atLeastOnce, retain: false)
-        #expect(summary(machine.received([message], dispositions: [.recorded], probe: "store/probe")) == ["probe store/probe after batch 1"])
+        let network = NetworkRecorder()
+        let first = machine.received([message], dispositions: [.recorded], probe: "store/probe")
+        #expect(summary(first) == ["probe store/probe after batch 1"])
+        perform(first, network: network)
         #expect(summary(machine.received([message], dispositions: [.recorded], probe: "store/probe")) == ["probe store/probe after batch 2"])
         machine.probeQueued(mid: 7, batch: 1)
         machine.probeQueued(mid: 8, batch: 2)
-        #expect(summary(machine.unsubscribeAnswered(mid: 7)) == ["confirm through batch 1"])
+        let answer = machine.unsubscribeAnswered(mid: 7)
+        #expect(summary(answer) == ["confirm through batch 1"])
+        perform(answer, network: network)
+        #expect(network.calls == ["probe store/probe after batch 1", "confirm through batch 1"], "performed on the network thread's side")
         #expect(machine.unsubscribeAnswered(mid: 7).isEmpty, "answered once")
         // The connection is lost before the second probe's answer: it is never taken for one.
         perform(machine.disconnected(requested: false, reason: "lost", hint: ""))
@@ -288,6 +294,25 @@ struct StateMachineTests {
         #expect(machine.preparation == nil)
     }
 
+    @Test("the broker in use is the machine's: the list from its first, the next one after a loss, round the list; a new connect() starts afresh")
+    func brokerIndex() async throws {
+        var machine = Machine(reconnection: .automatic)
+        #expect(machine.brokerIndex == 0, "before any connect()")
+        machine.tryingBroker(1)
+        #expect(machine.brokerIndex == 0, "no thread runs: nothing to note")
+        machine = try await connected(.automatic)
+        machine.tryingBroker(1)
+        #expect(machine.brokerIndex == 1)
+        #expect(machine.nextBroker(of: 3) == 2 && machine.nextBroker(of: 3) == 0 && machine.brokerIndex == 0)
+        _ = machine.nextBroker(of: 3)
+        perform(machine.shutDown())
+        #expect(machine.brokerIndex == 1, "the last one tried, once disconnected")
+        let (waiter, _) = await waitingConnect()
+        perform(machine.connectRequested(waiter, thread: FakeThread(), preparing: nil))
+        #expect(machine.brokerIndex == 0)
+        perform(machine.shutDown())
+    }
+
     // MARK: Helpers
 
     /// A machine whose first connection was accepted.
@@ -309,28 +334,23 @@ private func waitingConnect() async -> (ConnectWaiter, Task<Bool, any Error>) {
     return (await iterator.next()!, outcome)
 }
 
-/// What the context would do, for the actions that need no libmosquitto handle.
-private func perform(_ actions: [MQTTClientStateMachine.Action]) {
-    for action in actions {
-        switch action {
-        case .resumeConnect(let waiter, let result): waiter.resume(with: result)
-        case .emit(let event, let sinks): for sink in sinks { sink.yield(event) }
-        case .deliver(let message, let sinks): for sink in sinks { sink.yield(message) }
-        case .answerPublish(let ticket, let result): ticket.finish(result)
-        case .answerSubscribe(let ticket, let result): ticket.finish(result)
-        case .answerUnsubscribe(let ticket): ticket.finish(.success(()))
-        case .failOperations(let owners): for owner in owners { owner.fail(with: .notConnected) }
-        case .endStreams(let events, let messages):
-            for sink in events {
-                sink.yield(.disconnected)
-                sink.finish()
-            }
-            for sink in messages { sink.finish() }
-        case .startThread(let thread): thread.start()
-        case .wake(let thread): thread.wake()
-        case .resubscribe, .prepareSession, .shutSocket, .probe, .confirm: break
-        }
+/// Performs the actions with the context's own ``LibMosquittoContext/perform(_:network:)``; those that need the network
+/// thread go to `network`.
+private func perform(_ actions: [MQTTClientStateMachine.Action], network: NetworkRecorder = NetworkRecorder()) {
+    LibMosquittoContext.perform(actions, network: network)
+}
+
+/// The network thread's side of performing actions, as text: what would have been asked of libmosquitto and the journal.
+private final class NetworkRecorder: NetworkThreadActions, Sendable {
+    private let log = Mutex<[String]>([])
+    var calls: [String] { log.withLock { $0 } }
+    func resubscribe(_ subscriptions: [(String, MQTTClientStateMachine.ActiveSubscription)]) {
+        log.withLock { $0.append("resubscribe \(subscriptions.map(\.0).sorted())") }
     }
+    func prepareSession(_ preparation: MQTTClientStateMachine.Preparation) { log.withLock { $0.append("prepare \(preparation.filter)") } }
+    func shutSocket() { log.withLock { $0.append("shut socket") } }
+    func probe(filter: String, after batch: UInt64) { log.withLock { $0.append("probe \(filter) after batch \(batch)") } }
+    func confirm(throughBatch batch: UInt64) { log.withLock { $0.append("confirm through batch \(batch)") } }
 }
 
 /// The actions, as text to compare.

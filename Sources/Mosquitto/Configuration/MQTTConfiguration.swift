@@ -23,7 +23,8 @@ public struct MQTTConfiguration: Sendable {
     public var will: MQTTWill?
     /// How many QoS 1 and 2 messages may be awaiting acknowledgement at once; more are queued.
     public var maxInflight: Int
-    /// How long the client waits between attempts to reconnect after losing the connection.
+    /// How long the client waits between attempts to reconnect after losing the connection (by default 200 ms,
+    /// doubling up to 800 ms, with up to half of each wait taken off at random).
     public var reconnect: MQTTReconnectPolicy
     /// How long ``MQTTClient/connect()`` waits for the broker's answer.
     public var connectTimeout: Duration
@@ -78,49 +79,6 @@ public struct MQTTConfiguration: Sendable {
         if let will, will.qos > .atMostOnce, will.payload.count > 65_535 * 4 {
             throw .invalidConfiguration("the will payload is too large")
         }
-    }
-}
-
-/// When a client that lost its connection tries again: soon after the loss, then less and less often, up to a
-/// cap, each wait shortened by a random part (jitter) so that many clients of one broker do not all retry at
-/// once.
-///
-/// The wait before attempt `n` (counting from 0 after each successful connection) is
-/// `min(initialDelay × 2ⁿ, maximumDelay)`, less a random share of it of up to `jitter`. The default
-/// (200 ms, 800 ms, 0.5) tries first 100–200 ms after the loss, then after 200–400 ms, then every 400–800 ms:
-/// a broker that comes back after an outage of any length is found within 800 ms of listening again (plus the
-/// handshake), at the cost of one TCP connection attempt or two a second while it is away.
-public struct MQTTReconnectPolicy: Sendable, Hashable {
-    /// The wait before the first attempt, before jitter.
-    public var initialDelay: Duration
-    /// The longest wait between two attempts.
-    public var maximumDelay: Duration
-    /// The largest share of each wait taken off at random, from 0 (none) to 1.
-    public var jitter: Double
-
-    /// 200 ms, doubling up to 800 ms, with up to half of each wait taken off at random.
-    public static let `default` = MQTTReconnectPolicy()
-
-    /// Creates a policy.
-    public init(initialDelay: Duration = .milliseconds(200), maximumDelay: Duration = .milliseconds(800), jitter: Double = 0.5) {
-        self.initialDelay = initialDelay
-        self.maximumDelay = maximumDelay
-        self.jitter = jitter
-    }
-
-    /// The wait before attempt `attempt` (0 for the first after a loss), with `random` in `0..<1`.
-    public func delay(beforeAttempt attempt: Int, random: Double) -> Duration {
-        var base = initialDelay
-        for _ in 0..<min(attempt, 62) where base < maximumDelay { base *= 2 }
-        base = min(base, maximumDelay)
-        return base - base * (jitter * random)
-    }
-
-    func validate() throws(MQTTError) {
-        guard initialDelay > .zero, maximumDelay >= initialDelay else {
-            throw .invalidConfiguration("the first reconnect delay must be above 0 and no longer than the maximum")
-        }
-        guard (0...1).contains(jitter) else { throw .invalidConfiguration("reconnect jitter must be 0 to 1, not \(jitter)") }
     }
 }
 

@@ -1,5 +1,3 @@
-import CMosquitto
-
 extension MQTTClient {
     /// The largest payload MQTT allows.
     public static let maximumPayloadSize = 268_435_455
@@ -46,16 +44,8 @@ extension MQTTClient {
         guard payload.count <= Self.maximumPayloadSize else { throw MQTTError.payloadTooLarge(payload.count) }
         let list =
             configuration.protocolVersion == .v5 && !properties.isEmpty ? LibMosquittoProperties.publish(properties) : nil
-        let pointer = self.pointer
         // The id is assigned and its owner made in one critical section: see LibMosquittoPendingAcks.
-        let owner = try context.register(
-            in: MQTTClientStateMachine.publishTable, failsOnDisconnect: qos == .atMostOnce, queuedWhileDisconnected: qos != .atMostOnce
-        ) { mid in
-            payload.withUnsafeBytes { bytes in
-                mosquitto_publish_v5(
-                    pointer, &mid, topic.name, Int32(bytes.count), bytes.baseAddress, qos.rawValue, retain, list?.head)
-            }
-        }
+        let owner = try handle.publish(payload, to: topic.name, qos: qos, retain: retain, properties: list)
         return MQTTPublication(owner: owner, topic: topic.name, qos: qos)
     }
 }

@@ -1,5 +1,3 @@
-import CMosquitto
-
 extension MQTTClient {
     /// Subscribes and waits for the broker's answer. The subscription is made again by itself after a
     /// reconnect to a broker that lost the session. If the connection drops before the answer, this
@@ -16,11 +14,8 @@ extension MQTTClient {
         let filter = try MQTTTopicFilter(filter)
         let subscription = MQTTClientStateMachine.ActiveSubscription(
             qos: qos, options: context.protocolVersion == .v5 ? options.libMosquittoValue : 0)
-        let pointer = self.pointer
         // The filter becomes an active subscription as the SUBSCRIBE is queued, in one critical section.
-        let (owner, previous) = try context.subscribe(to: filter.filter, subscription) { mid in
-            mosquitto_subscribe_v5(pointer, &mid, filter.filter, qos.rawValue, subscription.options, nil)
-        }
+        let (owner, previous) = try handle.subscribe(to: filter.filter, subscription)
         do {
             return try await owner.value()
         } catch {
@@ -36,11 +31,7 @@ extension MQTTClient {
     /// - Throws: ``MQTTError/invalidTopicFilter(_:reason:)`` before anything is sent.
     public func unsubscribe(from filter: String) async throws {
         let filter = try MQTTTopicFilter(filter)
-        let pointer = self.pointer
-        let owner = try context.unsubscribe(from: filter.filter) { mid in
-            mosquitto_unsubscribe_v5(pointer, &mid, filter.filter, nil)
-        }
-        try await owner.value()
+        try await handle.unsubscribe(from: filter.filter).value()
     }
 
     /// The incoming messages whose topic matches `filter` (by libmosquitto's matcher), from now on, in

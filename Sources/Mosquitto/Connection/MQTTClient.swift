@@ -1,8 +1,6 @@
-import CMosquitto
 import Deadlines
 import Dispatch
 import Logging
-import Synchronization
 
 /// An MQTT client over libmosquitto, for Swift concurrency.
 ///
@@ -24,11 +22,10 @@ public final class MQTTClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: MQTTConfiguration
 
-    private let handle: LibMosquittoHandle
-
-    /// The client's state, shared with the callbacks; internal so the `MQTTClient+…` extensions reach it.
+    /// The libmosquitto handle and the client's state, shared with the callbacks; internal so the `MQTTClient+…`
+    /// extensions reach it.
+    let handle: LibMosquittoHandle
     var context: LibMosquittoContext { handle.context }
-    var pointer: OpaquePointer { handle.pointer }
 
     /// How long ``disconnect()`` waits for the network thread to send DISCONNECT and end.
     private static let stopTimeout = Duration.milliseconds(500)
@@ -158,7 +155,7 @@ public final class MQTTClient: Sendable {
     /// The broker of ``MQTTConfiguration/brokers`` the client is connected to, or tries or last tried.
     public var currentBroker: BrokerAddress {
         let brokers = configuration.brokers
-        return brokers[min(max(context.brokerIndex.load(ordering: .relaxed), 0), brokers.count - 1)]
+        return brokers[min(max(context.brokerIndex, 0), brokers.count - 1)]
     }
 
     /// Connection changes from now on: connected, connection lost, disconnected.
@@ -172,7 +169,7 @@ public final class MQTTClient: Sendable {
         guard let thread = context.requestStop(.cleanly) else { return }
         // Queues DISCONNECT and wakes the thread, which writes it; the thread sends one itself if this finds no
         // connection (it may be reconnecting).
-        if sendingDisconnect { mosquitto_disconnect_v5(pointer, 0, nil) }
+        if sendingDisconnect { handle.queueDisconnect() }
         thread.wake()
         await thread.waitForEnd(within: timeout)
     }

@@ -5,6 +5,22 @@ typealias MessageSink = AsyncStream<MQTTMessage>.Continuation
 /// A stream made by ``MQTTClient/connectionEvents()``.
 typealias EventSink = AsyncStream<MQTTConnectionEvent>.Continuation
 
+/// What performing the machine's actions needs of libmosquitto's network thread: the calls on the handle, and the
+/// journal's confirmation (``LibMosquittoThreadActions``; a test passes a recorder). The machine returns these actions
+/// only from the events of that thread, which pass it.
+protocol NetworkThreadActions {
+    /// Makes these subscriptions again, noting each one's message id so that its SUBACK is read.
+    func resubscribe(_ subscriptions: [(String, MQTTClientStateMachine.ActiveSubscription)])
+    /// Subscribes and disconnects at once (in the CONNACK callback).
+    func prepareSession(_ preparation: MQTTClientStateMachine.Preparation)
+    /// Shuts the socket between the read and write phases, so that the acknowledgements queued are never written.
+    func shutSocket()
+    /// Unsubscribes from the journal's probe filter, written after batch `batch`'s acknowledgements.
+    func probe(filter: String, after batch: UInt64)
+    /// Tells the journal that the broker answered the probe after batch `batch`.
+    func confirm(throughBatch batch: UInt64)
+}
+
 /// What the state machine knows of the thread that runs a connection (``LibMosquittoNetworkThread``).
 protocol NetworkThreadControl: AnyObject, Sendable {
     /// Starts it.
@@ -16,16 +32,44 @@ protocol NetworkThreadControl: AnyObject, Sendable {
 }
 
 extension MQTTClientStateMachine {
-    /// Where the connection is.
-    enum Phase {
-        /// Not connected and not trying: before `connect()`, after `disconnect()`, or after a failed connect.
-        case idle
+    /// Where the connection is, and what each phase holds.
+    enum State {
+        /// Not connected and not trying: before `connect()`, after `disconnect()`, or after a failed connect. `ended`:
+        /// the last `connect()`'s run, whose thread may still be ending (as told by its stop request).
+        case idle(ended: NetworkRun?)
         /// `connect()` waits for the first CONNACK.
-        case connecting(ConnectWaiter)
+        case connecting(NetworkRun, ConnectWaiter)
         /// Connected: a CONNACK accepted the connection.
-        case connected
+        case connected(NetworkRun)
         /// Connected once, then lost; the network thread reconnects (when allowed).
-        case reconnecting
+        case reconnecting(NetworkRun)
+    }
+
+    /// One `connect()` until the client is idle again: its network thread, what that thread is told, and what holds
+    /// for its connections only.
+    struct NetworkRun {
+        /// The thread, while it runs (it holds itself until it ends). Weak: the thread holds the handle, which holds
+        /// the context that holds this.
+        weak var thread: (any NetworkThreadControl)?
+        /// What the client wants of the thread: go on, or end (the first request counts).
+        var stop = Stop.no
+        /// The session being prepared, if that is what this `connect()` is for.
+        var preparation: Preparation?
+        /// SUBSCRIBE and DISCONNECT of a session being prepared went out around libmosquitto.
+        var preparedAroundLibrary = false
+        /// Which of the configuration's ``MQTTConfiguration/brokers`` the thread connects to, or last did.
+        var brokerIndex = 0
+        /// A loss (or a journal's refusal) waits for ``MQTTClient/allowReconnect()`` before the next reconnect.
+        var awaitingReconnectPermission = false
+        /// Whether the current connection's loss is counted already (a journal refused one of its messages).
+        var lossCounted = false
+        /// The probes written on the current connection and not answered yet, by message id: the batch each follows.
+        var probes: [Int32: UInt64] = [:]
+
+        init(thread: any NetworkThreadControl, preparation: Preparation?) {
+            self.thread = thread
+            self.preparation = preparation
+        }
     }
 
     /// What the network thread is told to do.

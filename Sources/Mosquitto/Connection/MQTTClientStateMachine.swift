@@ -1,11 +1,13 @@
-/// All of an ``MQTTClient``'s mutable state, and its transitions: the phase of the connection, the stop request,
-/// the reconnect permission, the operations awaiting acknowledgement, the active subscriptions, the session
-/// being prepared and the streams.
+/// All of an ``MQTTClient``'s mutable state, and its transitions, in the manner of mqtt-nio's channel handler and
+/// swift-kafka-client's consumer: the phase of the connection is an enum whose cases carry what each phase holds (the
+/// `connect()` waiting, the network thread's run), beside what outlives a connection (the subscriptions, the
+/// operations awaiting an answer, the streams, two counters, and the messages of the read phase under way).
 ///
 /// Its mutating methods take an event (connect requested, CONNACK, connection closed, an acknowledgement, a
 /// message and what the journal did with it, stop requested, …) and return the ``Action``s to take. It does
 /// nothing itself: no lock, no libmosquitto, no continuation resumed. ``LibMosquittoContext`` holds it under its
-/// mutex (and is the only code that mutates it) and performs the actions after releasing the lock.
+/// mutex (and is the only code that mutates it) and performs the actions after releasing the lock, all in one place
+/// (``LibMosquittoContext/perform(_:network:)``).
 struct MQTTClientStateMachine {
     /// One of the three tables of operations awaiting an acknowledgement.
     struct AckTable<Value: Sendable> {
@@ -14,41 +16,22 @@ struct MQTTClientStateMachine {
 
     let reconnection: MQTTReconnection
 
-    private(set) var phase = Phase.idle
-    private(set) var stop = Stop.no
-    /// The thread of the current (or last) connection, while it runs (it holds itself until it ends). Weak: the
-    /// thread holds the handle, which holds the context that holds this.
-    private(set) weak var network: (any NetworkThreadControl)?
+    /// Where the connection is, and what that phase holds.
+    private(set) var state = State.idle(ended: nil)
+    /// The subscriptions made, made again after a reconnect to a broker that lost the session.
+    private(set) var subscriptions = Subscriptions()
+    /// The operations awaiting an acknowledgement: QoS 1 and 2 publishes outlive a connection.
+    fileprivate var operations = Operations()
+    /// The message and event streams.
+    private var streams = Streams()
     /// How many CONNACKs accepted the connection so far.
     private(set) var connections: UInt64 = 0
-    /// A loss (or a journal's refusal) waits for ``MQTTClient/allowReconnect()`` before the next reconnect.
-    private(set) var awaitingReconnectPermission = false
-    /// Whether the current connection's loss is counted already (a journal refused one of its messages).
-    private var lossCounted = false
-    fileprivate var publishes = LibMosquittoPendingAcks<Void>()
-    fileprivate var subscribes = LibMosquittoPendingAcks<MQTTQoS>()
-    fileprivate var unsubscribes = LibMosquittoPendingAcks<Void>()
-    /// The subscriptions to make again after reconnecting to a broker that lost the session. A filter is added
-    /// before its SUBSCRIBE is sent (and put back as it was if that fails), so a reconnect in between keeps it.
-    private(set) var activeSubscriptions: [String: ActiveSubscription] = [:]
-    private(set) var preparation: Preparation?
-    /// SUBSCRIBE and DISCONNECT of a session being prepared went out around libmosquitto.
-    private var preparedAroundLibrary = false
-    /// The messages read since the journal was last handed them: all from one read phase of the network thread,
-    /// whose acknowledgements libmosquitto has queued and not written.
-    private var inbound: [MQTTMessage] = []
     /// How many read phases the journal recorded whole, over the client's life (see ``MQTTInboundJournal/record(batch:number:)``).
     private(set) var recordedBatches: UInt64 = 0
-    /// The probes written on the current connection and not answered yet, by message id: the batch each follows.
-    private var probes: [Int32: UInt64] = [:]
-    /// Subscriptions made again by the client itself (after a reconnect), by message id, awaiting their SUBACK.
-    private var resubscriptions: [Int32: String] = [:]
-    /// Subscriptions the broker refused when they were made again (a cluster electing leaders answers 0x80), asked for
-    /// again once due: kept across reconnects, since a broker that kept the session lacks just these.
-    private var refusedResubscriptions: [String: (due: ContinuousClock.Instant, attempt: Int)] = [:]
-    private var nextSinkID: UInt64 = 0
-    private var messageSinks: [UInt64: (filter: MQTTTopicFilter, sink: MessageSink)] = [:]
-    private var eventSinks: [UInt64: EventSink] = [:]
+    /// The messages read since the journal was last handed them: all from one read phase of the network thread,
+    /// whose acknowledgements libmosquitto has queued and not written. Kept outside ``state`` so that a message is
+    /// appended in place, without copying the phase's data.
+    private var inbound: [MQTTMessage] = []
 
     init(reconnection: MQTTReconnection) {
         self.reconnection = reconnection
@@ -58,13 +41,13 @@ struct MQTTClientStateMachine {
 
     /// Whether a CONNACK accepted the connection and it is up right now.
     var isConnected: Bool {
-        if case .connected = phase { return true }
+        if case .connected = state { return true }
         return false
     }
 
     /// Whether operations may be queued: connected, or reconnecting after a loss.
     var hasSession: Bool {
-        switch phase {
+        switch state {
         case .connected, .reconnecting: true
         case .idle, .connecting: false
         }
@@ -72,26 +55,49 @@ struct MQTTClientStateMachine {
 
     /// Whether `connect()` may start.
     var isIdle: Bool {
-        if case .idle = phase { return true }
+        if case .idle = state { return true }
         return false
     }
 
+    /// The network thread's run of the current (or last) `connect()`.
+    private var run: NetworkRun? {
+        switch state {
+        case .idle(let run): run
+        case .connecting(let run, _), .connected(let run), .reconnecting(let run): run
+        }
+    }
+
+    /// The thread of the current (or last) connection, while it runs.
+    var network: (any NetworkThreadControl)? { run?.thread }
+
+    /// The session being prepared, if any.
+    var preparation: Preparation? { run?.preparation }
+
+    /// Which of the configuration's ``MQTTConfiguration/brokers`` the network thread connects to, or last did.
+    var brokerIndex: Int { run?.brokerIndex ?? 0 }
+
+    /// Whether the client wants the network thread to end.
+    var stopRequested: Bool { (run?.stop ?? .no) != .no }
+
     /// Whether the network thread may reconnect now: no loss waits for the owner's permission.
-    var mayReconnect: Bool { !awaitingReconnectPermission }
+    var mayReconnect: Bool { !(run?.awaitingReconnectPermission ?? false) }
 
     /// What the network thread does next.
     var directive: Directive {
-        switch stop {
+        switch run?.stop ?? .no {
         case .no: .run(connections: connections)
         case .abruptly: .endAbruptly
-        case .cleanly: preparedAroundLibrary ? .awaitBrokerClose : .endCleanly
+        case .cleanly: run?.preparedAroundLibrary == true ? .awaitBrokerClose : .endCleanly
         }
     }
 
     /// How many operations await an acknowledgement, by table.
     var pendingCounts: (publishes: Int, subscribes: Int, unsubscribes: Int) {
-        (publishes.count, subscribes.count, unsubscribes.count)
+        (operations.publishes.count, operations.subscribes.count, operations.unsubscribes.count)
     }
+
+    /// The active subscriptions.
+    var activeSubscriptions: [String: ActiveSubscription] { subscriptions.active }
 
     // MARK: Connecting
 
@@ -99,58 +105,62 @@ struct MQTTClientStateMachine {
     mutating func connectRequested(
         _ waiter: ConnectWaiter, thread: any NetworkThreadControl, preparing: Preparation?
     ) -> [Action] {
-        guard isIdle else {
+        switch state {
+        case .idle:
+            state = .connecting(NetworkRun(thread: thread, preparation: preparing), waiter)
+            return [.startThread(thread)]
+        case .connecting, .connected, .reconnecting:
             return [.resumeConnect(waiter, .failure(MQTTError.misuse("connect() called on a client that is already connected")))]
         }
-        phase = .connecting(waiter)
-        stop = .no
-        network = thread
-        preparation = preparing
-        preparedAroundLibrary = false
-        awaitingReconnectPermission = false
-        return [.startThread(thread)]
     }
 
     /// The connection attempt failed before a CONNACK (timeout, cancellation, TLS failure, no thread, no socket),
     /// or `disconnect()` came first: fails a `connect()` still waiting.
     mutating func connectFailed(_ error: any Error) -> [Action] {
-        guard case .connecting(let waiter) = phase else { return [] }
-        phase = .idle
-        return [.resumeConnect(waiter, .failure(error))]
+        switch state {
+        case .connecting(let run, let waiter):
+            state = .idle(ended: run)
+            return [.resumeConnect(waiter, .failure(error))]
+        case .idle, .connected, .reconnecting:
+            return []
+        }
     }
 
     /// A CONNACK accepted the connection.
     mutating func connackAccepted(sessionPresent: Bool) -> [Action] {
+        var run: NetworkRun
         var waiter: ConnectWaiter?
-        switch phase {
-        case .connecting(let pending): waiter = pending
-        case .connected, .reconnecting: break
-        case .idle: return []  // an abandoned connect (timed out, cancelled, disconnected): the thread is stopping
+        switch state {
+        case .connecting(let current, let pending):
+            (run, waiter) = (current, pending)
+        case .connected(let current), .reconnecting(let current):
+            run = current
+        case .idle:
+            return []  // an abandoned connect (timed out, cancelled, disconnected): the thread is stopping
         }
-        phase = .connected
         connections += 1
-        lossCounted = false
+        run.lossCounted = false
         // Emitted first, so that an event stream made once connect() has returned never sees this connection.
-        var actions: [Action] = [.emit(.connected(sessionPresent: sessionPresent), to: Array(eventSinks.values))]
+        var actions: [Action] = [.emit(.connected(sessionPresent: sessionPresent), to: streams.eventSinks)]
         if let waiter { actions.append(.resumeConnect(waiter, .success(sessionPresent))) }
-        if let preparation {
-            stop = .cleanly
+        if let preparation = run.preparation {
+            run.stop = .cleanly
             actions.append(.prepareSession(preparation))
-        } else if !sessionPresent, !activeSubscriptions.isEmpty {
-            refusedResubscriptions = [:]
-            actions.append(.resubscribe(activeSubscriptions))
+        } else if !sessionPresent, let again = subscriptions.makeAgain() {
+            actions.append(.resubscribe(again))
         }
+        state = .connected(run)
         return actions
     }
 
     /// A CONNACK refused the connection.
     mutating func connackRefused(_ error: MQTTError) -> [Action] {
-        switch phase {
-        case .connecting(let waiter):
-            phase = .idle
+        switch state {
+        case .connecting(let run, let waiter):
+            state = .idle(ended: run)
             return [.resumeConnect(waiter, .failure(error))]
         case .connected, .reconnecting:
-            return [.emit(.connectionLost(reason: error.description), to: Array(eventSinks.values))]
+            return [.emit(.connectionLost(reason: error.description), to: streams.eventSinks)]
         case .idle:
             return []
         }
@@ -158,7 +168,20 @@ struct MQTTClientStateMachine {
 
     /// The session's SUBSCRIBE and DISCONNECT went out around libmosquitto.
     mutating func preparedSessionAroundLibrary() {
-        preparedAroundLibrary = true
+        modifyRun { $0.preparedAroundLibrary = true }
+    }
+
+    /// The network thread tries broker `index` of the configuration's list.
+    mutating func tryingBroker(_ index: Int) {
+        modifyRun { $0.brokerIndex = index }
+    }
+
+    /// The network thread moves on to the next of `count` brokers after a loss; returns its index.
+    mutating func nextBroker(of count: Int) -> Int {
+        modifyRun { run in
+            run.brokerIndex = (run.brokerIndex + 1) % max(count, 1)
+            return run.brokerIndex
+        } ?? 0
     }
 
     // MARK: Losing the connection
@@ -166,38 +189,34 @@ struct MQTTClientStateMachine {
     /// The connection closed: asked for by the client (`requested`), or lost for `reason`. `hint` is added to the
     /// error of a `connect()` still waiting.
     mutating func disconnected(requested: Bool, reason: String, hint: String = "") -> [Action] {
+        // A probe unanswered now is never answered: libmosquitto does not send an UNSUBSCRIBE again after reconnecting;
+        // neither is a subscription made again (it is made again at the next CONNACK, or asked for again if refused).
+        modifyRun { $0.probes.removeAll() }
+        subscriptions.connectionLost(at: .now)
         var actions: [Action] = []
         var lost = false
-        switch phase {
-        case .connecting(let waiter):
-            phase = .idle
+        switch state {
+        case .connecting(let run, let waiter):
+            state = .idle(ended: run)
             actions.append(.resumeConnect(waiter, .failure(MQTTError.connectionFailed(reason + hint))))
-        case .connected, .reconnecting:
-            phase = .reconnecting
+        case .connected(var run), .reconnecting(var run):
+            if reconnection == .whenAllowed, !run.lossCounted, !requested { run.awaitingReconnectPermission = true }
+            run.lossCounted = true
+            state = .reconnecting(run)
             lost = true
-            if reconnection == .whenAllowed, !lossCounted, !requested { awaitingReconnectPermission = true }
-            lossCounted = true
         case .idle:
             break
         }
-        // A probe unanswered now is never answered: libmosquitto does not send an UNSUBSCRIBE again after reconnecting;
-        // neither is a subscription made again (it is made again at the next CONNACK, or asked for again if refused).
-        probes.removeAll()
-        for (_, filter) in resubscriptions where refusedResubscriptions[filter] == nil {
-            refusedResubscriptions[filter] = (.now, 1)
-        }
-        resubscriptions.removeAll()
         // What libmosquitto will not send again after reconnecting fails now.
-        let failing: [any FailableOwner] =
-            publishes.takeFailingOnDisconnect() + subscribes.takeFailingOnDisconnect() + unsubscribes.takeFailingOnDisconnect()
+        let failing = operations.takeFailingOnDisconnect()
         if !failing.isEmpty { actions.append(.failOperations(failing)) }
-        if lost, !requested { actions.append(.emit(.connectionLost(reason: reason), to: Array(eventSinks.values))) }
+        if lost, !requested { actions.append(.emit(.connectionLost(reason: reason), to: streams.eventSinks)) }
         return actions
     }
 
     /// The owner allows a reconnect after every loss so far. A call while connected allows nothing more.
     mutating func allowReconnect() -> [Action] {
-        awaitingReconnectPermission = false
+        modifyRun { $0.awaitingReconnectPermission = false }
         return network.map { [.wake($0)] } ?? []
     }
 
@@ -229,13 +248,15 @@ struct MQTTClientStateMachine {
                 refused = true
                 continue
             }
-            let sinks = messageSinks.values.filter { $0.filter.matches(message.topic) }.map(\.sink)
+            let sinks = streams.sinks(matching: message.topic)
             if !sinks.isEmpty { actions.append(.deliver(message, to: sinks)) }
         }
         if refused {
             // Reconnect only when the owner allows it.
-            if !lossCounted { awaitingReconnectPermission = true }
-            lossCounted = true
+            modifyRun { run in
+                if !run.lossCounted { run.awaitingReconnectPermission = true }
+                run.lossCounted = true
+            }
             actions.append(.shutSocket)
         } else {
             recordedBatches += 1
@@ -244,46 +265,33 @@ struct MQTTClientStateMachine {
         return actions
     }
 
+    /// The probe that follows batch `batch` was queued with message id `mid`.
+    mutating func probeQueued(mid: Int32, batch: UInt64) {
+        modifyRun { $0.probes[mid] = batch }
+    }
+
+    // MARK: Subscriptions made again
+
     /// The client made the subscription to `filter` again itself, with message id `mid`.
     mutating func resubscriptionQueued(mid: Int32, filter: String) {
-        resubscriptions[mid] = filter
+        subscriptions.madeAgain(filter, mid: mid)
     }
 
     /// The refused subscriptions due to be asked for again at `now`, while connected.
     mutating func dueResubscriptions(at now: ContinuousClock.Instant) -> [(String, ActiveSubscription)] {
         guard isConnected else { return [] }
-        var due: [(String, ActiveSubscription)] = []
-        for (filter, entry) in refusedResubscriptions where entry.due <= now {
-            guard let subscription = activeSubscriptions[filter] else {
-                refusedResubscriptions[filter] = nil
-                continue
-            }
-            // Not due again until its answer: a SUBACK lost with the connection leaves it due after the longest wait.
-            refusedResubscriptions[filter]?.due = now + Self.resubscribeDelay(attempt: .max)
-            due.append((filter, subscription))
-        }
-        return due.sorted { $0.0 < $1.0 }
+        return subscriptions.due(at: now)
     }
 
     /// Whether a subscription the client made again was refused and waits to be asked for again.
-    var hasRefusedResubscriptions: Bool { !refusedResubscriptions.isEmpty }
-
-    /// 250 ms, doubling, at most 4 s.
-    static func resubscribeDelay(attempt: Int) -> Duration {
-        .milliseconds(250 * (1 << min(max(attempt - 1, 0), 4)))
-    }
-
-    /// The probe that follows batch `batch` was queued with message id `mid`.
-    mutating func probeQueued(mid: Int32, batch: UInt64) {
-        probes[mid] = batch
-    }
+    var hasRefusedResubscriptions: Bool { subscriptions.hasRefusals }
 
     // MARK: Operations
 
     /// The tables, for ``operationQueued(in:mid:failsOnDisconnect:)``.
-    static var publishTable: AckTable<Void> { AckTable(keyPath: \.publishes) }
-    static var subscribeTable: AckTable<MQTTQoS> { AckTable(keyPath: \.subscribes) }
-    static var unsubscribeTable: AckTable<Void> { AckTable(keyPath: \.unsubscribes) }
+    static var publishTable: AckTable<Void> { AckTable(keyPath: \.operations.publishes) }
+    static var subscribeTable: AckTable<MQTTQoS> { AckTable(keyPath: \.operations.subscribes) }
+    static var unsubscribeTable: AckTable<Void> { AckTable(keyPath: \.operations.unsubscribes) }
 
     /// libmosquitto queued an operation and gave it `mid`: makes its owner, and wakes the network thread to write
     /// it. An owner still holding the same id (more than 65,535 outstanding) can no longer be told apart, and fails.
@@ -298,85 +306,97 @@ struct MQTTClientStateMachine {
 
     /// A publish was acknowledged (QoS 1, 2) or written (QoS 0), or refused.
     mutating func publishAnswered(mid: Int32, _ result: Result<Void, MQTTError>) -> [Action] {
-        publishes.complete(mid).map { [.answerPublish($0, result)] } ?? []
+        operations.publishes.complete(mid).map { [.answerPublish($0, result)] } ?? []
     }
 
-    /// A SUBACK arrived.
+    /// A SUBACK arrived: for a subscription the client made again itself (a refusal is asked for again later, for as
+    /// long as the filter is active), or for a caller's.
     mutating func subscribeAnswered(mid: Int32, _ result: Result<MQTTQoS, MQTTError>, at now: ContinuousClock.Instant = .now) -> [Action] {
-        if let filter = resubscriptions.removeValue(forKey: mid) {
-            // Made again by the client: a refusal is asked for again later, for as long as the filter is active.
-            guard case .failure = result, activeSubscriptions[filter] != nil else {
-                refusedResubscriptions[filter] = nil
-                return []
-            }
-            let attempt = (refusedResubscriptions[filter]?.attempt ?? 0) + 1
-            refusedResubscriptions[filter] = (now + Self.resubscribeDelay(attempt: attempt), attempt)
-            return []
-        }
-        return subscribes.complete(mid).map { [.answerSubscribe($0, result)] } ?? []
+        let granted = if case .success = result { true } else { false }
+        if subscriptions.answered(mid: mid, granted: granted, at: now) { return [] }
+        return operations.subscribes.complete(mid).map { [.answerSubscribe($0, result)] } ?? []
     }
 
-    /// An UNSUBACK arrived.
+    /// An UNSUBACK arrived: a probe's answer, or a caller's.
     mutating func unsubscribeAnswered(mid: Int32) -> [Action] {
-        if let batch = probes.removeValue(forKey: mid) { return [.confirm(throughBatch: batch)] }
-        return unsubscribes.complete(mid).map { [.answerUnsubscribe($0)] } ?? []
+        if let batch = modifyRun({ $0.probes.removeValue(forKey: mid) }) ?? nil { return [.confirm(throughBatch: batch)] }
+        return operations.unsubscribes.complete(mid).map { [.answerUnsubscribe($0)] } ?? []
     }
 
     /// A subscription is about to be made: it is made again after reconnects from now on. Returns the one it replaces.
     mutating func subscribing(to filter: String, _ subscription: ActiveSubscription) -> ActiveSubscription? {
-        activeSubscriptions.updateValue(subscription, forKey: filter)
+        subscriptions.subscribing(to: filter, subscription)
     }
 
     /// A subscription failed: puts back what `filter` had before.
     mutating func subscribeFailed(_ filter: String, restoring previous: ActiveSubscription?) {
-        activeSubscriptions[filter] = previous
+        subscriptions.failed(filter, restoring: previous)
     }
 
     /// An unsubscribe is about to be sent: the filter is not made again after reconnects.
     mutating func unsubscribing(from filter: String) {
-        activeSubscriptions[filter] = nil
+        subscriptions.unsubscribing(from: filter)
     }
 
     // MARK: Streams
 
     /// Adds a message stream; returns its id.
     mutating func addMessageSink(_ sink: MessageSink, filter: MQTTTopicFilter) -> UInt64 {
-        defer { nextSinkID += 1 }
-        messageSinks[nextSinkID] = (filter, sink)
-        return nextSinkID
+        streams.add(sink, filter: filter)
     }
 
     /// Adds an event stream; returns its id.
     mutating func addEventSink(_ sink: EventSink) -> UInt64 {
-        defer { nextSinkID += 1 }
-        eventSinks[nextSinkID] = sink
-        return nextSinkID
+        streams.add(sink)
     }
 
     /// A stream was released.
     mutating func removeSink(_ id: UInt64) {
-        messageSinks[id] = nil
-        eventSinks[id] = nil
+        streams.remove(id)
     }
 
     // MARK: Stopping
 
     /// The client wants the network thread to end (the first request counts). Returns the thread to wake.
     mutating func stopRequested(_ how: Stop) -> (any NetworkThreadControl)? {
-        if stop == .no { stop = how }
-        return network
+        modifyRun { run in
+            if run.stop == .no { run.stop = how }
+            return run.thread
+        } ?? nil
     }
 
     /// After `disconnect()`: fails every waiter and ends every stream.
     mutating func shutDown() -> [Action] {
         var actions = connectFailed(MQTTError.notConnected)
-        phase = .idle
-        preparation = nil
-        let operations: [any FailableOwner] = publishes.takeAll() + subscribes.takeAll() + unsubscribes.takeAll()
-        if !operations.isEmpty { actions.append(.failOperations(operations)) }
-        actions.append(.endStreams(events: Array(eventSinks.values), messages: messageSinks.values.map(\.sink)))
-        eventSinks = [:]
-        messageSinks = [:]
+        var ended = run
+        ended?.preparation = nil
+        state = .idle(ended: ended)
+        let owners = operations.takeAll()
+        if !owners.isEmpty { actions.append(.failOperations(owners)) }
+        actions.append(streams.endAll())
         return actions
+    }
+
+    // MARK: Changing the run
+
+    /// Hands the network thread's run to `body` to change, in whichever phase holds it; `nil` before the first
+    /// `connect()`.
+    private mutating func modifyRun<Result>(_ body: (inout NetworkRun) -> Result) -> Result? {
+        switch state {
+        case .idle(nil):
+            return nil
+        case .idle(var run?):
+            defer { state = .idle(ended: run) }
+            return body(&run)
+        case .connecting(var run, let waiter):
+            defer { state = .connecting(run, waiter) }
+            return body(&run)
+        case .connected(var run):
+            defer { state = .connected(run) }
+            return body(&run)
+        case .reconnecting(var run):
+            defer { state = .reconnecting(run) }
+            return body(&run)
+        }
     }
 }

@@ -29,45 +29,23 @@ private func onConnect(
 ) {
     guard let mosq, let userdata else { return }
     let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
-    let actions = context.connected(reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags))
-    LibMosquittoCallbacks.perform(actions, on: mosq, context: context)
+    context.connected(
+        reasonCode: reasonCode, sessionPresent: cmosquitto_session_present(flags),
+        network: LibMosquittoThreadActions(pointer: mosq, context: context))
 }
 
-extension LibMosquittoCallbacks {
-    /// Performs the actions of the state machine that need the handle, on the network thread, inside a callback.
-    static func perform(_ actions: [LibMosquittoContext.Action], on mosq: OpaquePointer, context: LibMosquittoContext) {
-        for action in actions {
-            switch action {
-            case .resubscribe(let subscriptions):
-                // The broker lost our session: make the subscriptions again. These calls only queue packets; a refusal
-                // (a cluster electing leaders) is asked for again by the loop (``LibMosquittoLoop``) until granted.
-                resubscribe(subscriptions.map { ($0.key, $0.value) }, on: mosq, context: context)
-            case .prepareSession(let preparation):
-                prepareSession(preparation, on: mosq, context: context)
-            case .shutSocket:
-                // The journal could not record a message: close the socket now, while libmosquitto has only queued the
-                // PUBACKs of the read phase, so that none is written and the broker keeps the messages for the session.
-                let socket = mosquitto_socket(mosq)
-                if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
-            case .probe(let filter, let batch):
-                // Queued behind the batch's PUBACKs, written with them in the write phase that follows.
-                var mid: Int32 = 0
-                if mosquitto_unsubscribe_v5(mosq, &mid, filter, nil) == MOSQ_ERR_SUCCESS.rawValue {
-                    context.probeQueued(mid: mid, batch: batch)
-                }
-            default:
-                break  // performed by the context
-            }
-        }
-    }
+/// The actions of the client's state machine that need the libmosquitto handle or the journal, performed on the
+/// network thread: inside a callback, or between the loop's read and write phases (``LibMosquittoContext/perform(_:network:)``).
+struct LibMosquittoThreadActions: NetworkThreadActions {
+    let pointer: OpaquePointer
+    let context: LibMosquittoContext
 
-    /// Makes `subscriptions` again, noting each one's message id so that its SUBACK is read.
-    static func resubscribe(
-        _ subscriptions: [(String, MQTTClientStateMachine.ActiveSubscription)], on mosq: OpaquePointer, context: LibMosquittoContext
-    ) {
+    /// The broker lost our session: makes the subscriptions again. These calls only queue packets; a refusal (a cluster
+    /// electing leaders) is asked for again by the loop (``LibMosquittoLoop``) until granted.
+    func resubscribe(_ subscriptions: [(String, MQTTClientStateMachine.ActiveSubscription)]) {
         for (filter, subscription) in subscriptions {
             var mid: Int32 = 0
-            if mosquitto_subscribe_v5(mosq, &mid, filter, subscription.qos.rawValue, subscription.options, nil) == MOSQ_ERR_SUCCESS.rawValue {
+            if mosquitto_subscribe_v5(pointer, &mid, filter, subscription.qos.rawValue, subscription.options, nil) == MOSQ_ERR_SUCCESS.rawValue {
                 context.resubscriptionQueued(mid: mid, filter: filter)
             }
         }
@@ -80,17 +58,35 @@ extension LibMosquittoCallbacks {
     /// socket, which is then shut for writing: an acknowledgement libmosquitto makes of a message it reads
     /// afterwards never leaves. Over TLS (the bytes cannot bypass libmosquitto) they are queued, which holds when
     /// the session has nothing queued. The state machine has already told the thread to stop cleanly.
-    private static func prepareSession(
-        _ preparation: MQTTClientStateMachine.Preparation, on mosq: OpaquePointer, context: LibMosquittoContext
-    ) {
+    func prepareSession(_ preparation: MQTTClientStateMachine.Preparation) {
         if preparation.plainTCP, LibMosquittoRawPackets.subscribeAndDisconnect(
-            socket: mosquitto_socket(mosq), filter: preparation.filter, qos: preparation.qos, version: context.protocolVersion)
+            socket: mosquitto_socket(pointer), filter: preparation.filter, qos: preparation.qos, version: context.protocolVersion)
         {
             context.preparedSessionAroundLibrary()
             return
         }
-        mosquitto_subscribe_v5(mosq, nil, preparation.filter, preparation.qos.rawValue, 0, nil)
-        mosquitto_disconnect_v5(mosq, 0, nil)
+        mosquitto_subscribe_v5(pointer, nil, preparation.filter, preparation.qos.rawValue, 0, nil)
+        mosquitto_disconnect_v5(pointer, 0, nil)
+    }
+
+    /// The journal could not record a message: closes the socket now, while libmosquitto has only queued the PUBACKs of
+    /// the read phase, so that none is written and the broker keeps the messages for the session.
+    func shutSocket() {
+        let socket = mosquitto_socket(pointer)
+        if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
+    /// Queued behind the batch's PUBACKs, written with them in the write phase that follows.
+    func probe(filter: String, after batch: UInt64) {
+        var mid: Int32 = 0
+        if mosquitto_unsubscribe_v5(pointer, &mid, filter, nil) == MOSQ_ERR_SUCCESS.rawValue {
+            context.probeQueued(mid: mid, batch: batch)
+        }
+    }
+
+    /// Hands the broker's answer to the probe to the journal: nothing else of the client runs for it.
+    func confirm(throughBatch batch: UInt64) {
+        context.journal?.confirmed(throughBatch: batch)
     }
 }
 
@@ -105,8 +101,7 @@ private func onDisconnect(
     if context.journal != nil {
         context.discardInbound()
     } else {
-        let actions = context.journalInbound()
-        if let mosq { LibMosquittoCallbacks.perform(actions, on: mosq, context: context) }
+        _ = context.journalInbound(network: mosq.map { LibMosquittoThreadActions(pointer: $0, context: context) })
     }
     context.disconnected(reasonCode: reasonCode)
 }
@@ -132,8 +127,9 @@ private func onSubscribe(
 private func onUnsubscribe(
     _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ mid: Int32, _ properties: OpaquePointer?
 ) {
-    guard let userdata else { return }
-    Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue().unsubscribed(mid: mid)
+    guard let mosq, let userdata else { return }
+    let context = Unmanaged<LibMosquittoContext>.fromOpaque(userdata).takeUnretainedValue()
+    context.unsubscribed(mid: mid, network: LibMosquittoThreadActions(pointer: mosq, context: context))
 }
 
 private func onMessage(

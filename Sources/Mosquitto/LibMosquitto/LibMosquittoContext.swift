@@ -6,10 +6,13 @@ import Synchronization
 /// (``MQTTClientStateMachine``) under a lock, and the journal.
 ///
 /// The only code that mutates the client's state. Each method takes the lock, hands the machine one event, and
-/// performs the actions it returns after the lock is released (continuations resumed, streams yielded to, the
-/// network thread started or woken), so that no Swift code runs under the lock and the network thread never
-/// waits on Swift code. The actions that need the libmosquitto handle (resubscribing, preparing a session,
-/// shutting the socket) are returned to the callbacks (``LibMosquittoCallbacks``), which perform them.
+/// performs the actions it returns after the lock is released (``perform(_:network:)``, the one place every action
+/// is handled: continuations resumed, streams yielded to, the network thread started or woken), so that no Swift code
+/// runs under the lock and the network thread never waits on Swift code. The events of the network thread pass it
+/// (``LibMosquittoThreadActions``) for the actions that need the libmosquitto handle or the journal.
+///
+/// The journal is called once per read phase (``MQTTInboundJournal/record(batch:number:)``) and once per probe
+/// answered (``MQTTInboundJournal/confirmed(throughBatch:)``); its probe filter is read once, here.
 ///
 /// Threads: the callbacks run on the client's network thread; the other methods on whatever thread the client's
 /// caller is on.
@@ -18,15 +21,16 @@ final class LibMosquittoContext: Sendable {
 
     private let state: Mutex<MQTTClientStateMachine>
     let journal: (any MQTTInboundJournal)?
+    /// The journal's probe filter (``MQTTInboundJournal/confirmationProbe``).
+    let probe: String?
     let protocolVersion: MQTTProtocolVersion
     /// Where libmosquitto's own log goes (``LibMosquittoCallbacks``), at matching levels.
     let logger: Logger
-    /// Which of the configuration's ``MQTTConfiguration/brokers`` the network thread connects to, or last did.
-    let brokerIndex = Atomic<Int>(0)
 
     init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion, reconnection: MQTTReconnection, logger: Logger) {
         self.state = Mutex(MQTTClientStateMachine(reconnection: reconnection))
         self.journal = journal
+        self.probe = journal?.confirmationProbe
         self.protocolVersion = protocolVersion
         self.logger = logger
     }
@@ -46,7 +50,10 @@ final class LibMosquittoContext: Sendable {
     var directive: MQTTClientStateMachine.Directive { state.withLock { $0.directive } }
 
     /// Whether the client wants the network thread to end.
-    var stopRequested: Bool { state.withLock { $0.stop != .no } }
+    var stopRequested: Bool { state.withLock { $0.stopRequested } }
+
+    /// Which of the configuration's ``MQTTConfiguration/brokers`` the network thread connects to, or last did.
+    var brokerIndex: Int { state.withLock { $0.brokerIndex } }
 
     /// Whether the network thread may reconnect now.
     var mayReconnect: Bool { state.withLock { $0.mayReconnect } }
@@ -134,7 +141,7 @@ final class LibMosquittoContext: Sendable {
             let (ticket, actions) = machine.operationQueued(in: table, mid: mid, failsOnDisconnect: failsOnDisconnect)
             return (.success(ticket), actions)
         }
-        perform(actions)
+        Self.perform(actions, network: nil)
         return try result.get()
     }
 
@@ -159,12 +166,23 @@ final class LibMosquittoContext: Sendable {
     // MARK: Called on the network thread
 
     /// A CONNACK arrived. Returns what the callback does with the handle: resubscribe, or prepare the session.
-    func connected(reasonCode: Int32, sessionPresent: Bool) -> [Action] {
+    func connected(reasonCode: Int32, sessionPresent: Bool, network: some NetworkThreadActions) {
         guard reasonCode == 0 else {
             let error = MQTTError.connectionRefused(reasonCode: Int(reasonCode), reason: Self.connackText(reasonCode, protocolVersion))
-            return transition { $0.connackRefused(error) }
+            transition { $0.connackRefused(error) }
+            return
         }
-        return transition { $0.connackAccepted(sessionPresent: sessionPresent) }
+        transition(network: network) { $0.connackAccepted(sessionPresent: sessionPresent) }
+    }
+
+    /// The network thread tries broker `index` of the list.
+    func tryingBroker(_ index: Int) {
+        state.withLock { $0.tryingBroker(index) }
+    }
+
+    /// The network thread moves on to the next of `count` brokers; returns its index.
+    func nextBroker(of count: Int) -> Int {
+        state.withLock { $0.nextBroker(of: count) }
     }
 
     /// The session's SUBSCRIBE and DISCONNECT were written around libmosquitto.
@@ -200,9 +218,9 @@ final class LibMosquittoContext: Sendable {
         transition { $0.subscribeAnswered(mid: mid, result) }
     }
 
-    /// An UNSUBACK arrived.
-    func unsubscribed(mid: Int32) {
-        transition { $0.unsubscribeAnswered(mid: mid) }
+    /// An UNSUBACK arrived: a caller's, or a probe's, whose answer goes to the journal.
+    func unsubscribed(mid: Int32, network: some NetworkThreadActions) {
+        transition(network: network) { $0.unsubscribeAnswered(mid: mid) }
     }
 
     /// libmosquitto read a message: it waits for the end of the read phase (``journalInbound()``).
@@ -220,14 +238,15 @@ final class LibMosquittoContext: Sendable {
     }
 
     /// The read phase ended, or the connection closed: the journal (if any) records the messages read, as one batch,
-    /// outside the lock; the recorded ones go to the streams. Returns `[.shutSocket]` when the journal refused one:
-    /// the caller drops the connection before any acknowledgement is written.
-    func journalInbound() -> [Action] {
+    /// outside the lock — its one call of the phase; the recorded ones go to the streams, and a batch recorded whole is
+    /// followed by the journal's probe. When the journal refused one, the socket is shut before any acknowledgement
+    /// is written, and this returns `true`.
+    func journalInbound(network: (any NetworkThreadActions)?) -> Bool {
         let (messages, number) = state.withLock { ($0.takeInbound(), $0.recordedBatches + 1) }
-        guard !messages.isEmpty else { return [] }
-        guard let journal else { return transition { $0.received(messages, dispositions: messages.map { _ in .recorded }) } }
-        let dispositions = journal.record(batch: messages, number: number)
-        return transition { $0.received(messages, dispositions: dispositions, probe: journal.confirmationProbe) }
+        guard !messages.isEmpty else { return false }
+        let dispositions = journal?.record(batch: messages, number: number) ?? messages.map { _ in .recorded }
+        let actions = transition(network: network) { $0.received(messages, dispositions: dispositions, probe: probe) }
+        return actions.contains { if case .shutSocket = $0 { true } else { false } }
     }
 
     /// The client made a subscription again itself (after a reconnect), with message id `mid` (on the network thread).
@@ -248,17 +267,21 @@ final class LibMosquittoContext: Sendable {
 
     // MARK: Performing
 
-    /// Hands the machine one event under the lock, then performs what it returns; returns the actions that need the
-    /// libmosquitto handle.
+    /// Hands the machine one event under the lock, then performs what it returns, with `network` for the actions that
+    /// need the network thread; returns the actions.
     @discardableResult
-    private func transition(_ event: (inout MQTTClientStateMachine) -> [Action]) -> [Action] {
-        perform(state.withLock { event(&$0) })
+    private func transition(
+        network: (any NetworkThreadActions)? = nil, _ event: (inout MQTTClientStateMachine) -> [Action]
+    ) -> [Action] {
+        let actions = state.withLock { event(&$0) }
+        Self.perform(actions, network: network)
+        return actions
     }
 
-    /// Performs `actions` in order, outside the lock; returns those that need the libmosquitto handle.
-    @discardableResult
-    private func perform(_ actions: [Action]) -> [Action] {
-        var left: [Action] = []
+    /// Performs `actions` in order, outside the lock: the one place every action of the machine is handled. Those that
+    /// need the libmosquitto handle or the journal go to `network`, which the events of the network thread pass (the
+    /// machine returns such actions from those events only).
+    static func perform(_ actions: [Action], network: (any NetworkThreadActions)?) {
         for action in actions {
             switch action {
             case .resumeConnect(let waiter, let result): waiter.resume(with: result)
@@ -276,11 +299,13 @@ final class LibMosquittoContext: Sendable {
                 for sink in messages { sink.finish() }
             case .startThread(let thread): thread.start()
             case .wake(let thread): thread.wake()
-            case .confirm(let batch): journal?.confirmed(throughBatch: batch)
-            case .resubscribe, .prepareSession, .shutSocket, .probe: left.append(action)
+            case .resubscribe(let subscriptions): network?.resubscribe(subscriptions.map { ($0.key, $0.value) })
+            case .prepareSession(let preparation): network?.prepareSession(preparation)
+            case .shutSocket: network?.shutSocket()
+            case .probe(let filter, let batch): network?.probe(filter: filter, after: batch)
+            case .confirm(let batch): network?.confirm(throughBatch: batch)
             }
         }
-        return left
     }
 
     private static func connackText(_ code: Int32, _ version: MQTTProtocolVersion) -> String {

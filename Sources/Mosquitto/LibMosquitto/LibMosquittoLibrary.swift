@@ -29,6 +29,12 @@ enum LibMosquittoLibrary {
         (0x80...0xFF).contains(code) ? "the broker disconnected it: \(reasonText(code)) (reason code \(code))" : errorText(code)
     }
 
+    /// Whether `topic` matches `filter`, by libmosquitto's own matcher.
+    static func topic(_ topic: String, matches filter: String) -> Bool {
+        var result = false
+        return mosquitto_topic_matches_sub(filter, topic, &result) == MOSQ_ERR_SUCCESS.rawValue && result
+    }
+
     /// The Swift error for a libmosquitto return code.
     static func error(_ code: Int32) -> MQTTError {
         switch code {

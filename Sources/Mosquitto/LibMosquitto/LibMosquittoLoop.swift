@@ -52,7 +52,7 @@ struct LibMosquittoLoop {
         let due = context.dueResubscriptions()
         if !due.isEmpty {
             context.logger.warning("asking the broker again for subscriptions it refused after a reconnect", metadata: ["filters": "\(due.map(\.0))"])
-            LibMosquittoCallbacks.resubscribe(due, on: pointer, context: context)
+            LibMosquittoThreadActions(pointer: pointer, context: context).resubscribe(due)
         }
         // Also when nothing woke the socket for writing: an operation queued since the poll (as mosquitto_loop does
         // when its socket pair wakes it). Writing to a socket that cannot take more writes nothing.
@@ -104,9 +104,7 @@ struct LibMosquittoLoop {
     /// Hands the messages read to the journal and the streams; returns whether the journal refused one (the socket is
     /// shut then).
     private func journal() -> Bool {
-        let actions = context.journalInbound()
-        LibMosquittoCallbacks.perform(actions, on: pointer, context: context)
-        return actions.contains { if case .shutSocket = $0 { true } else { false } }
+        context.journalInbound(network: LibMosquittoThreadActions(pointer: pointer, context: context))
     }
 
     /// Whether the kernel holds more bytes of the connection.

@@ -119,9 +119,7 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
                 _ = mosquitto_reconnect(pointer)
             } else {
                 let brokers = configuration.brokers
-                let next = (context.brokerIndex.load(ordering: .relaxed) + 1) % brokers.count
-                context.brokerIndex.store(next, ordering: .relaxed)
-                _ = connect(to: brokers[next])
+                _ = connect(to: brokers[context.nextBroker(of: brokers.count)])
             }
         }
     }
@@ -131,7 +129,7 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
     private func connectToFirstAnswering() -> Bool {
         var failures: [String] = []
         for (index, broker) in configuration.brokers.enumerated() {
-            handle.context.brokerIndex.store(index, ordering: .relaxed)
+            handle.context.tryingBroker(index)
             let code = connect(to: broker)
             if code == MOSQ_ERR_SUCCESS.rawValue { return true }
             let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : LibMosquittoLibrary.errorText(code)

@@ -1,5 +1,3 @@
-import CMosquitto
-
 /// A valid MQTT topic name, to publish on: 1 to 65,535 bytes of UTF-8, no wildcards (`+`, `#`),
 /// no NUL, no control characters. Checked in Swift before anything reaches libmosquitto.
 public struct MQTTTopic: Sendable, Hashable, CustomStringConvertible {
@@ -61,8 +59,7 @@ public struct MQTTTopicFilter: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `topic` matches this filter, by libmosquitto's own matcher.
     public func matches(_ topic: String) -> Bool {
-        var result = false
-        return mosquitto_topic_matches_sub(filter, topic, &result) == MOSQ_ERR_SUCCESS.rawValue && result
+        LibMosquittoLibrary.topic(topic, matches: filter)
     }
 
     /// The filter as text.

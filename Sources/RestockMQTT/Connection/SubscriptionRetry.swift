@@ -9,25 +9,31 @@ import RestockPipeline
 package struct SubscriptionRetry: Sendable, Hashable {
     /// How long refusals are retried, from the first.
     package var limit: Duration
+    /// The waits between two attempts: the Mosquitto client's one curve, without jitter.
+    package var backoff: MQTTBackoff
+
     /// The first wait between two attempts; each wait doubles, up to `maximumDelay`.
-    package var initialDelay: Duration
+    package var initialDelay: Duration {
+        get { backoff.initialDelay }
+        set { backoff.initialDelay = newValue }
+    }
     /// The longest wait between two attempts.
-    package var maximumDelay: Duration
+    package var maximumDelay: Duration {
+        get { backoff.maximumDelay }
+        set { backoff.maximumDelay = newValue }
+    }
 
     /// 60 s, first after 250 ms, then doubling up to 4 s.
     package static let `default` = SubscriptionRetry(limit: .seconds(60))
 
     package init(limit: Duration, initialDelay: Duration = .milliseconds(250), maximumDelay: Duration = .seconds(4)) {
         self.limit = limit
-        self.initialDelay = initialDelay
-        self.maximumDelay = maximumDelay
+        self.backoff = MQTTBackoff(initialDelay: initialDelay, maximumDelay: maximumDelay, jitter: 0)
     }
 
     /// The wait before attempt `attempt` (1 for the first retry), never past what is left of `limit`.
     func delay(beforeAttempt attempt: Int, elapsed: Duration) -> Duration {
-        var delay = initialDelay
-        for _ in 1..<max(attempt, 1) where delay < maximumDelay { delay *= 2 }
-        return max(.zero, min(delay, maximumDelay, limit - elapsed))
+        max(.zero, min(backoff.delay(beforeAttempt: attempt - 1, random: 0), limit - elapsed))
     }
 }
 

@@ -4,7 +4,9 @@ import RestockPipeline
 
 /// The journaling stage of the store's pipeline: writes each request the store receives into the request log
 /// (``RequestLog``), on libmosquitto's network thread, before the callback returns — and so before
-/// libmosquitto writes the PUBACK — then passes it on to the applying stage in memory. A request the broker
+/// libmosquitto writes the PUBACK — then passes it on to the applying stage in memory. It is the session's one
+/// crossing from that thread into the service: one call per burst (``record(batch:number:)``), and one per probe
+/// answered, handed to the fence (``confirmed(throughBatch:)``). A request the broker
 /// counts as delivered is therefore already on disk; if the store dies first, the broker delivers it again.
 ///
 /// A local SQLite insert is the one blocking call made on that thread, on purpose: it is what makes the
@@ -53,17 +55,8 @@ struct RequestJournal: MQTTInboundJournal {
         }
     }
 
-    /// Journals the requests of one read (a client that does not number its batches: nothing is fenced by number).
-    func record(batch messages: [MQTTMessage]) -> [MQTTInboundDisposition] {
-        record(batch: messages, number: 0)
-    }
-
-    /// Journals one request (a client that hands messages one at a time).
-    func record(_ message: MQTTMessage) -> MQTTInboundDisposition {
-        record(batch: [message])[0]
-    }
-
-    /// The broker answered the probe after batch `number`: what its requests led to may go out.
+    /// The broker answered the probe after batch `number`: what its requests led to may go out. Only handed to the
+    /// fence: the network thread's one call for an UNSUBACK.
     func confirmed(throughBatch number: UInt64) {
         fence.confirmed(throughBatch: number)
     }
