@@ -67,14 +67,15 @@ struct VersionTests {
         let broker = try await MosquittoBroker.start()
         let data = try seeded()
         defer { try? FileManager.default.removeItem(at: data) }
-        // As version 3 of the schema left it: no mirror table, no expiry, no alert figures, three migrations recorded.
+        // As version 3 of the schema left it: no mirror table, no expiry, no alert figures, no lease, three migrations recorded.
         try DatabaseQueue(path: data.appendingPathComponent("store.sqlite").path).inDatabase { db in
             try db.execute(sql: "DROP TABLE mirror; DELETE FROM grdb_migrations WHERE identifier LIKE 'v4%'")
             try db.execute(
                 sql: """
                     DROP INDEX watch_expiresAt; ALTER TABLE watch DROP COLUMN expiresAt; DROP TABLE alertFigure;
                     ALTER TABLE outbox DROP COLUMN sku; ALTER TABLE deadLetter DROP COLUMN reason;
-                    DELETE FROM grdb_migrations WHERE identifier LIKE 'v-admin%'
+                    DELETE FROM grdb_migrations WHERE identifier LIKE 'v-admin%';
+                    DROP TABLE lease; DELETE FROM grdb_migrations WHERE identifier LIKE 'v-lease%'
                     """)
         }
         try DatabaseQueue(path: data.appendingPathComponent("store.sqlite").path).inDatabase { db in
@@ -83,7 +84,7 @@ struct VersionTests {
         let store = try StoreProcess(broker: broker, dataDirectory: data)
         try await store.start()
         let state = data.appendingPathComponent("store.sqlite").path
-        #expect(store.log.components(separatedBy: "migrated \(state) from schema version 3 to 6").count == 2, "\(store.log)")
+        #expect(store.log.components(separatedBy: "migrated \(state) from schema version 3 to 7").count == 2, "\(store.log)")
         try await store.send(SIGTERM)
         try await store.start()
         #expect(store.log.components(separatedBy: "migrated").count == 1, "nothing to migrate the second time: \(store.log)")

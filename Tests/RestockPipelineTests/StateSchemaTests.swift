@@ -70,6 +70,15 @@ struct StateSchemaTests {
             ALTER TABLE deadLetter ADD COLUMN reason TEXT NOT NULL DEFAULT 'the store failed while applying this request';
             """
         ),
+        (
+            "v-lease-1: the data directory's lease",
+            """
+            CREATE TABLE lease (
+                id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL, owner TEXT NOT NULL,
+                renewals INTEGER NOT NULL, renewedAt REAL NOT NULL, locked INTEGER NOT NULL);
+            INSERT INTO lease (id, epoch, owner, renewals, renewedAt, locked) VALUES (1, 0, '', 0, 0, 0);
+            """
+        ),
     ]
 
     /// A state in memory as the first `versions` released versions left it, with GRDB's record of their migrations.

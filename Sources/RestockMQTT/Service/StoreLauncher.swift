@@ -3,10 +3,13 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// Runs a store, live or as a standby (`restock serve --standby`): a standby waits, touching neither the
-/// broker nor the database, until no process holds the data directory — the live one has stopped or died —
-/// then opens it and runs the store, which takes over its broker session with every watch, queued request
-/// and outbox message.
+/// Runs a store, live or as a standby (`restock serve --standby`): a standby waits, touching neither the broker nor
+/// the database's state, until the live process has let the data directory go — it stopped or died, and the kernel
+/// wakes the standby's wait on the directory's lock — or has not renewed the directory's lease for its lifetime
+/// (frozen, or stalled), seen by the standby's own clock at each look (``StoreLease/renewalInterval``). It then takes
+/// the lease (the epoch rises: the old process, resumed, writes nothing more) and runs the store, which takes over
+/// its broker session with every watch, queued request and outbox message (docs/architecture.md, "Ownership: the
+/// lease").
 public struct StoreLauncher: Service {
     /// The store it runs.
     public let configuration: StoreService.Configuration
@@ -16,8 +19,8 @@ public struct StoreLauncher: Service {
     public let health: StoreHealth
     private let logger: Logger
 
-    /// How often a standby looks at the data directory's lock.
-    static let standbyPoll = Duration.milliseconds(50)
+    /// How often a standby looks at the data directory's lease (the lock wakes it by itself).
+    static let leaseLook = StoreLease.renewalInterval
 
     /// A launcher of the store `configuration` describes, live or standby.
     public init(configuration: StoreService.Configuration, standby: Bool, logger: Logger, health: StoreHealth = StoreHealth()) {
@@ -36,12 +39,12 @@ public struct StoreLauncher: Service {
         }
         let directory = configuration.dataDirectory
         health.standby(on: directory)
-        logger.info("standby for store \(configuration.store): waiting for the live store process on \(directory.path) to stop")
+        logger.info(
+            "standby for store \(configuration.store): waiting for the live store process on \(directory.path) to stop, or to leave its lease unrenewed for \(StoreLease.lifetime.components.seconds) s")
         while true {
+            let takeover: StoreService.Takeover
             do {
-                try await cancelWhenGracefulShutdown {
-                    while StoreDatabase.isInUse(directory) { try await Task.sleep(for: Self.standbyPoll) }
-                }
+                takeover = try await cancelWhenGracefulShutdown { try await waitForTheOwnerToGo() }
             } catch is CancellationError {
                 logger.info("standby stopped")
                 health.stopped("stopped")
@@ -49,25 +52,72 @@ public struct StoreLauncher: Service {
             }
             let opened: StoreService?
             do {
-                opened = try await openWaitingForLocks()
+                opened = try await openWaitingForLocks(takeover: takeover)
             } catch RestockMQTTError.dataDirectoryInUse {
                 continue  // another standby was quicker
+            } catch let error as StorageError where error.kind == .leaseLost {
+                logger.notice("another standby took the data directory's lease first: \(error)")
+                continue
             }
             guard let service = opened else { return }
-            logger.notice("the live store process stopped: this standby takes over")
+            if takeover.lock != nil {
+                logger.notice("the live store process stopped: this standby takes over")
+            } else {
+                logger.notice(
+                    "the live store process (instance \(takeover.seen?.owner ?? "?")) has not renewed the data directory's lease for \(StoreLease.lifetime.components.seconds) s: this standby takes over (the old process, if it resumes, writes and publishes nothing more)")
+            }
             try await service.run()
             return
         }
     }
 
+    /// Waits until the live process has let the directory go (the directory's lock, taken here) or its lease lapsed
+    /// (not renewed for ``StoreLease/lifetime`` by this process's clock). With the lock, a lease whose holder did not
+    /// hold the lock (a standby that took over from a frozen store, still live) is watched on until it lapses. Ends with
+    /// a `CancellationError` when cancelled.
+    private func waitForTheOwnerToGo() async throws -> StoreService.Takeover {
+        let directory = configuration.dataDirectory
+        // A look at the lease each second, and the lock once the kernel hands it over.
+        let (looks, look) = AsyncStream.makeStream(of: DirectoryLock?.self)
+        let decision: StoreService.Takeover? = await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                guard let lock = await StoreDatabase.waitForLock(on: directory) else { return }
+                look.yield(lock)
+            }
+            group.addTask {
+                while (try? await Task.sleep(for: Self.leaseLook)) != nil { look.yield(nil) }
+            }
+            defer { group.cancelAll() }
+            look.yield(nil)
+            var watch = LeaseWatch(lifetime: StoreLease.lifetime)
+            var lock: DirectoryLock?
+            for await got in looks {
+                lock = lock ?? got
+                let holder = StoreLease.holder(readingOnly: directory)
+                if let lock {
+                    // The lock's last holder is gone. Unless the lease is held by a process that never had the lock:
+                    guard let holder, !holder.holdsLock, !holder.isReleased else { return StoreService.Takeover(lock: lock, seen: holder) }
+                    if watch.lapsed(holder, at: .now) { return StoreService.Takeover(lock: lock, seen: holder) }
+                } else if let holder, watch.lapsed(holder, at: .now) {
+                    return StoreService.Takeover(lock: nil, seen: holder)
+                }
+            }
+            return nil
+        }
+        guard let decision else { throw CancellationError() }
+        return decision
+    }
+
     /// Opens the store; while another process holds one of its files locked (`sqlite3` with a transaction open), waits
     /// and tries again every second, as a running store pauses (docs/operations.md, "Another process holding a file"),
     /// saying so once. Returns `nil` when stopped (graceful shutdown) meanwhile.
-    private func openWaitingForLocks() async throws -> StoreService? {
+    private func openWaitingForLocks(takeover: StoreService.Takeover? = nil) async throws -> StoreService? {
         var waiting = false
         while true {
             do {
-                let service = try StoreService(configuration: configuration, logger: logger, health: health)
+                let service = try StoreService(
+                    configuration: configuration, logger: logger, connector: MosquittoConnector(settings: configuration.connection, logger: logger),
+                    timing: .contract, health: health, takeover: takeover)
                 if waiting { logger.notice("the lock is gone: the store starts") }
                 return service
             } catch let error as StorageError where error.isLocked {

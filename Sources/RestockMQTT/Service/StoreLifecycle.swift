@@ -32,6 +32,7 @@ final class StoreLifecycle: Sendable {
         var pauses: [Stage: Pause] = [:]
         var failure: StoreStageError?
         var takenOverBy: String?
+        var leaseLost: StorageError?
     }
 
     private let state = Mutex(State())
@@ -168,8 +169,10 @@ final class StoreLifecycle: Sendable {
 
     // MARK: The end
 
-    /// A stage failed for good: the store stops (after publishing what is committed) and exits with `error`.
+    /// A stage failed for good: the store stops (after publishing what is committed) and exits with `error`. A stage
+    /// that failed because a newer owner holds the data directory's lease (the journal) loses the lease instead.
     func fail(_ error: StoreStageError) {
+        if let lost = error.cause as? StorageError, lost.kind == .leaseLost { return loseLease(lost) }
         state.withLock { $0.failure = $0.failure ?? error }
         changed.yield()
     }
@@ -185,6 +188,19 @@ final class StoreLifecycle: Sendable {
 
     /// The instance that took the store over, if one did.
     var takenOverBy: String? { state.withLock { $0.takenOverBy } }
+
+    /// A newer owner holds the data directory's lease (`error`, of kind ``StorageError/Kind/leaseLost``): as a takeover,
+    /// the store writes, applies and publishes nothing more, and stops without draining or saying offline.
+    func loseLease(_ error: StorageError) {
+        state.withLock { state in
+            state.leaseLost = state.leaseLost ?? error
+            state.takenOverBy = state.takenOverBy ?? error.leaseLost?.owner ?? "?"
+        }
+        changed.yield()
+    }
+
+    /// Why the store lost its data directory's lease, if it did.
+    var leaseLost: StorageError? { state.withLock { $0.leaseLost } }
 }
 
 /// A stage of the running store failed for good; the store stopped.

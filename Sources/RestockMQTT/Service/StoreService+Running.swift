@@ -19,6 +19,8 @@ extension StoreService {
         wiring.requestArrived.yield()
         wiring.outboxGrew.yield()
         let stages: [any Service] = [
+            // First, so that it stops last: the lease is renewed through the drain.
+            LeaseRenewal(lease: database.lease, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
             wiring.heartbeat,
             JournalLagWatch(
                 mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
@@ -76,6 +78,10 @@ extension StoreService {
             await wiring.publisher.abandon()
         } else {
             await wiring.publisher.disconnect()
+        }
+        if let lost = wiring.lifecycle.leaseLost {
+            logger.critical("a newer owner holds the data directory's lease; stopping without writing or publishing anything more: \(lost)")
+            throw lost
         }
         if let winner = wiring.lifecycle.takenOverBy {
             logger.critical("another instance of store \(store.id) took over; stopping", metadata: [StoreLoggingKeys.instance: "\(winner)"])

@@ -65,7 +65,7 @@ extension StoreService {
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             heartbeat = Heartbeat(
                 client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
-                lifecycle: lifecycle, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
+                lifecycle: lifecycle, lease: service.database.lease, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
                 goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
         }
 

@@ -148,7 +148,8 @@ public final class StoreService: Service, Sendable {
     /// intervals of milliseconds).
     package init(
         configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
-        connector: any BrokerConnector, timing: StoreTiming, health: StoreHealth = StoreHealth()
+        connector: any BrokerConnector, timing: StoreTiming, health: StoreHealth = StoreHealth(),
+        takeover: Takeover? = nil
     ) throws {
         self.health = health
         self.connector = connector
@@ -180,11 +181,20 @@ public final class StoreService: Service, Sendable {
                 metrics.observerFailures.increment()
                 logger.warning("an in-process observer failed", metadata: [StoreLoggingKeys.error: "\(error)", "alert": "\(alert.id)"])
             })
-        self.database = try StoreDatabase(directory: configuration.dataDirectory, store: configuration.store)
+        self.database = try StoreDatabase(
+            directory: configuration.dataDirectory, store: configuration.store,
+            claim: takeover.map { .takeover(instance: instance, lock: $0.lock, seen: $0.seen) } ?? .exclusive(instance: instance))
         for migration in database.migrations { logger.info("\(migration)") }
         self.previousInstance = try database.replaceInstance(with: instance)
         let (store, maximum) = (self.store, configuration.maximumWatches)
         health.watching { (store.watchCount, maximum) }
+    }
+
+    /// What a standby that judged the live store gone takes the data directory with: the lock it got (`nil`: the live
+    /// process still holds it, frozen) and the lease as it last saw it (docs/architecture.md, "Ownership: the lease").
+    package struct Takeover: Sendable {
+        let lock: DirectoryLock?
+        let seen: StoreLease.Holder?
     }
 
     /// How many journaled requests, and how many committed messages, wait in memory at most for the next stage;
@@ -207,7 +217,11 @@ public final class StoreService: Service, Sendable {
     public func run() async throws {
         health.starting()
         // The data directory is free once run() returns: a program that embeds the store may start one on it at once.
-        defer { database.releaseDirectory() }
+        // The lease goes first (unless a newer owner holds it: then nothing is written).
+        defer {
+            database.lease.release()
+            database.releaseDirectory()
+        }
         do {
             let wiring = try Wiring(service: self)
             try await withThrowingTaskGroup(of: Void.self) { watchers in
@@ -230,6 +244,13 @@ public final class StoreService: Service, Sendable {
     /// Restores the state while it claims the store id, connects both connections and subscribes to the requests;
     /// then says online. Returns `false` when stopped (graceful shutdown) before it was online.
     private func start(_ wiring: Wiring) async throws -> Bool {
+        // The lease is renewed while the store starts too (a broker that is not there yet may keep it long), and by the
+        // stage ``LeaseRenewal`` once it runs.
+        let renewal = Task { [database = self.database, lifecycle = wiring.lifecycle, interval = timing.leaseRenewal, logger] in
+            let renewal = LeaseRenewal(lease: database.lease, lifecycle: lifecycle, interval: interval, logger: logger)
+            while (try? await Task.sleep(for: interval)) != nil { try? renewal.renew() }
+        }
+        defer { renewal.cancel() }
         do {
             try await cancelWhenGracefulShutdown {
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -242,6 +263,10 @@ public final class StoreService: Service, Sendable {
                     try await group.waitForAll()
                 }
                 try await self.reconcileRestoredState(wiring)
+                // Renewed once the start is done; a standby that took the lease over meanwhile (a start stalled past its
+                // lifetime) stops this one before it says online.
+                if let lost = wiring.lifecycle.leaseLost { throw lost }
+                try self.database.lease.renew(at: Date())
                 wiring.lifecycle.sessionConnected()
                 wiring.liveness.wentOnline(own: self.instance)
                 // At QoS 0, as every online status (Heartbeat): written now, never sent again after a reconnect. A connection

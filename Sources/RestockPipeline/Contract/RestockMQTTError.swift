@@ -14,6 +14,9 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
     case noAnswer(what: String, seconds: Double)
     /// Another store process holds the data directory.
     case dataDirectoryInUse(String)
+    /// Another store process (`owner`, an instance) holds the data directory's lease and renewed it within its lifetime:
+    /// a standby that took over from a store that still holds the directory's lock.
+    case dataDirectoryLeased(String, owner: String)
     /// Another instance of the store is live on the broker.
     case storeAlreadyRunning(store: String, instance: String)
     /// Another instance of the store took its broker session (or said it is live); this one stopped.
@@ -50,6 +53,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .noAnswer(let what, let seconds):
             "no answer from the store within \(seconds.formatted()) s (\(what)); the request may have been applied all the same (an answer lost when a broker node dies): check before sending it again"
         case .dataDirectoryInUse(let path): "another store process is using \(path) (or a StoreService of this process whose run has not returned)"
+        case .dataDirectoryLeased(let path, let owner):
+            "another store process (instance \(owner)) holds the lease on \(path) and renewed it within the last \(StoreLease.lifetime.components.seconds) s: run one store on a data directory; to take over when it stops or stalls, run `restock serve --standby` on it"
         case .storeAlreadyRunning(let store, let instance):
             "store \(store) is already running on this broker (instance \(instance)): run only one; to take over when it stops, run `restock serve --standby` on its data directory"
         case .storeTakenOver(let store, let instance):

@@ -68,7 +68,7 @@ struct DataDirectory: Sendable {
     }
 
     /// How long an access waits for a lock another process holds on a file (`sqlite3` with a transaction open, a
-    /// backup) before it fails with `SQLITE_BUSY`, which the running store takes as a pause (``StorageError/isPassable``).
+    /// backup) before it fails with `SQLITE_BUSY`, which the running store takes as a pause (``StorageError/isRetriable``).
     static let busyTimeout: TimeInterval = 5
 
     private func open(_ path: String, readOnly: Bool = false) throws(StorageError) -> DatabasePool {

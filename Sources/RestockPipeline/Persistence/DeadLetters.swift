@@ -8,8 +8,8 @@ struct DeadLetters: Sendable {
 
     /// The dead letters of the store's state in `writer`, whose schema is ready (``StateSchema``).
     /// - Parameter path: The path errors name; the writer's own when `nil`.
-    init(_ writer: any DatabaseWriter, path: String? = nil) {
-        file = StorageFile(writer, path: path)
+    init(_ writer: any DatabaseWriter, path: String? = nil, fence: LeaseFence? = nil) {
+        file = StorageFile(writer, path: path, fence: fence.map { ($0, .state) })
     }
 
     /// Sets `request` aside, records it as processed, and queues `error`, the message that tells its sender, in one

@@ -14,8 +14,8 @@ final class Outbox: Sendable {
 
     /// The outbox of the store's state in `writer`, whose schema is ready (``StateSchema``).
     /// - Parameter path: The path errors name; the writer's own when `nil`.
-    init(_ writer: any DatabaseWriter, path: String? = nil) throws(StorageError) {
-        file = StorageFile(writer, path: path)
+    init(_ writer: any DatabaseWriter, path: String? = nil, fence: LeaseFence? = nil) throws(StorageError) {
+        file = StorageFile(writer, path: path, fence: fence.map { ($0, .state) })
         nextSeq = Mutex(
             try file.read { db in
                 // Past every place given out before, also to messages since acknowledged.

@@ -24,11 +24,13 @@ package final class RequestLog: Sendable {
     }
 
     /// The log in `writer` (a `DatabaseQueue` in memory in the tests); makes its schema ready.
-    /// - Parameter path: The path errors name; the writer's own when `nil`.
+    /// - Parameters:
+    ///   - path: The path errors name; the writer's own when `nil`.
     /// - Throws: ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)`` for a log written
     ///   by a newer version; a ``StorageError`` when it cannot be used.
-    init(_ writer: any DatabaseWriter, path: String? = nil) throws {
-        let file = StorageFile(writer, path: path)
+    ///   - fence: The lease each write checks first (``StoreLease``); `nil` for none.
+    init(_ writer: any DatabaseWriter, path: String? = nil, fence: LeaseFence? = nil) throws {
+        let file = StorageFile(writer, path: path, fence: fence.map { ($0, .log) })
         self.file = file
         migration = try SchemaVersion.migrate(writer, with: Self.migrator, path: file.path)
     }
@@ -83,11 +85,13 @@ package final class RequestLog: Sendable {
     /// request only after this returns.
     package func append(topic: String, payload: [UInt8], size: Int, retained: Bool) throws(StorageError) -> Int64 {
         // One statement in SQLite's autocommit mode. The network thread appends every request: a cached
-        // statement bound by position, without a record to encode by name first.
-        try file.writeWithoutTransaction { db in
+        // statement bound by position, without a record to encode by name first. Fenced by a lease, it is a transaction
+        // that reads the epoch first.
+        let insert = { (db: Database) throws -> Int64 in
             try db.cachedStatement(sql: Self.insert).execute(arguments: [topic, Data(payload), size, retained])
             return db.lastInsertedRowID
         }
+        return try file.isFenced ? file.write(insert) : file.writeWithoutTransaction(insert)
     }
 
     /// Appends the requests of one read in one transaction (group commit): all are in the log when it returns, or

@@ -94,6 +94,19 @@ enum StateSchema {
                     ALTER TABLE deadLetter ADD COLUMN reason TEXT NOT NULL DEFAULT 'the store failed while applying this request';
                     """)
         }
+        migrator.registerMigration("v-lease-1: the data directory's lease") { db in
+            // Who owns the data directory (StoreLease.swift): one row. `epoch` rises with every new owner and every write
+            // checks it (a fencing token); `renewals` counts the owner's renewals (a standby watches it change);
+            // `renewedAt` is the owner's clock at the last one (seconds since 1970); `locked` says whether the owner holds
+            // store.lock; `owner` is empty when no process owns the directory.
+            try db.execute(
+                sql: """
+                    CREATE TABLE lease (
+                        id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL, owner TEXT NOT NULL,
+                        renewals INTEGER NOT NULL, renewedAt REAL NOT NULL, locked INTEGER NOT NULL);
+                    INSERT INTO lease (id, epoch, owner, renewals, renewedAt, locked) VALUES (1, 0, '', 0, 0, 0);
+                    """)
+        }
         return migrator
     }
 }

@@ -9,8 +9,8 @@ struct StateWriter: Sendable {
 
     /// A writer of the store's state in `writer`, whose schema is ready (``StateSchema``).
     /// - Parameter path: The path errors name; the writer's own when `nil`.
-    init(_ writer: any DatabaseWriter, path: String? = nil) {
-        file = StorageFile(writer, path: path)
+    init(_ writer: any DatabaseWriter, path: String? = nil, fence: LeaseFence? = nil) {
+        file = StorageFile(writer, path: path, fence: fence.map { ($0, .state) })
     }
 
     /// Commits `changes`, with `messages`, its publications at the places the outbox gave them (``Outbox/place(_:)``).

@@ -7,23 +7,46 @@ import Glibc
 import Darwin
 #endif
 
-/// A failure of one of the store's files: which file, what was being done with it, and the cause as SQLite or
-/// the system gave it (GRDB's `DatabaseError`, with SQLite's result code, or the `errno` of a system call).
+/// A failure of one of the store's files: which file, what was being done with it, its ``Kind``, and the cause as
+/// SQLite or the system gave it (kept as `any Error`: no SQLite type is part of this API).
 ///
-/// ``isPassable`` tells a failure that may pass by itself — a full disk, a file another process holds locked, an
-/// I/O error — from one that will not (a damaged file). The running store pauses on the first and resumes when
-/// its files can be written again (docs/operations.md, "A full disk"); it stops on the second.
+/// ``isRetriable`` is the one place that decides whether trying again can help: a full disk, a file another process
+/// holds locked, an I/O error may pass by themselves; a damaged file and a lost lease will not. The running store
+/// pauses on the first and resumes when its files can be written again (docs/operations.md, "A full disk"); it stops
+/// on the second — after a lost lease without draining or saying offline (docs/operations.md, "Standby and takeover").
 public struct StorageError: Error, CustomStringConvertible {
     /// What the store was doing with the file.
     public enum Action: String, Sendable {
         case open, read, write
     }
 
+    /// What kind of failure it is, which decides whether it may pass (``isRetriable``).
+    public enum Kind: String, Sendable, CaseIterable {
+        /// The file cannot be used for now: an I/O error, a file system remounted read-only, no memory or descriptors.
+        case unavailable
+        /// The disk (or the file system's quota) is full.
+        case full
+        /// Another process holds the file locked beyond the busy timeout.
+        case locked
+        /// The file is damaged, not a database, or holds what this version cannot use.
+        case corrupt
+        /// A newer owner holds the data directory's lease (``StoreLease``): this process may write nothing more.
+        case leaseLost
+    }
+
+    /// The lease on the data directory is held by a newer owner.
+    public struct LeaseLost: Error, Sendable, Equatable {
+        /// The instance that holds the lease now.
+        public let owner: String
+        /// Its epoch (the fencing token), higher than the one this process held.
+        public let epoch: Int64
+    }
+
     /// The file, as a path.
     public let path: String
     /// What the store was doing with it.
     public let action: Action
-    /// What SQLite or the system said: a GRDB `DatabaseError`, or a `POSIXError`.
+    /// What SQLite or the system said: SQLite's error, a `POSIXError`, or a ``LeaseLost``.
     public let cause: any Error
 
     /// A failure to do `action` with the file at `path`, for `cause`.
@@ -38,11 +61,17 @@ public struct StorageError: Error, CustomStringConvertible {
         StorageError(action, path, cause: POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO))
     }
 
+    /// A write to `path` refused because `owner` holds the lease now, at `epoch`.
+    package static func leaseLost(_ path: String, owner: String, epoch: Int64) -> StorageError {
+        StorageError(.write, path, cause: LeaseLost(owner: owner, epoch: epoch))
+    }
+
     /// SQLite's extended result code, when SQLite refused.
-    public var resultCode: ResultCode? { (cause as? DatabaseError)?.extendedResultCode }
+    var resultCode: ResultCode? { (cause as? DatabaseError)?.extendedResultCode }
 
     /// The system's error number, when a system call failed (also one Foundation wrapped in an `NSError`).
     public var errno: Int32? {
+        if cause is LeaseLost { return nil }
         if let posix = cause as? POSIXError { return posix.code.rawValue }
         let error = cause as NSError
         if error.domain == NSPOSIXErrorDomain { return Int32(error.code) }
@@ -52,8 +81,43 @@ public struct StorageError: Error, CustomStringConvertible {
         return nil
     }
 
+    /// What kind of failure it is.
+    public var kind: Kind {
+        if cause is LeaseLost { return .leaseLost }
+        if isDiskFull { return .full }
+        if let code = resultCode?.primaryResultCode {
+            switch code {
+            case .SQLITE_BUSY, .SQLITE_LOCKED: return .locked
+            case .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_NOMEM: return .unavailable
+            default: return .corrupt
+            }
+        }
+        if let errno {
+            if [EAGAIN, EWOULDBLOCK].contains(errno) { return .locked }
+            if [EIO, EINTR, ENOMEM, EROFS, EMFILE, ENFILE].contains(errno) { return .unavailable }
+        }
+        return .corrupt
+    }
+
+    /// Whether trying the same again later can succeed: the disk is full, the file is locked by another process, or it
+    /// is unavailable for now (an I/O error, a file system remounted read-only). A damaged or foreign file is not, nor
+    /// a lost lease. The one place that decides retries: every stage asks this.
+    public var isRetriable: Bool {
+        switch kind {
+        case .unavailable, .full, .locked: true
+        case .corrupt, .leaseLost: false
+        }
+    }
+
+    /// ``isRetriable``, under the name the journaling stage uses.
+    public var isPassable: Bool { isRetriable }
+
+    /// The lease's new holder, when a newer owner holds it (``Kind/leaseLost``).
+    public var leaseLost: LeaseLost? { cause as? LeaseLost }
+
     /// Whether the disk (or the file system's quota) is full.
     public var isDiskFull: Bool {
+        if cause is LeaseLost { return false }
         if resultCode?.primaryResultCode == .SQLITE_FULL || errno == ENOSPC || errno == EDQUOT { return true }
         // SQLite reports some writes the disk refused (growing its shared-memory file) as I/O errors, and a file it
         // could not make for want of inodes as "cannot open", without errno.
@@ -62,22 +126,13 @@ public struct StorageError: Error, CustomStringConvertible {
     }
 
     /// Whether another process holds the file locked (beyond the busy timeout).
-    public var isLocked: Bool { [.SQLITE_BUSY, .SQLITE_LOCKED].contains(resultCode?.primaryResultCode) }
-
-    /// Whether the failure may pass by itself, so that trying the same again later can succeed: the disk is full,
-    /// the file is busy or locked by another process, or the file system failed an operation (an I/O error, a
-    /// file system remounted read-only). A damaged or foreign file (corrupt, not a database) is not passable.
-    public var isPassable: Bool {
-        if let code = resultCode?.primaryResultCode {
-            return [.SQLITE_FULL, .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_NOMEM]
-                .contains(code)
-        }
-        if let errno { return [ENOSPC, EDQUOT, EIO, EAGAIN, EINTR, ENOMEM, EROFS, EMFILE, ENFILE].contains(errno) }
-        return false
-    }
+    public var isLocked: Bool { kind == .locked }
 
     /// Why, in a few words: "the disk is full", "the file is locked by another process", SQLite's message.
     public var reason: String {
+        if let lost = leaseLost {
+            return "instance \(lost.owner) took the data directory's lease over (epoch \(lost.epoch)): this process writes and publishes nothing more"
+        }
         if isDiskFull { return FreeSpace.inodes(near: path) == 0 ? "the disk is full: no free inodes are left" : "the disk is full" }
         if let error = cause as? DatabaseError {
             switch error.resultCode {
@@ -102,9 +157,10 @@ public struct StorageError: Error, CustomStringConvertible {
 }
 
 extension StorageError: Equatable {
-    /// The same file, action, SQLite result code and system error number.
+    /// The same file, action, kind, SQLite result code, system error number and lease holder.
     public static func == (lhs: StorageError, rhs: StorageError) -> Bool {
-        lhs.path == rhs.path && lhs.action == rhs.action && lhs.resultCode == rhs.resultCode && lhs.errno == rhs.errno
+        lhs.path == rhs.path && lhs.action == rhs.action && lhs.kind == rhs.kind && lhs.resultCode == rhs.resultCode
+            && lhs.errno == rhs.errno && lhs.leaseLost == rhs.leaseLost
     }
 }
 

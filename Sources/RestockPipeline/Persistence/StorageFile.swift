@@ -5,17 +5,23 @@ import GRDB
 /// errors name.
 ///
 /// Every access goes through here, so that every failure is a ``StorageError`` that names the file and keeps what
-/// SQLite said, and every write first passes `FaultInjection.failIfDiskFull(writing:)`.
+/// SQLite said, and every write first passes `FaultInjection.failIfDiskFull(writing:)`. A fenced file (``LeaseFence``)
+/// checks the lease's epoch inside each write transaction.
 struct StorageFile: Sendable {
     /// The connection.
     let writer: any DatabaseWriter
     /// The file, as its errors name it.
     let path: String
+    /// The lease every write transaction checks first, and where this file keeps its epoch; `nil`: unfenced.
+    let fence: (LeaseFence, LeaseFence.File)?
 
-    /// - Parameter path: The path errors name; the writer's own (`:memory:` for a database in memory) when `nil`.
-    init(_ writer: any DatabaseWriter, path: String? = nil) {
+    /// - Parameters:
+    ///   - path: The path errors name; the writer's own (`:memory:` for a database in memory) when `nil`.
+    ///   - fence: The lease each write transaction checks, and which file this is; `nil` for none.
+    init(_ writer: any DatabaseWriter, path: String? = nil, fence: (LeaseFence, LeaseFence.File)? = nil) {
         self.writer = writer
         self.path = path ?? writer.path
+        self.fence = fence
     }
 
     /// Reads the file; a failure names it.
@@ -26,8 +32,18 @@ struct StorageFile: Sendable {
     /// Writes the file in one transaction; a failure names it and keeps SQLite's result code.
     func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
         try FaultInjection.failIfDiskFull(writing: path)
-        return try storageAccess(.write, path) { try writer.write(body) }
+        guard let (lease, file) = fence else { return try storageAccess(.write, path) { try writer.write(body) } }
+        // In the transaction, whose write lock a newer owner's acquisition needs too (GRDB's pools begin IMMEDIATE).
+        return try storageAccess(.write, path) {
+            try writer.write { db in
+                try lease.check(db, file: file, path: path)
+                return try body(db)
+            }
+        }
     }
+
+    /// Whether each write transaction checks the lease.
+    var isFenced: Bool { fence != nil }
 
     /// Copies the write-ahead log into the file and truncates it to nothing (`PRAGMA wal_checkpoint(TRUNCATE)`), waiting
     /// for readers up to the busy timeout.

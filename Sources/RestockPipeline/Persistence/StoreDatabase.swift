@@ -21,7 +21,10 @@ package final class StoreDatabase: Sendable {
     /// cooperative pool.
     package let executor = PipelineExecutor(label: "restock.pipeline")
 
-    private let lock: DirectoryLock
+    /// The directory's `flock`; `nil` for a standby that took the lease over from a store that still holds it (frozen).
+    private let lock: DirectoryLock?
+    /// Who owns the directory (docs/architecture.md, "Ownership: the lease").
+    package let lease: StoreLease
     /// The store's state.
     private let state: StorageFile
     private let reader: StateReader
@@ -34,28 +37,64 @@ package final class StoreDatabase: Sendable {
     /// The migrations that ran when the files were opened (the service logs them).
     package let migrations: [SchemaVersion]
 
+    /// How a store process takes its data directory (docs/architecture.md, "Ownership: the lease").
+    package enum Claim: Sendable {
+        /// The directory's lock only, no lease (tools; tests of storage alone).
+        case lockOnly
+        /// A normal start of `instance`: the lock must be free now, and no other instance may have renewed the lease
+        /// within its lifetime (by this machine's clock); then it takes the lease.
+        case exclusive(instance: String)
+        /// A standby of `instance` that judged the owner gone: with the lock it got (`nil`: the owner still holds it,
+        /// frozen), and the lease as it saw it then, which must still be there (a compare-and-swap).
+        case takeover(instance: String, lock: DirectoryLock?, seen: StoreLease.Holder?)
+    }
+
     /// Opens (creating if need be) the database in `directory`, which belongs to one store: the first to
     /// open it with its id claims it.
-    /// - Parameter store: The store that opens it; `nil` to open it without checking or claiming (tools).
-    /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it;
+    /// - Parameters:
+    ///   - store: The store that opens it; `nil` to open it without checking or claiming (tools).
+    ///   - claim: How it takes the directory: its lock, and the lease.
+    ///   - now: This machine's clock, for the lease.
+    /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds its lock;
+    ///   ``RestockMQTTError/dataDirectoryLeased(_:owner:)`` when another instance renews its lease;
+    ///   a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` when another standby took it first;
     ///   ``RestockMQTTError/dataDirectoryOfAnotherStore(_:owner:)`` when it belongs to another store;
     ///   ``RestockMQTTError/dataDirectoryDamaged(file:problem:remedy:)`` when its two files are not two halves of one
     ///   store (``PairCheck``); a ``StorageError`` when a file cannot be used.
-    package init(directory: URL, store: StoreID? = nil) throws {
+    package init(directory: URL, store: StoreID? = nil, claim: Claim = .lockOnly, now: Date = Date()) throws {
         let data = DataDirectory(directory)
         self.directory = directory
-        lock = try data.claim()
+        switch claim {
+        case .lockOnly, .exclusive: lock = try data.claim()
+        case .takeover(_, let held, _): lock = held
+        }
         let pool = try data.openState()
         let (stateIsNew, migration) = try StateSchema.prepare(pool)
+        let logPool = try data.openLog()
+        let fence = LeaseFence()
+        lease = StoreLease(state: pool, log: logPool, fence: fence)
+        log = try RequestLog(logPool, fence: fence)
+        // The lease before anything else is written; the log's epoch right after the state's.
+        switch claim {
+        case .lockOnly: break
+        case .exclusive(let instance):
+            let holder = try lease.holder()
+            // A holder with the lock is gone: this process has it now. One without it took over from a frozen store.
+            if !holder.holdsLock, holder.owner != instance, holder.isFresh(at: now, lifetime: StoreLease.lifetime) {
+                throw RestockMQTTError.dataDirectoryLeased(directory.path, owner: holder.owner)
+            }
+            try lease.acquire(for: instance, seen: holder, holdsLock: true, at: now)
+        case .takeover(let instance, let held, let seen):
+            try lease.acquire(for: instance, seen: held == nil ? seen ?? lease.holder() : lease.holder(), holdsLock: held != nil, at: now)
+        }
         state = StorageFile(pool)
         reader = StateReader(pool)
-        writer = StateWriter(pool)
+        writer = StateWriter(pool, fence: fence)
         meta = StoreMeta(pool)
-        deadLetterTable = DeadLetters(pool)
-        log = try RequestLog(data.openLog())
+        deadLetterTable = DeadLetters(pool, fence: fence)
         migrations = [migration, log.migration].compactMap { $0 }
         attempts = try AttemptRecord(directory: directory)
-        outbox = try Outbox(pool)
+        outbox = try Outbox(pool, fence: fence)
         if let store {
             let owner = try meta.recordOnce(.store, store.rawValue)
             guard owner == store.rawValue else { throw RestockMQTTError.dataDirectoryOfAnotherStore(directory.path, owner: owner ?? "?") }
@@ -67,7 +106,7 @@ package final class StoreDatabase: Sendable {
     /// Lets the directory go, so that a store made next — in this process too — opens it at once, while tasks of the
     /// ended run may still hold this (the files close when the last reference goes). Called when the store's run ends.
     package func releaseDirectory() {
-        lock.release()
+        lock?.release()
     }
 
     /// The store's state's file name in the data directory.
@@ -80,8 +119,12 @@ package final class StoreDatabase: Sendable {
     /// How many pages the store's state holds now.
     package func pageCount() throws -> Int { try state.pageCount() }
 
-    /// Whether a store process holds the directory's lock now (a standby waits while it does).
+    /// Whether a store process holds the directory's lock now.
     package static func isInUse(_ directory: URL) -> Bool { DataDirectory(directory).isInUse }
+
+    /// Waits until no process holds the directory's lock, and takes it: the kernel wakes the wait (a blocking `flock` on
+    /// a thread of its own), nothing polls. `nil` when cancelled first.
+    package static func waitForLock(on directory: URL) async -> DirectoryLock? { await DirectoryLock.wait(on: directory) }
 
     /// Records `instance` as the store process now using the database; returns the one before it (a process
     /// that has stopped or died, since this one holds the lock).

@@ -122,7 +122,7 @@ package final class RequestProcessor: Sendable {
     package func drainInbox() throws -> Int {
         do {
             return try applyWaiting()
-        } catch let error as StorageError where error.isPassable {
+        } catch let error as StorageError where error.isRetriable {
             // Requests taken from memory and not applied are read again from the log, after the last one applied.
             progress.withLock { $0.readingLog = true }
             throw error
@@ -212,7 +212,7 @@ package final class RequestProcessor: Sendable {
             let started = ContinuousClock.now
             messages = try database.commit(changes)
             metrics.commitDuration.record(duration: .now - started)
-        } catch let error as StorageError where error.isPassable {
+        } catch let error as StorageError where error.isRetriable {
             database.endAttempt()  // not the requests' fault
             pendingCommit.withLock { $0 = (changes, last) }
             throw error

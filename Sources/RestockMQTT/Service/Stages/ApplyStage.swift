@@ -51,7 +51,7 @@ struct ApplyStage: Service {
                 try processor.drainInbox()
                 lifecycle.resume(.applying)
                 return
-            } catch let error as StorageError where error.isPassable {
+            } catch let error as StorageError where error.isRetriable {
                 if republish { republishRequested.raise() }
                 lifecycle.pause(.applying, because: error)
                 try await Task.sleep(for: retryInterval)

@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// store id), at once when something changes (a pause begins or ends, a connection comes back, an offline
 /// status replaced this one's: a will published late); nothing while the session is lost and the session watch decides whether it is still
 /// the store's; `offline` (stopped) on graceful shutdown, after the other stages have drained, and on cancellation;
-/// nothing when the store was taken over.
+/// nothing when the store was taken over, or lost its data directory's lease (checked before each beat).
 struct Heartbeat: Service {
     let client: any BrokerConnection
     let topics: RestockTopics
@@ -20,6 +20,8 @@ struct Heartbeat: Service {
     /// When this instance went online (its status's `since`).
     let onlineSince: Date
     let lifecycle: StoreLifecycle
+    /// The data directory's lease, checked before each beat: a store that lost it says nothing more.
+    let lease: StoreLease
     /// Woken when the status should be published now (besides the heartbeat's own interval).
     let triggers: AsyncStream<Void>
     let trigger: AsyncStream<Void>.Continuation
@@ -45,6 +47,7 @@ struct Heartbeat: Service {
                     defer { group.cancelAll() }
                     for await _ in triggers where lifecycle.isLive {
                         try Task.checkCancellation()
+                        guard holdsLease() else { continue }
                         // At QoS 0, sent now or not at all: a beat queued while the broker was away, or in flight when it
                         // went, would be sent again once the connection is back, before this process knows whether its
                         // session came back too, and tell clients it takes requests that no subscription would take
@@ -69,6 +72,18 @@ struct Heartbeat: Service {
             _ = acknowledged.open()
         }
         _ = await Task { await acknowledged.wait(timeout: goodbyeWait) }.value
+    }
+
+    /// Whether this process still holds the data directory's lease, as the file says now; tells the lifecycle when not.
+    /// A lease that cannot be read now (a lock, a full disk) counts as held: its renewal decides.
+    func holdsLease() -> Bool {
+        do {
+            try lease.check()
+        } catch where error.kind == .leaseLost {
+            lifecycle.loseLease(error)
+            return false
+        } catch {}
+        return true
     }
 
     /// This instance's online status, with a fresh heartbeat, and why it takes no requests if it is paused.

@@ -137,6 +137,7 @@ struct OutboxPublisher: Service {
                         return total
                     }
                     try await waitForTheSession()
+                    try checkLease()
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
                     let round = try reader.next(Self.round)
                     let now = ContinuousClock.now
@@ -202,7 +203,7 @@ struct OutboxPublisher: Service {
         }
         do {
             try database.acknowledge(messages: messages, batches: batches)
-        } catch let error as StorageError where error.isPassable {
+        } catch let error as StorageError where error.isRetriable {
             logger.debug("cannot record acknowledgements now; keeping them", metadata: [StoreLoggingKeys.error: "\(error)"])
             unrecorded.keep(messages: messages, batches: batches)
         }
@@ -217,6 +218,18 @@ struct OutboxPublisher: Service {
             try await Task.sleep(for: .milliseconds(10))  // the session watch decides within a liveness window
         }
         if lifecycle.takenOverBy != nil { throw CancellationError() }
+    }
+
+    /// Before each round: throws when a newer owner holds the data directory's lease (this process was frozen or
+    /// stalled past its lifetime), which stops the store at once, as a takeover does. A lease that cannot be read now
+    /// (a lock, a full disk) does not hold the round up: the lease's renewal decides.
+    private func checkLease() throws {
+        do {
+            try database.lease.check()
+        } catch where error.kind == .leaseLost {
+            lifecycle.loseLease(error)
+            throw CancellationError()
+        } catch {}
     }
 
     private func waitUntilConnected() async throws {

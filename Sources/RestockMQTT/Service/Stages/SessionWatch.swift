@@ -108,7 +108,7 @@ struct SessionWatch: Service {
             do {
                 try await withTaskExecutorPreference(database.executor) { try database.log.probe() }
                 lifecycle.resume(.journal)
-            } catch let error as StorageError where error.isPassable {
+            } catch let error as StorageError where error.isRetriable {
                 lifecycle.pause(.journal, because: error)  // logged again once a minute
             }
         }

@@ -1,0 +1,79 @@
+import Deadlines
+import Foundation
+import Mosquitto
+import RestockCore
+import RestockMQTT
+import RestockPipeline
+import RestockTestSupport
+import Testing
+
+/// The data directory's lease on real processes (docs/architecture.md, "Ownership: the lease"): a standby takes over a
+/// store that is frozen (SIGSTOP keeps its lock), and the frozen one, resumed, writes and publishes nothing more.
+@Suite("The data directory's lease", .timeLimit(.minutes(3)))
+struct LeaseTakeoverTests {
+    @Test("serve --standby takes over a frozen store within a few seconds; resumed, the frozen one exits non-zero and nothing it sends reaches the broker; a normal start beside the new owner is refused in one line")
+    func frozenStoreTakenOver() async throws {
+        let broker = try await MosquittoBroker.start()
+        let live = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), mode: .every, wait: 60)
+        let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
+        let standbyChild = try standby.launch()
+        try await waitUntil("the standby to wait", within: 20) { standby.log.contains("standby for store") }
+        let oldInstance = try #require(try await client.status()?.instance)
+
+        let frozen = try live.launchedProcess()
+        frozen.send(SIGSTOP)
+        let clock = ContinuousClock(), stopped = clock.now
+        try await waitUntil("the standby online", within: 30) {
+            let status = try? await client.status()
+            return status?.isOnline == true && status?.instance != oldInstance && status?.instance != nil
+        }
+        let took = clock.now - stopped
+        print("standby online \(took) after the SIGSTOP")
+        // The lease lapses 5 s after its last renewal the standby saw, and it looks every second: 5–7 s, bounded loosely
+        // on a shared machine. Before the lease it never took over (66 s seen).
+        #expect(took < .seconds(15))
+        let newInstance = try #require(try await client.status()?.instance)
+        #expect(standby.log.contains("has not renewed the data directory's lease"), "\(standby.log.suffix(600))")
+
+        // The standby applies requests.
+        for index in 0..<20 { try await mosquittoPub(broker, "restock/apple/subscribe/c\(index)", "iphone") }
+        try await StoreQueues.waitForWatches(21, in: live.dataDirectory, within: 30)
+
+        // Everything the old instance might send from now on is seen here.
+        let statuses = try await TopicWatcher(broker: broker, filter: "restock/apple/status")
+        frozen.send(SIGCONT)
+        try await waitUntil("the resumed store to exit", within: 30) { frozen.exitStatus != nil }
+        #expect(frozen.exitStatus != 0)
+        let errors = live.log.split(separator: "\n").filter { $0.hasPrefix("error:") }
+        print("the resumed store exited with \(frozen.exitStatus ?? 0): \(errors.joined(separator: " | "))")
+        #expect(errors.count == 1 && errors.first?.contains(newInstance) == true, "\(live.log.suffix(800))")
+        #expect(!live.log.contains("store apple offline"), "it drained and said offline: \(live.log.suffix(800))")
+
+        // The newer one goes on, alone: more requests, and the state holds exactly what it applied.
+        for index in 20..<30 { try await mosquittoPub(broker, "restock/apple/subscribe/c\(index)", "iphone") }
+        try await StoreQueues.waitForWatches(31, in: live.dataDirectory, within: 30)
+        try await waitUntil("a heartbeat of the newer instance after the old one exited", within: 10) {
+            statuses.payloads(StoreStatus.self, on: "restock/apple/status").contains { $0.instance == newInstance && $0.isOnline }
+        }
+        let old = statuses.payloads(StoreStatus.self, on: "restock/apple/status").filter { $0.instance == oldInstance && $0.isOnline }
+        #expect(old.isEmpty, "the old instance said online again: \(old)")
+        let snapshot = try StoreDatabase.snapshot(readingOnly: live.dataDirectory)
+        #expect(snapshot.watches.count == 31)
+        #expect(try await client.status()?.instance == newInstance)
+        #expect(standbyChild.exitStatus == nil)
+
+        // The directory's lock is free now (the old process is gone), but the newer instance renews the lease.
+        let third = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory)
+        let thirdChild = try third.launch()
+        try await waitUntil("the normal start to exit", within: 30) { thirdChild.exitStatus != nil }
+        #expect(thirdChild.exitStatus != 0)
+        let refusal = third.log.split(separator: "\n").filter { $0.hasPrefix("error:") }
+        #expect(
+            refusal.count == 1 && refusal.first?.contains("holds the lease on \(live.dataDirectory.path)") == true
+                && refusal.first?.contains(newInstance) == true, "\(third.log.suffix(600))")
+        #expect(try await client.status()?.instance == newInstance)
+        try await standby.send(SIGTERM)
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+@testable import RestockPipeline
+
+/// The data directory's lease (docs/architecture.md, "Ownership: the lease"): its epoch rises by one with every new
+/// owner, and once a newer owner holds it a commit and a journal append of the older one are refused with `leaseLost`
+/// and change nothing.
+@Suite("Store lease")
+struct StoreLeaseTests {
+    typealias Directory = PipelineTests.Directory
+    typealias Stage = PipelineTests.Stage
+
+    /// A second owner takes the lease over from `database` (a standby that judged it frozen: it holds no lock).
+    static func takeOver(_ database: StoreDatabase, as instance: String) throws -> StoreDatabase {
+        try StoreDatabase(
+            directory: database.directory, store: apple, claim: .takeover(instance: instance, lock: nil, seen: database.lease.holder()))
+    }
+
+    static func expectLeaseLost(to owner: String, _ body: () throws -> Void) {
+        do {
+            try body()
+            Issue.record("an owner whose lease was taken over wrote")
+        } catch let error as StorageError {
+            #expect(error.kind == .leaseLost, "\(error)")
+            #expect(error.leaseLost?.owner == owner, "\(error)")
+            #expect(!error.isRetriable)
+        } catch {
+            Issue.record("refused for another reason: \(error)")
+        }
+    }
+
+    @Test("the epoch rises by one with every takeover, and the lease names its owner")
+    func epochRises() throws {
+        let directory = Directory()
+        let first = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let start = try first.lease.holder()
+        #expect(start.owner == "aaaaaaaaaaaa" && start.holdsLock && start.epoch == 1)
+        let second = try Self.takeOver(first, as: "bbbbbbbbbbbb")
+        let third = try Self.takeOver(second, as: "cccccccccccc")
+        let holder = try third.lease.holder()
+        #expect(holder.epoch == 3 && holder.owner == "cccccccccccc" && !holder.holdsLock)
+        #expect(second.lease.fence.heldEpoch == 2 && third.lease.fence.heldEpoch == 3)
+    }
+
+    @Test("of two takeovers from the same lease, one wins; an owner that renewed meanwhile keeps it")
+    func compareAndSwap() throws {
+        let directory = Directory()
+        let first = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let seen = try first.lease.holder()
+        try first.lease.renew(at: Date())
+        Self.expectLeaseLost(to: "aaaaaaaaaaaa") {
+            _ = try StoreDatabase(directory: directory.url, store: apple, claim: .takeover(instance: "bbbbbbbbbbbb", lock: nil, seen: seen))
+        }
+        let renewed = try first.lease.holder()
+        _ = try StoreDatabase(directory: directory.url, store: apple, claim: .takeover(instance: "bbbbbbbbbbbb", lock: nil, seen: renewed))
+        Self.expectLeaseLost(to: "bbbbbbbbbbbb") {
+            _ = try StoreDatabase(directory: directory.url, store: apple, claim: .takeover(instance: "cccccccccccc", lock: nil, seen: renewed))
+        }
+        #expect(try first.lease.holder().epoch == 2)
+    }
+
+    @Test("a journal append with a stale epoch throws leaseLost and appends nothing")
+    func staleAppend() throws {
+        let directory = Directory()
+        let old = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let request = PipelineTests.subscribe("alice", "ipad")
+        try old.journal(topic: request.topic, payload: request.payload)
+        let new = try Self.takeOver(old, as: "bbbbbbbbbbbb")
+        let before = try new.queueLengths().inbox
+        Self.expectLeaseLost(to: "bbbbbbbbbbbb") { try old.journal(topic: request.topic, payload: request.payload) }
+        Self.expectLeaseLost(to: "bbbbbbbbbbbb") {
+            _ = try old.journal(batch: [(request.topic, request.payload, request.payload.count, false), (request.topic, request.payload, request.payload.count, false)])
+        }
+        #expect(try new.queueLengths().inbox == before)
+        #expect(before == 1)
+        // The new owner appends.
+        try new.journal(topic: request.topic, payload: request.payload)
+        #expect(try new.queueLengths().inbox == 2)
+    }
+
+    @Test("a commit with a stale epoch throws leaseLost and changes nothing; the renewal and the check say so too")
+    func staleCommit() throws {
+        let directory = Directory()
+        let old = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let stage = try Stage(old)
+        try stage.journal(["alice", "bob"], to: "ipad", in: old)
+        let new = try Self.takeOver(old, as: "bbbbbbbbbbbb")
+        Self.expectLeaseLost(to: "bbbbbbbbbbbb") { try stage.processor.drainInbox() }
+        let snapshot = try new.loadSnapshot()
+        #expect(snapshot.watches.isEmpty)
+        #expect(try new.processedThrough() == 0)
+        #expect(try new.queueLengths().outbox == 0)
+        Self.expectLeaseLost(to: "bbbbbbbbbbbb") { try old.lease.renew(at: Date()) }
+        Self.expectLeaseLost(to: "bbbbbbbbbbbb") { try old.lease.check() }
+        // The new owner applies both requests from the log.
+        let applying = try Stage(new)
+        #expect(try applying.processor.drainInbox() == 2)
+        #expect(try new.loadSnapshot().watches.count == 2)
+        try new.lease.check()
+    }
+
+    @Test("a normal start is refused while another instance renews a lease it took without the lock")
+    func normalStartRefused() throws {
+        let directory = Directory()
+        let old = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let new = try Self.takeOver(old, as: "bbbbbbbbbbbb")
+        old.releaseDirectory()  // the frozen process exits: its lock goes
+        do {
+            _ = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "cccccccccccc"))
+            Issue.record("a normal start took a lease another instance renews")
+        } catch RestockMQTTError.dataDirectoryLeased(let path, let owner) {
+            #expect(path == directory.url.path && owner == "bbbbbbbbbbbb")
+        }
+        // Released at a clean stop, it is free at once.
+        new.lease.release()
+        let next = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "cccccccccccc"))
+        #expect(try next.lease.holder().epoch == 3)
+    }
+
+    @Test("a standby's watch judges a lease lapsed only after its lifetime without a renewal, by its own clock")
+    func watch() {
+        var watch = LeaseWatch(lifetime: .seconds(5))
+        let start = ContinuousClock.now
+        var holder = StoreLease.Holder(epoch: 4, owner: "aaaaaaaaaaaa", renewals: 10, renewedAt: .distantFuture, holdsLock: false)
+        var seen: [Bool] = []
+        seen.append(watch.lapsed(holder, at: start))
+        seen.append(watch.lapsed(holder, at: start + .seconds(4)))
+        holder.renewals += 1
+        seen.append(watch.lapsed(holder, at: start + .seconds(6)))  // renewed: its time starts again
+        seen.append(watch.lapsed(holder, at: start + .seconds(10)))
+        seen.append(watch.lapsed(holder, at: start + .seconds(11)))
+        #expect(seen == [false, false, false, false, true])
+        holder.owner = ""
+        var released = LeaseWatch()
+        let lapsed = released.lapsed(holder, at: start)
+        #expect(lapsed)
+    }
+}
