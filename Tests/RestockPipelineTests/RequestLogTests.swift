@@ -74,7 +74,7 @@ struct RequestLogTests {
             Issue.record("the log grew past its limit")
         } catch {
             #expect(error.path == "/data/journal.sqlite")
-            #expect(error.isDiskFull && error.isPassable, "\(error)")
+            #expect(error.isDiskFull && error.isRetriable, "\(error)")
         }
     }
 }

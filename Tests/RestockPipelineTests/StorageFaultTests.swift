@@ -133,7 +133,7 @@ struct StorageFaultTests {
             try stage.processor.drainInbox()
             Issue.record("committed on a full disk")
         } catch let error as StorageError {
-            #expect(error.isDiskFull && error.isPassable, "\(error)")
+            #expect(error.isDiskFull && error.isRetriable, "\(error)")
             #expect(error.path.hasSuffix("store.sqlite"))
             #expect(error.description.contains("the disk is full"), "\(error)")
         }
@@ -166,7 +166,7 @@ struct StorageFaultTests {
             }
         }
         let error = try #require(refused, "the log took 200 KB without growing")
-        #expect(error.isPassable && error.isDiskFull)
+        #expect(error.isRetriable && error.isDiskFull)
         #expect(error.path.hasSuffix("journal.sqlite"))
         #expect(throws: StorageError.self) { try database.log.probe() }
         try database.log.limitSize(toPages: nil)

@@ -109,9 +109,6 @@ public struct StorageError: Error, CustomStringConvertible {
         }
     }
 
-    /// ``isRetriable``, under the name the journaling stage uses.
-    public var isPassable: Bool { isRetriable }
-
     /// The lease's new holder, when a newer owner holds it (``Kind/leaseLost``).
     public var leaseLost: LeaseLost? { cause as? LeaseLost }
 

@@ -70,7 +70,7 @@ struct RequestJournal: MQTTInboundJournal {
     /// The log could not be written: a full disk (or another error that may pass) pauses the journal; anything else
     /// means the log is damaged, and the store stops. Either way the burst stays with the broker.
     private func refuse(because error: any Error) {
-        if let error = error as? StorageError, error.isPassable {
+        if let error = error as? StorageError, error.isRetriable {
             lifecycle.pause(.journal, because: error)
         } else {
             lifecycle.fail(StoreStageError(stage: StoreLifecycle.Stage.journal.rawValue, cause: error))
