@@ -247,8 +247,10 @@ public final class StoreService: Service, Sendable {
         // The lease is renewed while the store starts too (a broker that is not there yet may keep it long), and by the
         // stage ``LeaseRenewal`` once it runs.
         let renewal = Task { [database = self.database, lifecycle = wiring.lifecycle, interval = timing.leaseRenewal, logger] in
-            let renewal = LeaseRenewal(lease: database.lease, lifecycle: lifecycle, interval: interval, logger: logger)
-            while (try? await Task.sleep(for: interval)) != nil { try? renewal.renew() }
+            let renewal = LeaseRenewal(lease: database.lease, executor: database.executor, lifecycle: lifecycle, interval: interval, logger: logger)
+            await withTaskExecutorPreference(database.executor) {
+                while (try? await Task.sleep(for: interval)) != nil { try? renewal.renew() }
+            }
         }
         defer { renewal.cancel() }
         do {
@@ -266,7 +268,7 @@ public final class StoreService: Service, Sendable {
                 // Renewed once the start is done; a standby that took the lease over meanwhile (a start stalled past its
                 // lifetime) stops this one before it says online.
                 if let lost = wiring.lifecycle.leaseLost { throw lost }
-                try self.database.lease.renew(at: Date())
+                try await withTaskExecutorPreference(self.database.executor) { try self.database.lease.renew(at: Date()) }
                 wiring.lifecycle.sessionConnected()
                 wiring.liveness.wentOnline(own: self.instance)
                 // At QoS 0, as every online status (Heartbeat): written now, never sent again after a reconnect. A connection

@@ -10,16 +10,22 @@ import ServiceLifecycle
 /// A renewal that fails for a reason that may pass (a full disk, a lock) is tried again at the next one.
 struct LeaseRenewal: Service {
     let lease: StoreLease
+    /// The pipeline's thread, where the renewal's write waits its turn with the commits: never on Swift's cooperative
+    /// pool, whose few threads a write waiting for the writer would hold (in a process running many stores — the tests —
+    /// stores then took over a minute to come online).
+    let executor: PipelineExecutor
     let lifecycle: StoreLifecycle
     let interval: Duration
     let logger: Logger
 
     func run() async throws {
         do {
-            try await cancelWhenGracefulShutdown {
-                while true {
-                    try await Task.sleep(for: interval)
-                    try renew()
+            try await withTaskExecutorPreference(executor) {
+                try await cancelWhenGracefulShutdown {
+                    while true {
+                        try await Task.sleep(for: interval)
+                        try renew()
+                    }
                 }
             }
         } catch is CancellationError {
