@@ -38,6 +38,8 @@ public struct StoreLauncher: Service {
             return
         }
         let directory = configuration.dataDirectory
+        // A directory no store could use fails now, in one line, as a start does: never a standby that waits for ever.
+        try StoreDatabase.prepare(directory)
         health.standby(on: directory)
         logger.info(
             "standby for store \(configuration.store): waiting for the live store process on \(directory.path) to stop, or to leave its lease unrenewed for \(StoreLease.lifetime.components.seconds) s")

@@ -1,5 +1,8 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A store's data directory: where its files are, its lock, and the connections to its two SQLite files — the
 /// store's state (`store.sqlite`) and the request log (`journal.sqlite`, ``RequestLog``) — which the storage types
@@ -29,6 +32,13 @@ struct DataDirectory: Sendable {
     /// Creates the directory if need be, and takes its lock for the life of the process.
     /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` when another store process holds it.
     func claim() throws -> DirectoryLock {
+        try prepare()
+        return try DirectoryLock(directory: url)
+    }
+
+    /// Creates the directory if need be and checks that a store can use it: a directory (not a file, not under one) whose
+    /// lock file it may open for writing. What a store's start checks first, and a standby before it waits.
+    func prepare() throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
             // Foundation would say "a file with the same name already exists" (found by the outside trial).
@@ -45,7 +55,10 @@ struct DataDirectory: Sendable {
             }
             throw StorageError(.open, url.path, cause: error)
         }
-        return try DirectoryLock(directory: url)
+        let lockPath = url.appendingPathComponent(DirectoryLock.fileName).path
+        let descriptor = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw StorageError.system(.open, lockPath, errno: errno) }
+        close(descriptor)
     }
 
     /// Whether a store process holds the directory's lock now.

@@ -122,6 +122,12 @@ package final class StoreDatabase: Sendable {
     /// Whether a store process holds the directory's lock now.
     package static func isInUse(_ directory: URL) -> Bool { DataDirectory(directory).isInUse }
 
+    /// Creates `directory` if need be and checks that a store can use it, taking nothing: what a standby does before it
+    /// waits, so that a mistyped path or a directory it may not write fails at once, as a start does (found by an outside
+    /// trial: a standby on a file, or on a directory it could not write, waited silently, and looked healthy).
+    /// - Throws: a ``StorageError`` naming the path and why.
+    package static func prepare(_ directory: URL) throws { try DataDirectory(directory).prepare() }
+
     /// Waits until no process holds the directory's lock, and takes it: the kernel wakes the wait (a blocking `flock` on
     /// a thread of its own), nothing polls. `nil` when cancelled first.
     package static func waitForLock(on directory: URL) async -> DirectoryLock? { await DirectoryLock.wait(on: directory) }
