@@ -12,30 +12,6 @@ import LocalBroker
 /// docs/contract.md, "Durability and redelivery": a restart of the store, of the broker, or of both loses no watch and no alert.
 @Suite("Durability: nothing is lost", .timeLimit(.minutes(3)))
 struct DurabilityTests {
-    /// Publishes a subscribe request for each customer, keeping many in flight.
-    func subscribeAll(_ count: Int, through broker: MosquittoBroker, mode: String = "every") async throws {
-        let client = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "requests-\(UUID().uuidString.prefix(6))"))
-        try await client.connect()
-        let publications = try (0..<count).map { index in
-            try client.send(Array(#"{"sku":"switch-2","mode":"\#(mode)"}"#.utf8), to: "restock/apple/subscribe/c\(index)")
-        }
-        for publication in publications { try await publication.acknowledged() }
-        await client.disconnect()
-    }
-
-    /// 3,000 customers watching switch-2, a restock, and a collector that has seen the fan-out begin.
-    func fanOutBegun(_ store: StoreProcess, on broker: MosquittoBroker) async throws -> AlertCollector {
-        let data = store.dataDirectory
-        try await subscribeAll(3_000, through: broker)
-        try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
-        let collector = try await AlertCollector(broker: broker)
-        try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
-        try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
-        return collector
-    }
-
-    func storedWatches(_ data: URL) -> Int { (try? StoreDatabase.snapshot(readingOnly: data).watches.count) ?? 0 }
-
     @Test("the store killed with SIGKILL in the middle of a fan-out to 3,000 customers alerts them all after a restart")
     func killDuringFanOut() async throws {
         let broker = try await MosquittoBroker.start()

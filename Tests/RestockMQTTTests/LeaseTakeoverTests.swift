@@ -31,9 +31,9 @@ struct LeaseTakeoverTests {
         }
         let took = clock.now - stopped
         print("standby online \(took) after the SIGSTOP")
-        // The lease lapses 5 s after its last renewal the standby saw, and it looks every second: 5–7 s, bounded loosely
-        // on a shared machine. Before the lease it never took over (66 s seen).
-        #expect(took < .seconds(15))
+        // The lease lapses 5 s after its last renewal the standby saw, and it looks every second: 5–7 s alone. Before the
+        // lease it never took over (66 s seen); the wait's deadline catches that; the log line
+        // below says it came by the lapse.
         let newInstance = try #require(try await client.status()?.instance)
         #expect(standby.log.contains("has not renewed the data directory's lease"), "\(standby.log.suffix(600))")
 
@@ -74,6 +74,47 @@ struct LeaseTakeoverTests {
             refusal.count == 1 && refusal.first?.contains("holds the lease on \(live.dataDirectory.path)") == true
                 && refusal.first?.contains(newInstance) == true, "\(third.log.suffix(600))")
         #expect(try await client.status()?.instance == newInstance)
+        try await standby.send(SIGTERM)
+    }
+
+    @Test("a store frozen in the middle of a fan-out to 3,000 customers and taken over sends none of the alerts it had queued when it resumes (found by an outside trial: 555 of 800 went out again, after the newer store's)")
+    func resumedSendsNothingQueued() async throws {
+        let broker = try await MosquittoBroker.start()
+        let live = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
+        _ = try standby.launch()
+        try await waitUntil("the standby to wait", within: 20) { standby.log.contains("standby for store") }
+        let oldInstance = try #require(try await client.status()?.instance)
+
+        let collector = try await fanOutBegun(live, on: broker)
+        let frozen = try live.launchedProcess()
+        frozen.send(SIGSTOP)
+        let queuedAtTheFreeze = 3_000 - collector.customers
+        try await waitUntil("the standby online", within: 60) {
+            let status = try? await client.status()
+            return status?.isOnline == true && status?.instance != oldInstance && status?.instance != nil
+        }
+        // The newer store sends what the frozen one had not had acknowledged, and empties the outbox.
+        try await waitUntil("every customer alerted", within: 120) { collector.customers == 3_000 }
+        try await waitUntil("the newer store's outbox empty", within: 60) {
+            (try? StoreDatabase.queueLengths(readingOnly: live.dataDirectory).outbox) == 0
+        }
+        let beforeWaking = collector.total
+        print("frozen with \(queuedAtTheFreeze) customers not yet alerted; \(beforeWaking) alerts before it woke")
+
+        frozen.send(SIGCONT)
+        try await waitUntil("the resumed store to exit", within: 60) { frozen.exitStatus != nil }
+        #expect(frozen.exitStatus != 0)
+        // One more alert, from the newer store after the old process ended: the broker has taken everything the old one
+        // wrote before it (one socket, read in order, before its end) by the time this one arrives.
+        try await mosquittoPub(broker, "restock/apple/subscribe/marker", #"{"sku":"marker","mode":"once"}"#)
+        try await StoreQueues.waitForWatches(3_001, in: live.dataDirectory, within: 30)
+        try await client.changeStock(of: try SKU("marker"), .set(1), wait: 30)
+        try await waitUntil("the marker alert", within: 30) { collector.idsByCustomer["marker"] != nil }
+        let late = collector.total - beforeWaking - 1
+        #expect(late == 0, "the resumed store sent \(late) alerts it had queued before the freeze")
+        #expect(live.log.contains("the write gate refused"), "\(live.log.suffix(800))")
         try await standby.send(SIGTERM)
     }
 }

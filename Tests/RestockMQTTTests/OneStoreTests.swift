@@ -209,7 +209,7 @@ struct OneStoreTests {
         try await winner.send(SIGTERM)
     }
 
-    @Test("serve --standby waits without touching broker or database, and takes over within 2 s of a SIGKILL")
+    @Test("serve --standby waits without touching broker or database, and takes over when the kernel frees the lock of a SIGKILLed store, not when its lease lapses")
     func standbyTakesOver() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
@@ -223,15 +223,15 @@ struct OneStoreTests {
 
         try await live.send(SIGKILL)
         let clock = ContinuousClock(), killed = clock.now
-        try await waitUntil("the standby online", within: 10) {
+        try await waitUntil("the standby online", within: 60) {
             let status = try? await client.status()
             return status?.isOnline == true && status?.instance != liveInstance && status?.instance != nil
         }
-        let took = clock.now - killed
-        print("standby online \(took) after the SIGKILL")
-        // Typically 0.4–1.1 s (R12 records it); bounded loosely here, where every test shares two cores with the
-        // rest of the suite (2.4 s seen): it catches a standby that waits for a timeout, not a slow scheduler.
-        #expect(took < .seconds(6))
+        print("standby online \(clock.now - killed) after the SIGKILL")
+        // Typically 0.4–1.1 s (R12 records the time). What is asserted is the way: the lock the kernel freed woke it,
+        // not the lease lapsing 5 s later (a clock bound failed CI at 8.6 s on a starved machine).
+        #expect(standby.log.contains("the live store process stopped: this standby takes over"), "\(standby.log.suffix(600))")
+        #expect(!standby.log.contains("has not renewed"), "\(standby.log.suffix(600))")
         #expect(try await client.watching(try CustomerID("alice"))?.watching.map(\.sku) == ["ipad"])
         try await standby.send(SIGTERM)
     }

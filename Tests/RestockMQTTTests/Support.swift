@@ -3,6 +3,7 @@ import Logging
 import Mosquitto
 import RestockCore
 import RestockMQTT
+import RestockPipeline
 import RestockTestSupport
 import Synchronization
 import Deadlines
@@ -73,3 +74,29 @@ final class CompletionFlag: Sendable {
     func set() { value.store(true, ordering: .releasing) }
     var isSet: Bool { value.load(ordering: .acquiring) }
 }
+
+// MARK: A fan-out under way (the durability and lease tests)
+
+/// Publishes a subscribe request for each customer, keeping many in flight.
+func subscribeAll(_ count: Int, through broker: MosquittoBroker, mode: String = "every") async throws {
+    let client = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "requests-\(UUID().uuidString.prefix(6))"))
+    try await client.connect()
+    let publications = try (0..<count).map { index in
+        try client.send(Array(#"{"sku":"switch-2","mode":"\#(mode)"}"#.utf8), to: "restock/apple/subscribe/c\(index)")
+    }
+    for publication in publications { try await publication.acknowledged() }
+    await client.disconnect()
+}
+
+/// 3,000 customers watching switch-2, a restock, and a collector that has seen the fan-out begin.
+func fanOutBegun(_ store: StoreProcess, on broker: MosquittoBroker) async throws -> AlertCollector {
+    let data = store.dataDirectory
+    try await subscribeAll(3_000, through: broker)
+    try await waitUntil("3,000 watches stored", within: 60) { storedWatches(data) == 3_000 }
+    let collector = try await AlertCollector(broker: broker)
+    try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
+    try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
+    return collector
+}
+
+func storedWatches(_ data: URL) -> Int { (try? StoreDatabase.snapshot(readingOnly: data).watches.count) ?? 0 }

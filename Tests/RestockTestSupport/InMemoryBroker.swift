@@ -52,8 +52,10 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
 
     // MARK: BrokerConnector
 
+    /// A connection of this broker. It has no network thread that a freeze could hold up, so `writeGate` is never asked.
     package func connection(
-        clientID: String, session: MQTTSession, will: MQTTWill?, reconnection: MQTTReconnection, journal: (any MQTTInboundJournal)?
+        clientID: String, session: MQTTSession, will: MQTTWill?, reconnection: MQTTReconnection, journal: (any MQTTInboundJournal)?,
+        writeGate: (any MQTTWriteGate)?
     ) throws -> any BrokerConnection {
         let connection = InMemoryConnection(
             broker: self, clientID: clientID, persistent: session.isPersistent, will: will, reconnection: reconnection, journal: journal)

@@ -34,12 +34,14 @@ public final class MQTTClient: Sendable {
     /// - Parameters:
     ///   - configuration: Where and how to connect.
     ///   - journal: Told of each incoming message before it is acknowledged to the broker.
+    ///   - writeGate: Asked whether the process may still write, after the network thread was held up and before every
+    ///     reconnect; `nil` (the default): always.
     ///   - logger: Receives libmosquitto's own log, at matching levels (its errors as `.error`, warnings as
     ///     `.warning`, notices as `.notice`, information as `.info`, the packet trace as `.debug`), with the
     ///     client id as metadata. By default nothing is logged.
     /// - Throws: ``MQTTError`` when the configuration is not usable.
     public init(
-        configuration: MQTTConfiguration, journal: (any MQTTInboundJournal)? = nil,
+        configuration: MQTTConfiguration, journal: (any MQTTInboundJournal)? = nil, writeGate: (any MQTTWriteGate)? = nil,
         logger: Logger = Logger(label: "mosquitto", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(MQTTError) {
         try configuration.validate()
@@ -47,7 +49,7 @@ public final class MQTTClient: Sendable {
         var logger = logger
         logger[metadataKey: "mqtt.client"] = "\(configuration.clientID)"
         let context = LibMosquittoContext(
-            journal: journal, protocolVersion: configuration.protocolVersion, reconnection: configuration.reconnection, logger: logger)
+            journal: journal, writeGate: writeGate, protocolVersion: configuration.protocolVersion, reconnection: configuration.reconnection, logger: logger)
         self.handle = try LibMosquittoHandle(configuration: configuration, context: context)
     }
 

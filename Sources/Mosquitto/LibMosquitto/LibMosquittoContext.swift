@@ -23,13 +23,19 @@ final class LibMosquittoContext: Sendable {
     let journal: (any MQTTInboundJournal)?
     /// The journal's probe filter (``MQTTInboundJournal/confirmationProbe``).
     let probe: String?
+    /// Asked by the network thread whether the process may still write (``MQTTWriteGate``).
+    let writeGate: (any MQTTWriteGate)?
     let protocolVersion: MQTTProtocolVersion
     /// Where libmosquitto's own log goes (``LibMosquittoCallbacks``), at matching levels.
     let logger: Logger
 
-    init(journal: (any MQTTInboundJournal)?, protocolVersion: MQTTProtocolVersion, reconnection: MQTTReconnection, logger: Logger) {
+    init(
+        journal: (any MQTTInboundJournal)?, writeGate: (any MQTTWriteGate)? = nil, protocolVersion: MQTTProtocolVersion,
+        reconnection: MQTTReconnection, logger: Logger
+    ) {
         self.state = Mutex(MQTTClientStateMachine(reconnection: reconnection))
         self.journal = journal
+        self.writeGate = writeGate
         self.probe = journal?.confirmationProbe
         self.protocolVersion = protocolVersion
         self.logger = logger

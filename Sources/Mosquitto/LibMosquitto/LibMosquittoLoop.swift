@@ -18,10 +18,24 @@ import Darwin
 /// It waits with `poll` on the socket and on the thread's own wakeup pipe (``LibMosquittoWakeup``), which the
 /// client signals when it queues an operation or stops; `poll` also has no limit on descriptor numbers, unlike
 /// libmosquitto's `select`.
+///
+/// With a write gate (``MQTTWriteGate``), it looks at the clock before each read and each write phase: after a pause
+/// longer than the gate's limit (the process frozen, or starved) it asks the gate before going on, and when refused it
+/// shuts the socket unwritten and is fenced for good.
 struct LibMosquittoLoop {
     let pointer: OpaquePointer
     let context: LibMosquittoContext
     let wakeup: LibMosquittoWakeup
+    /// When the thread last looked at the clock for the write gate.
+    private var lastLook = ContinuousClock.now
+    /// Whether the write gate refused: nothing more is written, no reconnect is made.
+    private(set) var isFenced = false
+
+    init(pointer: OpaquePointer, context: LibMosquittoContext, wakeup: LibMosquittoWakeup) {
+        self.pointer = pointer
+        self.context = context
+        self.wakeup = wakeup
+    }
 
     /// How long a turn waits at most: how soon a keepalive is sent when nothing else happens.
     static let timeoutMilliseconds: Int32 = 100
@@ -33,7 +47,7 @@ struct LibMosquittoLoop {
     /// One turn: wait, read (and journal), write, keep alive.
     /// - Returns: `MOSQ_ERR_SUCCESS`, or the error that ended the connection (`MOSQ_ERR_NO_CONN` when there is none),
     ///   as `mosquitto_loop` returns them.
-    func turn() -> Int32 {
+    mutating func turn() -> Int32 {
         let socket = mosquitto_socket(pointer)
         guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
         let events = Int16(POLLIN) | (mosquitto_want_write(pointer) ? Int16(POLLOUT) : 0)
@@ -43,6 +57,8 @@ struct LibMosquittoLoop {
             return errno == EINTR ? Self.success : MOSQ_ERR_ERRNO.rawValue
         }
         if entries[1].revents != 0 { wakeup.drain() }
+        // The process may have been frozen in that poll, and another have taken its place meanwhile.
+        guard mayGoOn() else { return MOSQ_ERR_CONN_LOST.rawValue }
         if tlsPending || entries[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
             let (code, refused) = readPhase(socket)
             if code != Self.success || mosquitto_socket(pointer) < 0 { return code }
@@ -57,10 +73,42 @@ struct LibMosquittoLoop {
         // Also when nothing woke the socket for writing: an operation queued since the poll (as mosquitto_loop does
         // when its socket pair wakes it). Writing to a socket that cannot take more writes nothing.
         if mosquitto_want_write(pointer) {
+            guard mayGoOn() else { return MOSQ_ERR_CONN_LOST.rawValue }
             let code = mosquitto_loop_write(pointer, 1)
             if code != Self.success || mosquitto_socket(pointer) < 0 { return code }
         }
         return mosquitto_loop_misc(pointer)
+    }
+
+    /// Whether the thread may go on: yes, unless it paused longer than the write gate's limit since its last look and
+    /// the gate then refuses.
+    private mutating func mayGoOn() -> Bool {
+        let now = ContinuousClock.now
+        guard let gate = context.writeGate, !isFenced else { return !isFenced }
+        guard now - lastLook > gate.pauseLimit else {
+            lastLook = now
+            return true
+        }
+        return ask(gate, because: "after a pause of \(now - lastLook)")
+    }
+
+    /// Whether the thread may reconnect: the write gate, if any, is asked first (libmosquitto resends what it had in
+    /// flight as soon as the broker answers).
+    mutating func mayReconnect() -> Bool {
+        guard let gate = context.writeGate, !isFenced else { return !isFenced }
+        return ask(gate, because: "before a reconnect")
+    }
+
+    /// Asks `gate`; when it refuses, shuts the socket unwritten and fences the loop.
+    private mutating func ask(_ gate: any MQTTWriteGate, because reason: String) -> Bool {
+        let allowed = gate.mayWrite()
+        lastLook = ContinuousClock.now
+        guard !allowed else { return true }
+        isFenced = true
+        let socket = mosquitto_socket(pointer)
+        if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+        context.logger.error("the write gate refused \(reason): this client writes nothing more, and does not reconnect")
+        return false
     }
 
     /// Reads what has arrived — a TLS handshake step, or packets — then hands the messages read to the journal.

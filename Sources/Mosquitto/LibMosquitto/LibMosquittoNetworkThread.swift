@@ -80,7 +80,7 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
         guard let wakeup else { return }
         let pointer = handle.pointer, context = handle.context
         guard connectToFirstAnswering() else { return }
-        let loop = LibMosquittoLoop(pointer: pointer, context: context, wakeup: wakeup)
+        var loop = LibMosquittoLoop(pointer: pointer, context: context, wakeup: wakeup)
         var attempt = 0
         var connections: UInt64 = 0
         while true {
@@ -112,7 +112,8 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
             let code = loop.turn()
             if code == MOSQ_ERR_SUCCESS.rawValue { continue }
             // Not connected: the connection was lost or closed, or the last attempt failed.
-            guard waitToReconnect(attempt: attempt, wakeup: wakeup) else { return }
+            guard !loop.isFenced, waitToReconnect(attempt: attempt, wakeup: wakeup) else { return waitForTheStop(wakeup) }
+            guard loop.mayReconnect() else { return waitForTheStop(wakeup) }
             attempt += 1
             // A failure shows as NO_CONN from the next turn.
             if attempt == 1 || configuration.fallbackBrokers.isEmpty {
@@ -153,10 +154,17 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
         if context.stopRequested { return false }
         let delay = configuration.reconnect.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
         wakeup.wait(seconds: delay.seconds)
+        // `allowReconnect()` and a stop wake the wait; the timeout only bounds a wakeup missed.
         while !context.mayReconnect, !context.stopRequested {
-            wakeup.wait(seconds: 0.1)
+            wakeup.wait(seconds: 1)
         }
         return !context.stopRequested
+    }
+
+    /// Fenced (the write gate refused) or stopping: waits, writing nothing, until the client stops — its stop wakes the
+    /// wait — and ends without a DISCONNECT or a flush.
+    private func waitForTheStop(_ wakeup: LibMosquittoWakeup) {
+        while !handle.context.stopRequested { wakeup.wait(seconds: 1) }
     }
 
     /// Writes the queued packets, waiting for the socket to take them, for at most two seconds; writing

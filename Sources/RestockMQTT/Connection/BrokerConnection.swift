@@ -92,14 +92,17 @@ package protocol BrokerConnector: Sendable {
     ///   - will: What the broker publishes when the connection is lost without a clean disconnect.
     ///   - reconnection: Whether it comes back by itself after a loss, or only when allowed.
     ///   - journal: Told of each incoming message before it is acknowledged (the store's session).
+    ///   - writeGate: Asked whether this process may still write, after the connection's thread was held up and before
+    ///     every reconnect (the store's lease: a frozen store, resumed, sends nothing).
     func connection(
-        clientID: String, session: MQTTSession, will: MQTTWill?, reconnection: MQTTReconnection, journal: (any MQTTInboundJournal)?
+        clientID: String, session: MQTTSession, will: MQTTWill?, reconnection: MQTTReconnection, journal: (any MQTTInboundJournal)?,
+        writeGate: (any MQTTWriteGate)?
     ) throws -> any BrokerConnection
 }
 
 extension BrokerConnector {
     /// A connection with a clean session, no will and no journal, that reconnects by itself.
     package func connection(clientID: String, session: MQTTSession = .clean) throws -> any BrokerConnection {
-        try connection(clientID: clientID, session: session, will: nil, reconnection: .automatic, journal: nil)
+        try connection(clientID: clientID, session: session, will: nil, reconnection: .automatic, journal: nil, writeGate: nil)
     }
 }

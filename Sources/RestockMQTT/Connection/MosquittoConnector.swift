@@ -12,11 +12,12 @@ package struct MosquittoConnector: BrokerConnector {
     }
 
     package func connection(
-        clientID: String, session: MQTTSession, will: MQTTWill?, reconnection: MQTTReconnection, journal: (any MQTTInboundJournal)?
+        clientID: String, session: MQTTSession, will: MQTTWill?, reconnection: MQTTReconnection, journal: (any MQTTInboundJournal)?,
+        writeGate: (any MQTTWriteGate)?
     ) throws -> any BrokerConnection {
         var configuration = settings.configuration(clientID: clientID, session: session, will: will)
         configuration.reconnection = reconnection
-        return MosquittoConnection(client: try MQTTClient(configuration: configuration, journal: journal, logger: logger))
+        return MosquittoConnection(client: try MQTTClient(configuration: configuration, journal: journal, writeGate: writeGate, logger: logger))
     }
 }
 

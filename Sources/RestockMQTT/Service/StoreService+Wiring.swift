@@ -48,10 +48,11 @@ extension StoreService {
             fence = DeliveryFence(outboxThrough: service.database.lastOutboxPlace, committed: committed)
 
             let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
+            let gate = LeaseWriteGate(lease: service.database.lease, lifecycle: lifecycle)
             publisher = try service.connector.connection(
                 clientID: SessionClientIDs.publisher(of: store, instance: service.instance, prefix: topics.prefix), session: .clean,
                 will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true),
-                reconnection: .automatic, journal: nil)
+                reconnection: .automatic, journal: nil, writeGate: gate)
             publisherEvents = publisher.connectionEvents()
             statusAndClaim = try publisher.messages(matching: "\(topics.root)/+")
 
@@ -59,7 +60,8 @@ extension StoreService {
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
                 journal: RequestJournal(
                     database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
-                    metrics: service.metrics, fence: fence))
+                    metrics: service.metrics, fence: fence),
+                writeGate: gate)
             sessionEvents = session.connectionEvents()
 
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
