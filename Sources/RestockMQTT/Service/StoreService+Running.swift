@@ -20,7 +20,7 @@ extension StoreService {
         wiring.outboxGrew.yield()
         let stages: [any Service] = [
             // First, so that it stops last: the lease is renewed through the drain.
-            LeaseRenewal(lease: database.lease, executor: database.executor, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
+            LeaseRenewal(database: database, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
             wiring.heartbeat,
             JournalLagWatch(
                 mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,

@@ -247,7 +247,7 @@ public final class StoreService: Service, Sendable {
         // The lease is renewed while the store starts too (a broker that is not there yet may keep it long), and by the
         // stage ``LeaseRenewal`` once it runs.
         let renewal = Task { [database = self.database, lifecycle = wiring.lifecycle, interval = timing.leaseRenewal, logger] in
-            let renewal = LeaseRenewal(lease: database.lease, executor: database.executor, lifecycle: lifecycle, interval: interval, logger: logger)
+            let renewal = LeaseRenewal(database: database, lifecycle: lifecycle, interval: interval, logger: logger)
             await withTaskExecutorPreference(database.executor) {
                 while (try? await Task.sleep(for: interval)) != nil { try? renewal.renew() }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RestockCore
+import Synchronization
 
 /// The store's durable state in its data directory (docs/operations.md, "What the store has on disk"):
 /// `store.sqlite` holds watches with their positions, inventory, the position and alert counters, how far the
@@ -21,8 +22,9 @@ package final class StoreDatabase: Sendable {
     /// cooperative pool.
     package let executor = PipelineExecutor(label: "restock.pipeline")
 
-    /// The directory's `flock`; `nil` for a standby that took the lease over from a store that still holds it (frozen).
-    private let lock: DirectoryLock?
+    /// The directory's `flock`; `nil` for a standby that took the lease over from a store that still holds it (frozen),
+    /// until that process lets it go (``adoptLock(_:)``).
+    private let lock: Mutex<DirectoryLock?>
     /// Who owns the directory (docs/architecture.md, "Ownership: the lease").
     package let lease: StoreLease
     /// The store's state.
@@ -65,8 +67,8 @@ package final class StoreDatabase: Sendable {
         let data = DataDirectory(directory)
         self.directory = directory
         switch claim {
-        case .lockOnly, .exclusive: lock = try data.claim()
-        case .takeover(_, let held, _): lock = held
+        case .lockOnly, .exclusive: lock = Mutex(try data.claim())
+        case .takeover(_, let held, _): lock = Mutex(held)
         }
         let pool = try data.openState()
         let (stateIsNew, migration) = try StateSchema.prepare(pool)
@@ -106,7 +108,24 @@ package final class StoreDatabase: Sendable {
     /// Lets the directory go, so that a store made next — in this process too — opens it at once, while tasks of the
     /// ended run may still hold this (the files close when the last reference goes). Called when the store's run ends.
     package func releaseDirectory() {
-        lock?.release()
+        lock.withLock { $0 }?.release()
+    }
+
+    /// Whether this process holds the directory's lock (a standby that took over a frozen store does not, until that
+    /// process ends).
+    package var holdsLock: Bool { lock.withLock { $0 != nil } }
+
+    /// Waits until the process this one took the lease over from — frozen, and still holding the directory's lock — lets
+    /// the lock go (it ended), takes the lock, and notes in the lease that its holder has it: from then on a second
+    /// start is refused by the lock, whatever its clock says, and a standby wakes the moment this process ends. Returns
+    /// `false` when cancelled first.
+    /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` when a newer owner holds the lease by then.
+    package func adoptTheLockWhenFree() async throws(StorageError) -> Bool {
+        guard !holdsLock else { return true }
+        guard let taken = await DirectoryLock.wait(on: directory) else { return false }
+        lock.withLock { $0 = taken }
+        try lease.markLocked()
+        return true
     }
 
     /// The store's state's file name in the data directory.

@@ -120,6 +120,17 @@ package final class StoreLease: Sendable {
         if let holder = lost { throw fence.lose(to: holder.owner, epoch: holder.epoch, path: state.path) }
     }
 
+    /// Notes that the holder has the directory's lock now (a standby that took over a frozen store, once that one ended).
+    /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` once a newer owner holds it.
+    package func markLocked() throws(StorageError) {
+        guard let epoch = try fence.epoch(path: state.path) else { return }
+        let lost = try state.write { db in
+            try db.execute(sql: "UPDATE lease SET locked = 1 WHERE id = 1 AND epoch = ?", arguments: [epoch])
+            return db.changesCount == 1 ? nil : try Self.holder(in: db)
+        }
+        if let holder = lost { throw fence.lose(to: holder.owner, epoch: holder.epoch, path: state.path) }
+    }
+
     /// Whether this process still holds the lease, read from the file (the publisher before each round, the heartbeat
     /// before each beat).
     /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` once a newer owner holds it.

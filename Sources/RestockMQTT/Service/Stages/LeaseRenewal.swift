@@ -8,28 +8,56 @@ import ServiceLifecycle
 /// frozen, or stalled, past the lease's lifetime, and a standby took over) it tells the lifecycle, which stops the store
 /// without draining or saying offline, and ends with that ``StorageError`` (kind ``StorageError/Kind/leaseLost``).
 /// A renewal that fails for a reason that may pass (a full disk, a lock) is tried again at the next one.
+///
+/// A store that took the lease over from a frozen process (a standby) also waits, meanwhile, for that process to end
+/// and let the directory's lock go, and takes it (``StoreDatabase/adoptTheLockWhenFree()``): a second start is then
+/// refused by the lock whatever its clock says (found by an outside trial: a start with its clock 5 s ahead took the
+/// lease from the live standby-turned-owner), and a standby of its own takes over the moment it ends.
 struct LeaseRenewal: Service {
-    let lease: StoreLease
-    /// The pipeline's thread, where the renewal's write waits its turn with the commits: never on Swift's cooperative
-    /// pool, whose few threads a write waiting for the writer would hold (in a process running many stores — the tests —
-    /// stores then took over a minute to come online).
-    let executor: PipelineExecutor
+    let database: StoreDatabase
     let lifecycle: StoreLifecycle
     let interval: Duration
     let logger: Logger
 
+    var lease: StoreLease { database.lease }
+
     func run() async throws {
         do {
-            try await withTaskExecutorPreference(executor) {
-                try await cancelWhenGracefulShutdown {
-                    while true {
-                        try await Task.sleep(for: interval)
-                        try renew()
-                    }
+            try await cancelWhenGracefulShutdown {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    if !database.holdsLock { group.addTask { try await adoptTheLock() } }
+                    group.addTask { try await renewals() }
+                    try await group.waitForAll()
                 }
             }
         } catch is CancellationError {
             // Graceful shutdown: the store releases the lease when its run ends.
+        }
+    }
+
+    /// Renews every `interval`, on the pipeline's thread, where the renewal's write waits its turn with the commits:
+    /// never on Swift's cooperative pool, whose few threads a write waiting for the writer would hold (in a process
+    /// running many stores — the tests — stores then took over a minute to come online).
+    private func renewals() async throws {
+        try await withTaskExecutorPreference(database.executor) {
+            while true {
+                try await Task.sleep(for: interval)
+                try renew()
+            }
+        }
+    }
+
+    /// Takes the directory's lock once the process it was taken over from lets it go.
+    private func adoptTheLock() async throws {
+        do {
+            guard try await database.adoptTheLockWhenFree() else { return }
+            logger.notice("the store process this one took over from has ended: this one holds the data directory's lock now")
+        } catch where error.kind == .leaseLost {
+            lifecycle.loseLease(error)
+            throw error
+        } catch {
+            // The lease's row could not be written now: the lock is held all the same; the next renewal says more.
+            logger.warning("took the data directory's lock, but could not note it in the lease", metadata: [StoreLoggingKeys.error: "\(error)"])
         }
     }
 
