@@ -135,5 +135,34 @@ struct StoreLeaseTests {
         var released = LeaseWatch()
         let lapsed = released.lapsed(holder, at: start)
         #expect(lapsed)
+        // Released by a holder of the lock: its lock wakes the standby; only if it kept the lock past the lifetime does
+        // the lease count as lapsed.
+        holder.holdsLock = true
+        var lockHeld = LeaseWatch(lifetime: .seconds(5))
+        let looks = [lockHeld.lapsed(holder, at: start), lockHeld.lapsed(holder, at: start + .seconds(4)), lockHeld.lapsed(holder, at: start + .seconds(5))]
+        #expect(looks == [false, false, true])
+    }
+
+    @Test("a store that took over without the lock takes it when the frozen process lets it go, and notes it: a normal start is then refused by the lock, whatever its clock")
+    func lockAdoptedAfterTakeover() async throws {
+        let directory = Directory()
+        let old = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let new = try Self.takeOver(old, as: "bbbbbbbbbbbb")
+        #expect(!new.holdsLock)
+        let adoption = Task { try await new.adoptTheLockWhenFree() }
+        old.releaseDirectory()  // the frozen process ends
+        #expect(try await adoption.value)
+        #expect(new.holdsLock)
+        #expect(try new.lease.holder().holdsLock)
+        // A clock far ahead reads the lease as stale; the lock refuses all the same.
+        #expect(throws: RestockMQTTError.dataDirectoryInUse(directory.url.path)) {
+            try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "cccccccccccc"), now: Date() + 3_600)
+        }
+        // Released at a clean stop: the lease keeps `locked`, so a standby waits for the lock rather than taking it.
+        new.lease.release()
+        #expect(try new.lease.holder().isReleased && new.lease.holder().holdsLock)
+        new.releaseDirectory()
+        let next = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "cccccccccccc"))
+        #expect(try next.lease.holder().epoch == 3)
     }
 }

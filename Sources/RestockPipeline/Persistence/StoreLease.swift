@@ -140,11 +140,13 @@ package final class StoreLease: Sendable {
         if holder.epoch != epoch { throw fence.lose(to: holder.owner, epoch: holder.epoch, path: state.path) }
     }
 
-    /// Lets the lease go at a clean stop, if this process still holds it: a standby takes over at its next look.
+    /// Lets the lease go at a clean stop, if this process still holds it: a standby takes over at its next look, or —
+    /// when this process holds the directory's lock, which it lets go next — when the kernel hands it the lock. `locked`
+    /// stays as it was, so that a standby can tell the two apart.
     package func release() {
         guard let epoch = try? fence.epoch(path: state.path) else { return }  // lost, or never taken
         _ = try? state.write { db in
-            try db.execute(sql: "UPDATE lease SET owner = '', locked = 0 WHERE id = 1 AND epoch = ?", arguments: [epoch])
+            try db.execute(sql: "UPDATE lease SET owner = '' WHERE id = 1 AND epoch = ?", arguments: [epoch])
         }
     }
 }
@@ -223,10 +225,12 @@ package struct LeaseWatch: Sendable {
     /// A watch that judges a lease lapsed after `lifetime` without a change.
     package init(lifetime: Duration = StoreLease.lifetime) { self.lifetime = lifetime }
 
-    /// Notes `holder` as seen at `now`; returns whether the lease is free to take: released, or not renewed for
-    /// ``lifetime`` since this watch first saw it as it is.
+    /// Notes `holder` as seen at `now`; returns whether the lease is free to take: released by a holder without the
+    /// directory's lock, or not changed for ``lifetime`` since this watch first saw it as it is. A holder with the lock
+    /// that released the lease lets the lock go next, which wakes a standby by itself (found by an outside trial: a
+    /// standby took the released lease first, without the lock, and said the owner "has not renewed").
     package mutating func lapsed(_ holder: StoreLease.Holder, at now: ContinuousClock.Instant) -> Bool {
-        if holder.isReleased { return true }
+        if holder.isReleased, !holder.holdsLock { return true }
         let mark = (holder.epoch, holder.owner, holder.renewals)
         guard let last, let since, last == mark else {
             (self.last, self.since) = (mark, now)
