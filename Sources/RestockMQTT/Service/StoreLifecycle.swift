@@ -41,6 +41,8 @@ final class StoreLifecycle: Sendable {
     private let pauseReport: Duration
     private let clock = ContinuousClock()
     private let changed: AsyncStream<Void>.Continuation
+    /// Opened, and replaced by a closed one, at each change: what ``nextChange()`` hands out.
+    private let changeSignal = Mutex(Latch())
     private let metrics: StoreMetrics
     /// Woken (at most one wakeup waiting) whenever something here changes.
     let changes: AsyncStream<Void>
@@ -50,6 +52,20 @@ final class StoreLifecycle: Sendable {
         self.metrics = metrics
         self.pauseReport = timing.pauseReport
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// What a wait for the next change waits on: take it before judging the state, then wait on it, so that no change
+    /// between the two is missed.
+    func nextChange() -> Latch { changeSignal.withLock { $0 } }
+
+    /// Wakes ``changes`` and every wait on ``nextChange()``.
+    private func signalChange() {
+        changed.yield()
+        let opened = changeSignal.withLock { latch in
+            defer { latch = Latch() }
+            return latch
+        }
+        opened.open()
     }
 
     // MARK: The session
@@ -65,7 +81,7 @@ final class StoreLifecycle: Sendable {
             defer { state.sessionConnected = connected }
             return state.sessionConnected != connected
         }
-        if changed { self.changed.yield() }
+        if changed { signalChange() }
     }
 
     var isSessionConnected: Bool { state.withLock { $0.sessionConnected } }
@@ -103,7 +119,7 @@ final class StoreLifecycle: Sendable {
         }
         countPausedTime()
         guard let report else { return }
-        if report.began { changed.yield() }
+        if report.began { signalChange() }
         let metadata: Logger.Metadata = [
             StoreLoggingKeys.stage: "\(stage.rawValue)", StoreLoggingKeys.file: "\(error.path)",
             StoreLoggingKeys.free: "\(FreeSpace.bytes(near: error.path).map(FreeSpace.describe) ?? "unknown")",
@@ -122,7 +138,7 @@ final class StoreLifecycle: Sendable {
         countPausedTime()
         let now = clock.now
         guard let ended = state.withLock({ $0.pauses.removeValue(forKey: stage) }) else { return }
-        changed.yield()
+        signalChange()
         logger.notice(
             "resumed \(stage.rawValue) after \(Int((now - ended.since).seconds)) s: \(ended.error.path) can be written again",
             metadata: [StoreLoggingKeys.stage: "\(stage.rawValue)"])
@@ -174,7 +190,7 @@ final class StoreLifecycle: Sendable {
     func fail(_ error: StoreStageError) {
         if let lost = error.cause as? StorageError, lost.kind == .leaseLost { return loseLease(lost) }
         state.withLock { $0.failure = $0.failure ?? error }
-        changed.yield()
+        signalChange()
     }
 
     /// The first stage failure, if any.
@@ -183,7 +199,7 @@ final class StoreLifecycle: Sendable {
     /// Another instance took the store over: the store applies nothing more and stops without saying offline.
     func takenOver(by instance: String) {
         state.withLock { $0.takenOverBy = $0.takenOverBy ?? instance }
-        changed.yield()
+        signalChange()
     }
 
     /// The instance that took the store over, if one did.
@@ -196,7 +212,7 @@ final class StoreLifecycle: Sendable {
             state.leaseLost = state.leaseLost ?? error
             state.takenOverBy = state.takenOverBy ?? error.leaseLost?.owner ?? "?"
         }
-        changed.yield()
+        signalChange()
     }
 
     /// Why the store lost its data directory's lease, if it did.

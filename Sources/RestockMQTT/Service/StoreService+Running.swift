@@ -18,40 +18,7 @@ extension StoreService {
         // Requests and alerts left from before a restart go first.
         wiring.requestArrived.yield()
         wiring.outboxGrew.yield()
-        let stages: [any Service] = [
-            // First, so that it stops last: the lease is renewed through the drain.
-            LeaseRenewal(database: database, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
-            wiring.heartbeat,
-            JournalLagWatch(
-                mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
-                checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
-            GaugeSampler(
-                metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, database: database,
-                lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling,
-                maximumWatches: configuration.maximumWatches, fullReportEvery: timing.pauseReport, logger: logger),
-            OutboxPublisher(
-                client: wiring.publisher, database: database, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
-                topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
-                acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
-                alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
-            ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry),
-            AdminQueries(
-                client: wiring.publisher, topics: topics, database: database, clock: clock, logger: logger, metrics: metrics,
-                gaugeInterval: .seconds(60)),
-            ApplyStage(
-                processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
-                lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
-            SessionWatch(
-                client: wiring.session, events: wiring.sessionEvents, database: database, lifecycle: wiring.lifecycle,
-                liveness: wiring.liveness, fence: wiring.fence, store: store.id, instance: instance,
-                republish: { [republish = wiring.republish, arrived = wiring.requestArrived] in
-                    republish.raise()
-                    arrived.yield()
-                },
-                refreshView: { try await self.refreshView(wiring) },
-                logger: logger, probeInterval: timing.retry, readTimeout: timing.staleAfter, reportEvery: timing.pauseReport,
-                metrics: metrics, health: health),
-        ]
+        let stages = stages(wiring, processor: processor)
         // The lifecycle's own lines ("Starting service" and each stage's fields) are for its developers, not operators.
         var groupLogger = logger
         groupLogger.logLevel = max(logger.logLevel, .info)
@@ -90,5 +57,43 @@ extension StoreService {
         await checkpointAtStop()
         logger.info("store \(store.id) offline")
         if let failure { throw wiring.lifecycle.failure ?? failure }
+    }
+
+    /// The stages, in the order they start (and stop in reverse).
+    private func stages(_ wiring: Wiring, processor: RequestProcessor) -> [any Service] {
+        [
+            // First, so that it stops last: the lease is renewed through the drain.
+            LeaseRenewal(database: database, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
+            wiring.heartbeat,
+            JournalLagWatch(
+                mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
+                checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
+            GaugeSampler(
+                metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, database: database,
+                lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling,
+                maximumWatches: configuration.maximumWatches, fullReportEvery: timing.pauseReport, logger: logger),
+            OutboxPublisher(
+                client: wiring.publisher, database: database, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
+                topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
+                acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
+                alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
+            ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry),
+            AdminQueries(
+                client: wiring.publisher, topics: topics, database: database, clock: clock, logger: logger, metrics: metrics,
+                gaugeInterval: .seconds(60)),
+            ApplyStage(
+                processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
+                lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
+            SessionWatch(
+                client: wiring.session, events: wiring.sessionEvents, database: database, lifecycle: wiring.lifecycle,
+                liveness: wiring.liveness, fence: wiring.fence, store: store.id, instance: instance,
+                republish: { [republish = wiring.republish, arrived = wiring.requestArrived] in
+                    republish.raise()
+                    arrived.yield()
+                },
+                refreshView: { try await self.refreshView(wiring) },
+                logger: logger, probeInterval: timing.retry, readTimeout: timing.staleAfter, reportEvery: timing.pauseReport,
+                metrics: metrics, health: health),
+        ]
     }
 }

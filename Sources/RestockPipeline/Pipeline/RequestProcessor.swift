@@ -311,38 +311,12 @@ package final class RequestProcessor: Sendable {
         case .stock, .forget, .deadLetter:
             customer = nil
         }
-        let decoded = Result { () throws(RequestRefusal) -> StoreRequest in
-            guard !request.retained else { throw RequestDecoder.retainedRequest }
-            guard request.size <= RequestDecoder.maximumPayloadSize else { throw RequestDecoder.tooLarge(request.size) }
-            switch (kind, customer) {
-            case (.subscribe, let id?): return try RequestDecoder.subscribe(id, payload: request.payload)
-            case (.unsubscribe, let id?): return try RequestDecoder.unsubscribe(id, payload: request.payload)
-            case (.forget, _): return try RequestDecoder.forget(payload: request.payload)
-            case (.deadLetter, _): return try RequestDecoder.deadLetter(payload: request.payload)
-            default: return try RequestDecoder.stock(payload: request.payload)
-            }
-        }
-
         do {
-            switch try decoded.get() {
+            switch try Self.decode(request, as: kind, from: customer) {
             case .subscribe(let who, let sku, let mode, let minQuantity, let expiresAt):
-                let expiresAt = try expiry(of: expiresAt)
-                let outcome = try perform { () throws(RestockError) in
-                    try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
-                }
-                if outcome.isKept, let expiresAt { expiryCheck.withLock { $0 = min($0, expiresAt) } }
-                if outcome.isChanged {
-                    if outcome.isKept { changes.save(outcome.watch) } else { changes.remove(WatchKey(customer: who, sku: sku)) }
-                }
-                if let alert = outcome.alert {
-                    changes.publications.append(publication(of: alert))
-                    changes.alerts.append(alert)
-                    changes.alertsRaised[sku, default: 0] += 1
-                }
-                tally.alerts += outcome.alert == nil ? 0 : 1
-                tally.applied[.subscribe, default: 0] += 1
+                try subscribe(
+                    who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt, request, into: &changes, tally: &tally)
                 mirrors.insert(who)
-                logAccepted(request, "subscribe", who, sku: sku, position: outcome.watch.position)
             case .unsubscribe(let who, let sku):
                 let removed = store.unsubscribe(who, from: sku)
                 if removed != nil { changes.remove(WatchKey(customer: who, sku: sku)) }
@@ -372,5 +346,43 @@ package final class RequestProcessor: Sendable {
             changes.publications.append(
                 Publication(key: "error:\(request.seq):\(UUID().uuidString)", topic: topic, payload: report.payloadBytes(), retain: false))
         }
+    }
+
+    /// The request `request` of `kind`, from `customer` (for a customer's request), decoded — or why it is refused.
+    private static func decode(
+        _ request: JournaledRequest, as kind: RestockTopics.Request, from customer: CustomerID?
+    ) throws(RequestRefusal) -> StoreRequest {
+        guard !request.retained else { throw RequestDecoder.retainedRequest }
+        guard request.size <= RequestDecoder.maximumPayloadSize else { throw RequestDecoder.tooLarge(request.size) }
+        switch (kind, customer) {
+        case (.subscribe, let id?): return try RequestDecoder.subscribe(id, payload: request.payload)
+        case (.unsubscribe, let id?): return try RequestDecoder.unsubscribe(id, payload: request.payload)
+        case (.forget, _): return try RequestDecoder.forget(payload: request.payload)
+        case (.deadLetter, _): return try RequestDecoder.deadLetter(payload: request.payload)
+        default: return try RequestDecoder.stock(payload: request.payload)
+        }
+    }
+
+    /// Applies a subscribe: the watch saved (or removed, when its terms end it), and its alert when the SKU is in stock.
+    private func subscribe(
+        _ who: CustomerID, to sku: SKU, mode: WatchMode, minQuantity: Int, expiresAt: Date?, _ request: JournaledRequest,
+        into changes: inout StoreChanges, tally: inout BatchTally
+    ) throws(RequestRefusal) {
+        let expiresAt = try expiry(of: expiresAt)
+        let outcome = try perform { () throws(RestockError) in
+            try store.subscribe(who, to: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt)
+        }
+        if outcome.isKept, let expiresAt { expiryCheck.withLock { $0 = min($0, expiresAt) } }
+        if outcome.isChanged {
+            if outcome.isKept { changes.save(outcome.watch) } else { changes.remove(WatchKey(customer: who, sku: sku)) }
+        }
+        if let alert = outcome.alert {
+            changes.publications.append(publication(of: alert))
+            changes.alerts.append(alert)
+            changes.alertsRaised[sku, default: 0] += 1
+        }
+        tally.alerts += outcome.alert == nil ? 0 : 1
+        tally.applied[.subscribe, default: 0] += 1
+        logAccepted(request, "subscribe", who, sku: sku, position: outcome.watch.position)
     }
 }

@@ -213,9 +213,19 @@ struct OutboxPublisher: Service {
     /// Returns once the store's session is up again, or paused by the store itself, or the store stops (a graceful
     /// drain goes on); while it is lost and not decided (``StoreLifecycle/holdsPublications``), nothing more is sent.
     /// Throws when a newer instance took the store over: it stops at once.
+    /// Woken by the lifecycle's change (the session watch decides within a liveness window) or by the stop, never by a
+    /// clock.
     private func waitForTheSession() async throws {
-        while lifecycle.holdsPublications, !stopping.isStopping {
-            try await Task.sleep(for: .milliseconds(10))  // the session watch decides within a liveness window
+        while true {
+            let change = lifecycle.nextChange(), stop = stopping.beginning
+            guard lifecycle.holdsPublications, !stopping.isStopping else { break }
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await change.wait() }
+                group.addTask { _ = await stop.wait() }
+                await group.next()
+                group.cancelAll()
+            }
+            try Task.checkCancellation()
         }
         if lifecycle.takenOverBy != nil { throw CancellationError() }
     }

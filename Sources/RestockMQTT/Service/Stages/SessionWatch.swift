@@ -117,6 +117,10 @@ struct SessionWatch: Service {
         // stays down until it can, so that it is never taken back from a newer instance on an unread status.
         let clock = ContinuousClock(), since = clock.now
         var reported: ContinuousClock.Instant?
+        // Read again soon after a failure, then less often, up to the probe interval: a broker back after an outage of
+        // any length is read within that interval.
+        let retry = MQTTBackoff(initialDelay: min(.milliseconds(200), probeInterval), maximumDelay: probeInterval)
+        var attempt = 0
         while true {
             do {
                 try await withDeadline(readTimeout.seconds, waitingFor: "the broker's answer to reading the store's status") {
@@ -135,7 +139,8 @@ struct SessionWatch: Service {
                         metadata: [StoreLoggingKeys.error: "\(error)", StoreLoggingKeys.reason: "for \(Int((clock.now - since).seconds)) s"])
                     reported = clock.now
                 }
-                try await Task.sleep(for: min(.milliseconds(100), probeInterval))
+                try await Task.sleep(for: retry.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1)))
+                attempt = min(attempt + 1, 62)
             }
         }
         // A newer instance took the session (libmosquitto does not pass on MQTT 5's "session taken over"): its status

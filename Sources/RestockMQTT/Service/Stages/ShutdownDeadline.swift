@@ -15,6 +15,9 @@ final class ShutdownDeadline: Sendable {
     /// Returns `true` once the drain has begun, or `false` when the waiting task is cancelled first.
     func begun() async -> Bool { await started.wait() }
 
+    /// Opened when the drain begins.
+    var beginning: Latch { started }
+
     /// Whether the store is stopping.
     var isStopping: Bool { deadline.withLock { $0 != nil } }
 
