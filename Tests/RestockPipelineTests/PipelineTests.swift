@@ -29,7 +29,7 @@ struct PipelineTests {
             committed = HandOff(capacity: 10_000, wakeup: wakeup)
             store = try Store(id: apple, restoring: try database.loadSnapshot())
             processor = try RequestProcessor(
-                store: store, topics: appleTopics, database: database, requests: requests, committed: committed,
+                store: store, topics: appleTopics, storage: database, requests: requests, committed: committed,
                 logger: Logger(label: "test"), clock: { Date(timeIntervalSinceReferenceDate: 0) }, trimEvery: trimEvery)
         }
 

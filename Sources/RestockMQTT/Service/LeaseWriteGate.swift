@@ -13,7 +13,7 @@ import RestockPipeline
 /// A renewal that fails for another reason (a full disk, a lock held) falls back to reading the lease; a lease that
 /// cannot be read at all lets the write go, as the commits, fenced themselves, still refuse a stale owner.
 struct LeaseWriteGate: MQTTWriteGate {
-    let lease: StoreLease
+    let lease: any StoreOwnership
     let lifecycle: StoreLifecycle
 
     func mayWrite() -> Bool {

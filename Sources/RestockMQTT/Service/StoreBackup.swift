@@ -12,8 +12,6 @@ public enum StoreBackup {
     ///   not an empty directory (nothing is written then); a ``StorageError`` naming the file that could not be read
     ///   or written (what was written is removed).
     public static func copy(from source: URL, to destination: URL) async throws -> Int {
-        try await withTaskExecutorPreference(PipelineExecutor(label: "restock.backup")) {
-            try DataDirectoryBackup.copy(from: source, to: destination)
-        }
+        try await SQLiteStorage.backup(from: source, to: destination)
     }
 }

@@ -6,9 +6,9 @@ extension StoreService {
     /// what the store deleted since its last checkpoint (a forgotten customer's messages, acknowledged since) is then in
     /// no file of the data directory (docs/operations.md, "Forgetting a customer").
     func checkpointAtStop() async {
-        await withTaskExecutorPreference(database.executor) {
+        await storage.withExecutor {
             do {
-                try database.checkpoint()
+                try storage.checkpoint()
             } catch {
                 logger.warning("cannot checkpoint the data directory's write-ahead logs as the store stops", metadata: [StoreLoggingKeys.error: "\(error)"])
             }

@@ -16,18 +16,18 @@ extension StoreService {
     ///
     /// A normal start (no mark) reads one row and goes on.
     func reconcileRestoredState(_ wiring: Wiring) async throws {
-        guard try await withTaskExecutorPreference(database.executor, operation: { try database.isRestored }) else { return }
+        guard try await storage.withExecutor({ try storage.isRestored }) else { return }
         let started = ContinuousClock.now
         let retained = try await retainedTopics(on: wiring.publisher)
-        let (published, cleared) = try await withTaskExecutorPreference(database.executor) {
+        let (published, cleared) = try await storage.withExecutor {
             var changes = StoreChanges()
-            changes.publications = try RequestProcessor.retainedPublications(of: core, in: database, topics: topics, at: clock())
+            changes.publications = try RequestProcessor.retainedPublications(of: core, in: storage, topics: topics, at: clock())
             let owned = Set(changes.publications.map(\.topic))
             let stale = retained.subtracting(owned).sorted()
             changes.publications += stale.map { Publication(key: $0, topic: $0, payload: [], retain: true) }
             // Before any request of this run: nothing for the fence to hold (its messages go out as the outbox is read).
-            wiring.fence.pass(try database.commit(changes), through: 0)
-            try database.restoreReconciled()
+            wiring.fence.pass(try storage.commit(changes), through: 0)
+            try storage.restoreReconciled()
             return (owned.count, stale.count)
         }
         wiring.outboxGrew.yield()

@@ -9,9 +9,9 @@ extension StoreService {
     /// reverse: the session watch closes the session first, the applying stage ends after its batch, the publisher
     /// drains the outbox, and the heartbeat says offline last.
     func runStages(_ wiring: Wiring) async throws {
-        let processor = try await withTaskExecutorPreference(database.executor) {
+        let processor = try await storage.withExecutor {
             try RequestProcessor(
-                store: core, topics: topics, database: database, requests: wiring.journaled, committed: wiring.committed,
+                store: core, topics: topics, storage: storage, requests: wiring.journaled, committed: wiring.committed,
                 logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics,
                 watchLifetime: configuration.watchLifetime.map { $0.seconds }, fence: wiring.fence, view: store)
         }
@@ -63,29 +63,29 @@ extension StoreService {
     private func stages(_ wiring: Wiring, processor: RequestProcessor) -> [any Service] {
         [
             // First, so that it stops last: the lease is renewed through the drain.
-            LeaseRenewal(database: database, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
+            LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
             wiring.heartbeat,
             JournalLagWatch(
                 mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
                 checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
             GaugeSampler(
-                metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, database: database,
+                metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, storage: storage,
                 lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling,
                 maximumWatches: configuration.maximumWatches, fullReportEvery: timing.pauseReport, logger: logger),
             OutboxPublisher(
-                client: wiring.publisher, database: database, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
+                client: wiring.publisher, storage: storage, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
                 acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
                 alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
             ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry),
             AdminQueries(
-                client: wiring.publisher, topics: topics, database: database, clock: clock, logger: logger, metrics: metrics,
+                client: wiring.publisher, topics: topics, storage: storage, clock: clock, logger: logger, metrics: metrics,
                 gaugeInterval: .seconds(60)),
             ApplyStage(
-                processor: processor, database: database, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
+                processor: processor, storage: storage, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
                 lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
             SessionWatch(
-                client: wiring.session, events: wiring.sessionEvents, database: database, lifecycle: wiring.lifecycle,
+                client: wiring.session, events: wiring.sessionEvents, storage: storage, lifecycle: wiring.lifecycle,
                 liveness: wiring.liveness, fence: wiring.fence, store: store.id, instance: instance,
                 republish: { [republish = wiring.republish, arrived = wiring.requestArrived] in
                     republish.raise()

@@ -45,10 +45,10 @@ extension StoreService {
             outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             journaled = HandOff(capacity: StoreService.handOffCapacity, wakeup: requestArrived)
             committed = HandOff(capacity: StoreService.handOffCapacity, wakeup: outboxWakeups.continuation)
-            fence = DeliveryFence(outboxThrough: service.database.lastOutboxPlace, committed: committed)
+            fence = DeliveryFence(outboxThrough: service.storage.lastOutboxPlace, committed: committed)
 
             let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
-            let gate = LeaseWriteGate(lease: service.database.lease, lifecycle: lifecycle)
+            let gate = LeaseWriteGate(lease: service.storage.ownership, lifecycle: lifecycle)
             publisher = try service.connector.connection(
                 clientID: SessionClientIDs.publisher(of: store, instance: service.instance, prefix: topics.prefix), session: .clean,
                 will: MQTTWill(topic: try MQTTTopic(topics.status), payload: offline.payloadBytes(), retain: true),
@@ -59,7 +59,7 @@ extension StoreService {
             session = try service.connector.connection(
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
                 journal: RequestJournal(
-                    database: service.database, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
+                    storage: service.storage, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
                     metrics: service.metrics, fence: fence),
                 writeGate: gate)
             sessionEvents = session.connectionEvents()
@@ -67,7 +67,7 @@ extension StoreService {
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             heartbeat = Heartbeat(
                 client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
-                lifecycle: lifecycle, lease: service.database.lease, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
+                lifecycle: lifecycle, lease: service.storage.ownership, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
                 goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
         }
 

@@ -120,7 +120,7 @@ public final class StoreService: Service, Sendable {
     let core: Store
     /// The store's topics.
     public let topics: RestockTopics
-    let database: StoreDatabase
+    let storage: any StoreStorage
     let logger: Logger
     let clock: @Sendable () -> Date
     /// This store process, in its status: one live instance per store id.
@@ -144,12 +144,12 @@ public final class StoreService: Service, Sendable {
             connector: MosquittoConnector(settings: configuration.connection, logger: logger), timing: .contract, health: health)
     }
 
-    /// A store whose connections come from `connector`, waiting by `timing` (tests: a broker in memory, and
-    /// intervals of milliseconds).
+    /// A store whose connections come from `connector`, waiting by `timing`, its state in `storage` (by default SQLite
+    /// in the configuration's data directory) — tests: a broker and a storage in memory, and intervals of milliseconds.
     package init(
         configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
         connector: any BrokerConnector, timing: StoreTiming, health: StoreHealth = StoreHealth(),
-        takeover: Takeover? = nil
+        takeover: Takeover? = nil, storage backend: (any StoreStorageBackend)? = nil
     ) throws {
         self.health = health
         self.connector = connector
@@ -181,11 +181,12 @@ public final class StoreService: Service, Sendable {
                 metrics.observerFailures.increment()
                 logger.warning("an in-process observer failed", metadata: [StoreLoggingKeys.error: "\(error)", "alert": "\(alert.id)"])
             })
-        self.database = try StoreDatabase(
-            directory: configuration.dataDirectory, store: configuration.store,
-            claim: takeover.map { .takeover(instance: instance, lock: $0.lock, seen: $0.seen) } ?? .exclusive(instance: instance))
-        for migration in database.migrations { logger.info("\(migration)") }
-        self.previousInstance = try database.replaceInstance(with: instance)
+        let backend = backend ?? SQLiteStorage(directory: configuration.dataDirectory)
+        self.storage = try backend.open(
+            for: configuration.store,
+            claim: takeover.map { .takeover(instance: instance, lock: $0.lock, seen: $0.seen) } ?? .exclusive(instance: instance), now: Date())
+        for migration in storage.migrations { logger.info("\(migration)") }
+        self.previousInstance = try storage.replaceInstance(with: instance)
         let (store, maximum) = (self.store, configuration.maximumWatches)
         health.watching { (store.watchCount, maximum) }
     }
@@ -219,8 +220,8 @@ public final class StoreService: Service, Sendable {
         // The data directory is free once run() returns: a program that embeds the store may start one on it at once.
         // The lease goes first (unless a newer owner holds it: then nothing is written).
         defer {
-            database.lease.release()
-            database.releaseDirectory()
+            storage.ownership.release()
+            storage.releaseDirectory()
         }
         do {
             let wiring = try Wiring(service: self)
@@ -246,9 +247,9 @@ public final class StoreService: Service, Sendable {
     private func start(_ wiring: Wiring) async throws -> Bool {
         // The lease is renewed while the store starts too (a broker that is not there yet may keep it long), and by the
         // stage ``LeaseRenewal`` once it runs.
-        let renewal = Task { [database = self.database, lifecycle = wiring.lifecycle, interval = timing.leaseRenewal, logger] in
-            let renewal = LeaseRenewal(database: database, lifecycle: lifecycle, interval: interval, logger: logger)
-            await withTaskExecutorPreference(database.executor) {
+        let renewal = Task { [storage = self.storage, lifecycle = wiring.lifecycle, interval = timing.leaseRenewal, logger] in
+            let renewal = LeaseRenewal(storage: storage, lifecycle: lifecycle, interval: interval, logger: logger)
+            await storage.withExecutor {
                 while (try? await Task.sleep(for: interval)) != nil { try? renewal.renew() }
             }
         }
@@ -268,7 +269,7 @@ public final class StoreService: Service, Sendable {
                 // Renewed once the start is done; a standby that took the lease over meanwhile (a start stalled past its
                 // lifetime) stops this one before it says online.
                 if let lost = wiring.lifecycle.leaseLost { throw lost }
-                try await withTaskExecutorPreference(self.database.executor) { try self.database.lease.renew(at: Date()) }
+                try await self.storage.withExecutor { try self.storage.ownership.renew(at: Date()) }
                 wiring.lifecycle.sessionConnected()
                 wiring.liveness.wentOnline(own: self.instance)
                 // At QoS 0, as every online status (Heartbeat): written now, never sent again after a reconnect. A connection
@@ -298,10 +299,10 @@ public final class StoreService: Service, Sendable {
 
     /// Reads the state saved in the data directory into ``store``, on the pipeline's thread.
     private func restore() async throws {
-        try await withTaskExecutorPreference(database.executor) {
-            let (snapshot, skipped) = try database.loadSnapshotReportingSkipped()
-            for row in skipped.prefix(20) { logger.error("skipped a row of the database that holds no valid record: \(row)") }
-            if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the database in all") }
+        try await storage.withExecutor {
+            let (snapshot, skipped) = try storage.loadSnapshotReportingSkipped()
+            for row in skipped.prefix(20) { logger.error("skipped a row of the storage that holds no valid record: \(row)") }
+            if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the storage in all") }
             core.restore(snapshot)
             logger.info(
                 "restored store \(configuration.store)",
@@ -460,5 +461,5 @@ public final class StoreService: Service, Sendable {
     }
 
     /// How many requests and messages wait in the queues, and how many watches are stored.
-    public func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) { try database.queueLengths() }
+    public func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) { try storage.queueLengths() }
 }

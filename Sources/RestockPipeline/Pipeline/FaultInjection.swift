@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// Faults injected on purpose by the tests and the reliability run (`make reliability`), named by the
 /// environment variable `RESTOCK_FAULT`. Compiled in debug builds only (`RESTOCK_FAULT_INJECTION`, see
@@ -31,12 +30,6 @@ enum FaultInjection {
         guard let fault, fault.hasPrefix(prefix) else { return nil }
         return String(fault.dropFirst(prefix.count))
     }()
-
-    /// Throws what SQLite throws on a full disk, for a write to `path`, while `RESTOCK_FAULT=disk-full-while:` says so.
-    static func failIfDiskFull(writing path: String) throws(StorageError) {
-        guard let flag = diskFullFlag, FileManager.default.fileExists(atPath: flag) else { return }
-        throw StorageError(.write, path, cause: DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full (injected)"))
-    }
 
     /// Traps when `payload` is the request chosen by `RESTOCK_FAULT=trap-on-request:TEXT`.
     static func trapIfChosen(_ payload: [UInt8]) {

@@ -42,7 +42,7 @@ extension RequestProcessor {
     /// again).
     private func readDeadLetter(_ seq: Int64) -> JournaledRequest? {
         do {
-            return try database.deadLetter(seq)
+            return try storage.deadLetter(seq)
         } catch {
             logger.error("cannot read the dead-letter table", metadata: [StoreLoggingKeys.error: "\(error)"])
             return nil

@@ -42,7 +42,7 @@ extension RequestProcessor {
     func expireDue(into changes: inout StoreChanges, refreshing mirrors: inout Set<CustomerID>) throws {
         let now = clock()
         guard expiryCheck.withLock({ $0 <= now }) else { return }
-        let due = try database.expiredWatches(at: now, limit: Self.expiryBatch)
+        let due = try storage.expiredWatches(at: now, limit: Self.expiryBatch)
         var ended = 0
         for key in due {
             guard let watch = store.expire(key.customer, of: key.sku, at: now) else { continue }
@@ -58,7 +58,7 @@ extension RequestProcessor {
         }
         metrics.watchesExpired.increment(by: ended)
         // More due than one lookup ends: look again at once; otherwise not before the next watch's time.
-        let next = due.count >= Self.expiryBatch ? now : try database.nextExpiry(after: now) ?? .distantFuture
+        let next = due.count >= Self.expiryBatch ? now : try storage.nextExpiry(after: now) ?? .distantFuture
         expiryCheck.withLock { $0 = next }
     }
 

@@ -37,8 +37,8 @@ extension RequestProcessor {
     /// but for what the outbox still holds for the broker (the empty mirror and the answer, forgotten once acknowledged).
     func eraseForgotten(through last: Int64) {
         do {
-            try database.log.trim(through: last)
-            try database.checkpoint()
+            try storage.trimJournal(through: last)
+            try storage.checkpoint()
         } catch {
             logger.error(
                 "cannot yet erase a forgotten customer's requests from the data directory; the next forget or trim does",

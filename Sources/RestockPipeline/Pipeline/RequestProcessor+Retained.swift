@@ -7,9 +7,9 @@ extension RequestProcessor {
     /// to publish. Whoever asks says why.
     package func republishRetained() throws {
         var changes = StoreChanges()
-        changes.publications = try Self.retainedPublications(of: store, in: database, topics: topics, at: clock())
+        changes.publications = try Self.retainedPublications(of: store, in: storage, topics: topics, at: clock())
         guard !changes.publications.isEmpty else { return }
-        pass(try database.commit(changes), through: appliedThrough)
+        pass(try storage.commit(changes), through: appliedThrough)
         let mirrors = changes.publications.filter { $0.topic.hasPrefix("\(topics.root)/customers/") }.count
         logger.notice(
             "publishing every retained topic again",
@@ -19,15 +19,15 @@ extension RequestProcessor {
     /// Every retained topic the store owns, as the store has it now: each SKU's inventory, and each customer's mirror —
     /// also one that says the customer watches nothing, for each customer the store has told so.
     package static func retainedPublications(
-        of store: Store, in database: StoreDatabase, topics: RestockTopics, at now: Date
+        of store: Store, in storage: any StoreStorage, topics: RestockTopics, at now: Date
     ) throws -> [Publication] {
         var publications: [Publication] = []
-        for (sku, quantity) in try database.inventory() {
+        for (sku, quantity) in try storage.inventory() {
             let record = InventoryRecord(store: store.id, sku: sku, quantity: quantity, updatedAt: now)
             let topic = topics.inventory(sku)
             publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
         }
-        let customers = Set(store.snapshot.watches.map(\.customer)).union(try database.mirroredCustomers())
+        let customers = Set(store.snapshot.watches.map(\.customer)).union(try storage.mirroredCustomers())
         for customer in customers.sorted() {
             let mirror = SubscriptionsMirror(store: store.id, customer: customer, watches: store.watchlist(of: customer), updatedAt: now)
             let topic = topics.subscriptions(customer)

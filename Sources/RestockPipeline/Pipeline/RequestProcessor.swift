@@ -14,7 +14,7 @@ import Synchronization
 package final class RequestProcessor: Sendable {
     let store: Store
     let topics: RestockTopics
-    let database: StoreDatabase
+    let storage: any StoreStorage
     let logger: Logger
     let clock: @Sendable () -> Date
     /// Where journaled requests arrive in memory.
@@ -71,7 +71,7 @@ package final class RequestProcessor: Sendable {
     /// Picks up where the last process left the log: after the last request applied, with the requests of
     /// a batch it died applying as suspects.
     package init(
-        store: Store, topics: RestockTopics, database: StoreDatabase, requests: HandOff<JournaledRequest>,
+        store: Store, topics: RestockTopics, storage: any StoreStorage, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
         rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil,
         fence: DeliveryFence? = nil, view: StoreView? = nil
@@ -84,14 +84,14 @@ package final class RequestProcessor: Sendable {
         self.rateLimiter = Mutex(CustomerRateLimiter(rateLimit))
         self.store = store
         self.topics = topics
-        self.database = database
+        self.storage = storage
         self.requests = requests
         self.committed = committed
         self.logger = logger
         self.clock = clock
-        let processed = try database.processedThrough()
+        let processed = try storage.processedThrough()
         var progress = Progress(lastApplied: processed, suspectsThrough: 0, trimmedThrough: 0)
-        if let (attempt, faulted, kills) = try database.lastAttempt(), attempt.last > processed {
+        if let (attempt, faulted, kills) = try storage.lastAttempt(), attempt.last > processed {
             if attempt.isSuspectAlone {
                 // Applied alone, it died again: of a fault, the request is the cause; killed (SIGKILL, the OOM
                 // killer), it was not, and it is tried alone once more — up to a bound, in case a fault ever
@@ -163,7 +163,7 @@ package final class RequestProcessor: Sendable {
         while true {
             let (readingLog, lastApplied) = progress.withLock { ($0.readingLog, $0.lastApplied) }
             if readingLog {
-                let logged = try database.journaledRequests(after: lastApplied, limit: Self.batchSize)
+                let logged = try storage.journaledRequests(after: lastApplied, limit: Self.batchSize)
                 if !logged.isEmpty { return logged }
                 progress.withLock { $0.readingLog = false }
             }
@@ -190,7 +190,7 @@ package final class RequestProcessor: Sendable {
         // Watches past their time end before any request of the batch can alert them (read before the attempt begins:
         // a read that fails is no request's fault).
         try expireDue(into: &changes, refreshing: &mirrorsToRefresh)
-        try database.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
+        try storage.beginAttempt(Attempt(first: first.seq, last: last.seq, suspectsThrough: suspectsThrough), kills: kills)
         var tally = BatchTally()
         let started = ContinuousClock.now
         for request in batch { apply(request, to: &changes, refreshing: &mirrorsToRefresh, tally: &tally) }
@@ -210,18 +210,18 @@ package final class RequestProcessor: Sendable {
         let messages: [CommittedPublication]
         do {
             let started = ContinuousClock.now
-            messages = try database.commit(changes)
+            messages = try storage.commit(changes)
             metrics.commitDuration.record(duration: .now - started)
         } catch let error as StorageError where error.isRetriable {
-            database.endAttempt()  // not the requests' fault
+            storage.endAttempt()  // not the requests' fault
             pendingCommit.withLock { $0 = (changes, last) }
             throw error
         } catch {
-            database.failAttempt()
+            storage.failAttempt()
             throw error
         }
         pendingCommit.withLock { $0 = nil }
-        database.endAttempt()
+        storage.endAttempt()
         progress.withLock { $0.lastApplied = last }
         view?.deliverCommitted(changes.alerts)
         if !changes.forgotten.isEmpty { eraseForgotten(through: last) }
@@ -245,7 +245,7 @@ package final class RequestProcessor: Sendable {
         let (applied, trimmed) = progress.withLock { ($0.lastApplied, $0.trimmedThrough) }
         guard applied - trimmed >= trimEvery else { return }
         do {
-            try database.log.trim(through: applied)
+            try storage.trimJournal(through: applied)
             progress.withLock { $0.trimmedThrough = applied }
         } catch {
             // Trimming only frees room: a log that cannot be written now is trimmed at a later request.
@@ -267,7 +267,7 @@ package final class RequestProcessor: Sendable {
         let report = ErrorReport(refusal: refusal, topic: request.topic, at: now)
         // With no valid customer to answer, the admin's errors topic hears of it.
         let topic = errorsTopic(for: request.topic) ?? topics.adminErrors
-        let error = try database.deadLetter(
+        let error = try storage.deadLetter(
             request, error: Publication(key: "error:\(request.seq):request-failed", topic: topic, payload: report.payloadBytes(), retain: false),
             reason: what, at: now)
         progress.withLock { $0.lastApplied = request.seq }

@@ -14,7 +14,7 @@ import ServiceLifecycle
 struct AdminQueries: Service {
     let client: any BrokerConnection
     let topics: RestockTopics
-    let database: StoreDatabase
+    let storage: any StoreStorage
     let clock: @Sendable () -> Date
     let logger: Logger
     let metrics: StoreMetrics
@@ -58,7 +58,7 @@ struct AdminQueries: Service {
 
     /// The report as of now, read on the pipeline's thread.
     private func report(sku: SKU?) async throws -> StoreReport {
-        try await withTaskExecutorPreference(database.executor) { try database.report(at: clock(), sku: sku) }
+        try await storage.withExecutor { try storage.report(at: clock(), sku: sku) }
     }
 
     private func answer(_ message: MQTTMessage, report: Bool) async {
@@ -77,7 +77,7 @@ struct AdminQueries: Service {
                 payload = figures.payloadBytes()
             } else {
                 guard request.sku == nil else { throw RequestRefusal(code: .invalidField, detail: "a dead-letter list takes no \"sku\"") }
-                let entries = try await withTaskExecutorPreference(database.executor) { try database.deadLetterList() }
+                let entries = try await storage.withExecutor { try storage.deadLetterList() }
                 payload = DeadLetterList(store: topics.store.rawValue, id: request.id, at: Timestamp.string(from: clock()), deadLetters: entries)
                     .payloadBytes()
             }

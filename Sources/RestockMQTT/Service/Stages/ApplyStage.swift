@@ -13,7 +13,7 @@ import Synchronization
 /// publishing what is committed. On graceful shutdown it ends after the batch it is applying.
 struct ApplyStage: Service {
     let processor: RequestProcessor
-    let database: StoreDatabase
+    let storage: any StoreStorage
     /// Woken when the journal has passed requests on (or the session watch asks for a republish).
     let wakeups: AsyncStream<Void>
     let republishRequested: Flag
@@ -24,7 +24,7 @@ struct ApplyStage: Service {
     let retryInterval: Duration
 
     func run() async throws {
-        try await withTaskExecutorPreference(database.executor) {
+        try await storage.withExecutor {
             do {
                 try await cancelWhenGracefulShutdown {
                     for await _ in wakeups { try await applyWaiting() }

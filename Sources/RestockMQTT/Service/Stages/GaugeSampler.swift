@@ -18,7 +18,7 @@ struct GaugeSampler: Service {
     /// The last request applied.
     let applied: @Sendable () -> Int64
     let store: Store
-    let database: StoreDatabase
+    let storage: any StoreStorage
     let lifecycle: StoreLifecycle
     let fence: DeliveryFence
     let interval: Duration
@@ -61,7 +61,7 @@ struct GaugeSampler: Service {
     private func sampleOutbox() async throws {
         while true {
             // A store that cannot read its outbox now (a lock) keeps the last figure.
-            if let depth = try? await withTaskExecutorPreference(database.executor, operation: { try database.outboxDepth() }) {
+            if let depth = try? await storage.withExecutor({ try storage.outboxDepth() }) {
                 metrics.outboxDepth.record(depth)
             }
             try await Task.sleep(for: interval)

@@ -21,7 +21,7 @@ struct Heartbeat: Service {
     let onlineSince: Date
     let lifecycle: StoreLifecycle
     /// The data directory's lease, checked before each beat: a store that lost it says nothing more.
-    let lease: StoreLease
+    let lease: any StoreOwnership
     /// Woken when the status should be published now (besides the heartbeat's own interval).
     let triggers: AsyncStream<Void>
     let trigger: AsyncStream<Void>.Continuation

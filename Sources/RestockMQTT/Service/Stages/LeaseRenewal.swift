@@ -14,18 +14,18 @@ import ServiceLifecycle
 /// refused by the lock whatever its clock says (found by an outside trial: a start with its clock 5 s ahead took the
 /// lease from the live standby-turned-owner), and a standby of its own takes over the moment it ends.
 struct LeaseRenewal: Service {
-    let database: StoreDatabase
+    let storage: any StoreStorage
     let lifecycle: StoreLifecycle
     let interval: Duration
     let logger: Logger
 
-    var lease: StoreLease { database.lease }
+    var lease: any StoreOwnership { storage.ownership }
 
     func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    if !database.holdsLock { group.addTask { try await adoptTheLock() } }
+                    if !storage.holdsLock { group.addTask { try await adoptTheLock() } }
                     group.addTask { try await renewals() }
                     try await group.waitForAll()
                 }
@@ -39,7 +39,7 @@ struct LeaseRenewal: Service {
     /// never on Swift's cooperative pool, whose few threads a write waiting for the writer would hold (in a process
     /// running many stores — the tests — stores then took over a minute to come online).
     private func renewals() async throws {
-        try await withTaskExecutorPreference(database.executor) {
+        try await storage.withExecutor {
             while true {
                 try await Task.sleep(for: interval)
                 try renew()
@@ -50,7 +50,7 @@ struct LeaseRenewal: Service {
     /// Takes the directory's lock once the process it was taken over from lets it go.
     private func adoptTheLock() async throws {
         do {
-            guard try await database.adoptTheLockWhenFree() else { return }
+            guard try await storage.adoptTheLockWhenFree() else { return }
             logger.notice("the store process this one took over from has ended: this one holds the data directory's lock now")
         } catch where error.kind == .leaseLost {
             lifecycle.loseLease(error)

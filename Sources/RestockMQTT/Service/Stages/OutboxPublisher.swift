@@ -16,7 +16,7 @@ import Synchronization
 struct OutboxPublisher: Service {
     /// The store's publishing connection.
     let client: any BrokerConnection
-    let database: StoreDatabase
+    let storage: any StoreStorage
     /// What the applying stage committed, in memory.
     let committed: HandOff<CommittedPublication>
     /// How far the outbox may be read from the file: later messages are held until their requests are confirmed.
@@ -44,7 +44,7 @@ struct OutboxPublisher: Service {
     static let round = 1_000
 
     init(
-        client: any BrokerConnection, database: StoreDatabase, committed: HandOff<CommittedPublication>, fence: DeliveryFence,
+        client: any BrokerConnection, storage: any StoreStorage, committed: HandOff<CommittedPublication>, fence: DeliveryFence,
         wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
         logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration, metrics: StoreMetrics,
         alertExpiry: UInt32? = nil
@@ -54,7 +54,7 @@ struct OutboxPublisher: Service {
         self.lifecycle = lifecycle
         self.acknowledgementGrace = acknowledgementGrace
         self.client = client
-        self.database = database
+        self.storage = storage
         self.committed = committed
         self.fence = fence
         (self.wakeups, self.wake) = wakeups
@@ -69,12 +69,12 @@ struct OutboxPublisher: Service {
     /// acknowledged, says how much is left for the next start, and ends. Cancelled, it ends at once, recording the
     /// acknowledgements it has.
     func run() async throws {
-        let executor = database.executor
+        let executor = storage.executor
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask(executorPreference: executor) {
                     // What the outbox held before this start is read from it first; so is everything after a lost connection.
-                    let reader = OutboxReader(database: database, committed: committed, fence: fence, topics: topics, logger: logger)
+                    let reader = OutboxReader(storage: storage, committed: committed, fence: fence, topics: topics, logger: logger)
                     for await _ in wakeups {
                         try await drain(reader)
                         guard stopping.isStopping else { continue }
@@ -100,7 +100,7 @@ struct OutboxPublisher: Service {
             wake.yield()
         }
         guard stopping.isStopping else { return }
-        let left = (try? database.queueLengths().outbox) ?? -1
+        let left = (try? storage.queueLengths().outbox) ?? -1
         if left > 0 {
             logger.notice("stopping with \(left) messages (alerts, mirrors, inventory) left in the outbox; the next start sends them")
         } else {
@@ -202,7 +202,7 @@ struct OutboxPublisher: Service {
             }
         }
         do {
-            try database.acknowledge(messages: messages, batches: batches)
+            try storage.acknowledge(messages: messages, batches: batches)
         } catch let error as StorageError where error.isRetriable {
             logger.debug("cannot record acknowledgements now; keeping them", metadata: [StoreLoggingKeys.error: "\(error)"])
             unrecorded.keep(messages: messages, batches: batches)
@@ -235,7 +235,7 @@ struct OutboxPublisher: Service {
     /// (a lock, a full disk) does not hold the round up: the lease's renewal decides.
     private func checkLease() throws {
         do {
-            try database.lease.check()
+            try storage.ownership.check()
         } catch where error.kind == .leaseLost {
             lifecycle.loseLease(error)
             throw CancellationError()
@@ -256,7 +256,7 @@ struct OutboxPublisher: Service {
     /// memory as the applying stage commits, from the database while catching up (at start-up, after a lost
     /// connection, or when memory spilled). Used on the pipeline's thread (``PipelineExecutor``).
     private final class OutboxReader: Sendable {
-        let database: StoreDatabase
+        let storage: any StoreStorage
         let committed: HandOff<CommittedPublication>
         let fence: DeliveryFence
         let topics: RestockTopics
@@ -282,8 +282,8 @@ struct OutboxPublisher: Service {
 
         private let position = Mutex(Position())
 
-        init(database: StoreDatabase, committed: HandOff<CommittedPublication>, fence: DeliveryFence, topics: RestockTopics, logger: Logger) {
-            self.database = database
+        init(storage: any StoreStorage, committed: HandOff<CommittedPublication>, fence: DeliveryFence, topics: RestockTopics, logger: Logger) {
+            self.storage = storage
             self.committed = committed
             self.fence = fence
             self.topics = topics
@@ -324,7 +324,7 @@ struct OutboxPublisher: Service {
                     else {
                         // Not written by this store: nothing to send, and it must not block the rest.
                         logger.error("dropping an unreadable batch of alerts from the outbox", metadata: [StoreLoggingKeys.seq: "\(entry.seq)"])
-                        try database.acknowledge(messages: [entry.seq], batches: [])
+                        try storage.acknowledge(messages: [entry.seq], batches: [])
                         continue
                     }
                     position.batch = (entry.seq, alerts, entry.sent)
@@ -333,7 +333,7 @@ struct OutboxPublisher: Service {
                 if position.readingDatabase {
                     // Only what the fence has let through: a held message comes from memory once released.
                     let released = fence.releasedThrough
-                    let rows = try database.pendingPublications(after: position.seq, limit: limit - round.count).prefix { $0.seq <= released }
+                    let rows = try storage.pendingPublications(after: position.seq, limit: limit - round.count).prefix { $0.seq <= released }
                     guard !rows.isEmpty else {
                         position.readingDatabase = false
                         continue

@@ -18,7 +18,7 @@ import RestockPipeline
 /// session before acknowledging it, so it waits on the broker with every later one, and the journal pauses
 /// (``StoreLifecycle``) until the session watch finds the log writable again.
 struct RequestJournal: MQTTInboundJournal {
-    let database: StoreDatabase
+    let storage: any StoreStorage
     let topics: RestockTopics
     /// Where the applying stage takes the requests.
     let requests: HandOff<JournaledRequest>
@@ -41,7 +41,7 @@ struct RequestJournal: MQTTInboundJournal {
         // Paused or failed: refuse at once (the session is being dropped).
         guard !lifecycle.isPaused(.journal), lifecycle.failure == nil else { return messages.map { _ in .refused } }
         do {
-            let journaled = try database.journal(batch: entries)
+            let journaled = try storage.journal(batch: entries)
             if let first = journaled.first, let last = journaled.last {
                 mark.journaled(through: last.seq)
                 fence.journaled(batch: number, from: first.seq, through: last.seq)

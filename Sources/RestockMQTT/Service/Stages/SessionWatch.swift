@@ -21,7 +21,7 @@ struct SessionWatch: Service {
     let client: any BrokerConnection
     /// The session's connection events, made before it first connected.
     let events: AsyncStream<MQTTConnectionEvent>
-    let database: StoreDatabase
+    let storage: any StoreStorage
     let lifecycle: StoreLifecycle
     let liveness: StoreLiveness
     /// Holds what unconfirmed requests led to; released once the watch decides the session is this store's.
@@ -106,7 +106,7 @@ struct SessionWatch: Service {
             if let failure = lifecycle.failure { throw failure }
             try await Task.sleep(for: probeInterval)
             do {
-                try await withTaskExecutorPreference(database.executor) { try database.log.probe() }
+                try await storage.withExecutor { try storage.probeJournal() }
                 lifecycle.resume(.journal)
             } catch let error as StorageError where error.isRetriable {
                 lifecycle.pause(.journal, because: error)  // logged again once a minute

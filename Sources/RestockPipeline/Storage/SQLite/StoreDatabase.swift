@@ -13,14 +13,20 @@ import Synchronization
 /// ``StateReader`` (the snapshot), ``StateWriter`` (the commit), ``Outbox``, ``DeadLetters``, ``StoreMeta``,
 /// ``PairCheck``, ``EarlierInbox``, and ``AttemptRecord`` (the `attempt` file). A lock on the directory keeps a
 /// second store process out.
-package final class StoreDatabase: Sendable {
+package final class StoreDatabase: StoreStorage {
     /// The data directory.
     package let directory: URL
     /// The write-ahead log of requests.
     package let log: RequestLog
     /// The thread the running store's SQLite work goes to — the pipeline's stages run there — off Swift's
     /// cooperative pool.
-    package let executor = PipelineExecutor(label: "restock.pipeline")
+    package let pipelineExecutor = PipelineExecutor(label: "restock.pipeline")
+
+    /// The pipeline's thread (``pipelineExecutor``): the SQLite writer's calls belong there.
+    package var executor: (any TaskExecutor)? { pipelineExecutor }
+
+    /// The lease (``lease``).
+    package var ownership: any StoreOwnership { lease }
 
     /// The directory's `flock`; `nil` for a standby that took the lease over from a store that still holds it (frozen),
     /// until that process lets it go (``adoptLock(_:)``).
@@ -230,6 +236,12 @@ package final class StoreDatabase: Sendable {
             JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
         }
     }
+
+    /// Forgets the requests of the log through `seq`.
+    package func trimJournal(through seq: Int64) throws { try log.trim(through: seq) }
+
+    /// Whether the request log can be written now (``RequestLog/probe()``).
+    package func probeJournal() throws { try log.probe() }
 
     /// The place in the request log of the last request applied (or set aside); 0 before the first.
     package func processedThrough() throws -> Int64 { try reader.processedThrough() }

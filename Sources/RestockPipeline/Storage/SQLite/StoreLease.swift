@@ -15,7 +15,7 @@ import Synchronization
 /// owner's wall clock is noted (`renewedAt`). A standby judges the owner alive by seeing the counter change, timed by
 /// its own monotonic clock (``LeaseWatch``); a normal start, which must answer at once, reads `renewedAt` against this
 /// machine's clock, which errs only towards refusing.
-package final class StoreLease: Sendable {
+package final class StoreLease: StoreOwnership {
     /// The lease as the file holds it.
     package struct Holder: Sendable, Equatable {
         /// The fencing token of the owner.

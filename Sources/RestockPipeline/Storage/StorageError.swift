@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 #if canImport(Glibc)
 import Glibc
@@ -7,8 +6,9 @@ import Glibc
 import Darwin
 #endif
 
-/// A failure of one of the store's files: which file, what was being done with it, its ``Kind``, and the cause as
-/// SQLite or the system gave it (kept as `any Error`: no SQLite type is part of this API).
+/// A failure of the store's storage: which file (or database), what was being done with it, its ``Kind``, and the cause
+/// as the backend or the system gave it (kept as `any Error`: no backend's type is part of this API; a backend's own
+/// errors say their kind as a ``StorageFailure``).
 ///
 /// ``isRetriable`` is the one place that decides whether trying again can help: a full disk, a file another process
 /// holds locked, an I/O error may pass by themselves; a damaged file and a lost lease will not. The running store
@@ -46,7 +46,7 @@ public struct StorageError: Error, CustomStringConvertible {
     public let path: String
     /// What the store was doing with it.
     public let action: Action
-    /// What SQLite or the system said: SQLite's error, a `POSIXError`, or a ``LeaseLost``.
+    /// What the backend or the system said: the backend's error (SQLite's), a `POSIXError`, or a ``LeaseLost``.
     public let cause: any Error
 
     /// A failure to do `action` with the file at `path`, for `cause`.
@@ -66,8 +66,8 @@ public struct StorageError: Error, CustomStringConvertible {
         StorageError(.write, path, cause: LeaseLost(owner: owner, epoch: epoch))
     }
 
-    /// SQLite's extended result code, when SQLite refused.
-    var resultCode: ResultCode? { (cause as? DatabaseError)?.extendedResultCode }
+    /// The backend's own error, when the backend refused.
+    private var failure: (any StorageFailure)? { cause as? any StorageFailure }
 
     /// The system's error number, when a system call failed (also one Foundation wrapped in an `NSError`).
     public var errno: Int32? {
@@ -84,15 +84,9 @@ public struct StorageError: Error, CustomStringConvertible {
     /// What kind of failure it is.
     public var kind: Kind {
         if cause is LeaseLost { return .leaseLost }
-        if isDiskFull { return .full }
-        if let code = resultCode?.primaryResultCode {
-            switch code {
-            case .SQLITE_BUSY, .SQLITE_LOCKED: return .locked
-            case .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_NOMEM: return .unavailable
-            default: return .corrupt
-            }
-        }
+        if let failure { return failure.kind(at: path) }
         if let errno {
+            if [ENOSPC, EDQUOT].contains(errno) { return .full }
             if [EAGAIN, EWOULDBLOCK].contains(errno) { return .locked }
             if [EIO, EINTR, ENOMEM, EROFS, EMFILE, ENFILE].contains(errno) { return .unavailable }
         }
@@ -113,14 +107,7 @@ public struct StorageError: Error, CustomStringConvertible {
     public var leaseLost: LeaseLost? { cause as? LeaseLost }
 
     /// Whether the disk (or the file system's quota) is full.
-    public var isDiskFull: Bool {
-        if cause is LeaseLost { return false }
-        if resultCode?.primaryResultCode == .SQLITE_FULL || errno == ENOSPC || errno == EDQUOT { return true }
-        // SQLite reports some writes the disk refused (growing its shared-memory file) as I/O errors, and a file it
-        // could not make for want of inodes as "cannot open", without errno.
-        guard [.SQLITE_IOERR, .SQLITE_CANTOPEN].contains(resultCode?.primaryResultCode) else { return false }
-        return (FreeSpace.bytes(near: path).map { $0 < 64 * 1024 } ?? false) || FreeSpace.inodes(near: path) == 0
-    }
+    public var isDiskFull: Bool { kind == .full }
 
     /// Whether another process holds the file locked (beyond the busy timeout).
     public var isLocked: Bool { kind == .locked }
@@ -131,13 +118,7 @@ public struct StorageError: Error, CustomStringConvertible {
             return "instance \(lost.owner) took the data directory's lease over (epoch \(lost.epoch)): this process writes and publishes nothing more"
         }
         if isDiskFull { return FreeSpace.inodes(near: path) == 0 ? "the disk is full: no free inodes are left" : "the disk is full" }
-        if let error = cause as? DatabaseError {
-            switch error.resultCode {
-            case .SQLITE_BUSY, .SQLITE_LOCKED: return "the file is locked by another process (\(error.message ?? "database is locked"))"
-            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return "the file is damaged or not a database (\(error.message ?? "corrupt"))"
-            default: return "\(error.message ?? "SQLite error") (SQLite error \(error.extendedResultCode.rawValue))"
-            }
-        }
+        if let failure { return failure.reason }
         if let errno { return String(cString: strerror(errno)) }
         let error = cause as NSError
         return error.localizedFailureReason ?? error.localizedDescription
@@ -154,14 +135,25 @@ public struct StorageError: Error, CustomStringConvertible {
 }
 
 extension StorageError: Equatable {
-    /// The same file, action, kind, SQLite result code, system error number and lease holder.
+    /// The same file, action, kind, backend error code, system error number and lease holder.
     public static func == (lhs: StorageError, rhs: StorageError) -> Bool {
-        lhs.path == rhs.path && lhs.action == rhs.action && lhs.kind == rhs.kind && lhs.resultCode == rhs.resultCode
+        lhs.path == rhs.path && lhs.action == rhs.action && lhs.kind == rhs.kind && lhs.failure?.code == rhs.failure?.code
             && lhs.errno == rhs.errno && lhs.leaseLost == rhs.leaseLost
     }
 }
 
-/// Runs a database access on `path`, turning what GRDB throws into a ``StorageError``.
+/// A backend's own error (SQLite's, in Storage/SQLite/), which says what kind of failure it is: the one thing
+/// ``StorageError`` asks of a backend.
+package protocol StorageFailure: Error {
+    /// What kind of failure it is, for a file at `path` (whose free space may decide it).
+    func kind(at path: String) -> StorageError.Kind
+    /// Why, in a few words, as the backend says it.
+    var reason: String { get }
+    /// The backend's code for it, to tell two errors apart.
+    var code: Int { get }
+}
+
+/// Runs a storage access on `path`, turning what the backend throws into a ``StorageError``.
 package func storageAccess<T>(_ action: StorageError.Action, _ path: String, _ body: () throws -> T) throws(StorageError) -> T {
     do {
         return try body()
