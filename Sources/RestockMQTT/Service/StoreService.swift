@@ -301,8 +301,8 @@ public final class StoreService: Service, Sendable {
     private func restore() async throws {
         try await storage.withExecutor {
             let (snapshot, skipped) = try storage.loadSnapshotReportingSkipped()
-            for row in skipped.prefix(20) { logger.error("skipped a row of the storage that holds no valid record: \(row)") }
-            if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the storage in all") }
+            for row in skipped.prefix(20) { logger.error("skipped a row of the database that holds no valid record: \(row)") }
+            if skipped.count > 20 { logger.error("skipped \(skipped.count) rows of the database in all") }
             core.restore(snapshot)
             logger.info(
                 "restored store \(configuration.store)",
