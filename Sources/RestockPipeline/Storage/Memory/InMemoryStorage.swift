@@ -151,13 +151,7 @@ package final class InMemoryStorage: StoreStorage {
     package var lastOutboxPlace: Int64 { nextOutboxPlace.withLock { $0 - 1 } }
 
     package func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
-        read { state in state.outbox.entries.isEmpty ? [] : Self.pending(in: state.outbox, after: seq, limit: limit) }
-    }
-
-    /// The messages of `outbox` after `seq`, at most `limit`, as the publisher sends them.
-    private static func pending(in outbox: PlaceOrdered<InMemoryState.OutboxEntry>, after seq: Int64, limit: Int) -> [PendingPublication] {
-        let entries = outbox.entries.drop { $0.place <= seq }
-        return (limit < 0 ? entries : entries.prefix(limit)).map { $0.element.pending(at: $0.place) }
+        read { $0.outbox.entries(after: seq, limit: limit).map { $0.element.pending(at: $0.place) } }
     }
 
     package func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {

@@ -38,11 +38,15 @@ struct PlaceOrdered<Element: Sendable>: Sendable {
         return index > 0 && entries[index - 1].place == place ? index - 1 : nil
     }
 
-    /// The values after `place`, in order, at most `limit` of them; a negative `limit` sets no bound, as in SQLite's `LIMIT`.
-    func elements(after place: Int64, limit: Int) -> [Element] {
+    /// The entries after `place`, in order, at most `limit` of them; a negative `limit` sets no bound, as in SQLite's
+    /// `LIMIT`.
+    func entries(after place: Int64, limit: Int) -> ArraySlice<Entry> {
         let tail = entries[firstIndex(after: place)...]
-        return (limit < 0 ? tail : tail.prefix(limit)).map(\.element)
+        return limit < 0 ? tail : tail.prefix(limit)
     }
+
+    /// The values after `place`, in order, at most `limit` of them (``entries(after:limit:)``).
+    func elements(after place: Int64, limit: Int) -> [Element] { entries(after: place, limit: limit).map(\.element) }
 
     /// How many values come after `place`.
     func count(after place: Int64) -> Int { entries.count - firstIndex(after: place) }
