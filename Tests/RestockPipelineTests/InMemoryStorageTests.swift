@@ -379,7 +379,9 @@ struct InMemoryStorageTests {
         }
         _ = try Self.journalOne(first)
         first.ownership.release()
+        #expect(backend.volume.isInUse)
         first.releaseDirectory()
+        #expect(!backend.volume.isInUse)
         #expect(backend.volume.lease == (1, ""))
         let second = try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
         #expect(backend.volume.lease == (2, "bbbbbbbbbbbb"))
