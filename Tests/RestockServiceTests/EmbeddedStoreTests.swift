@@ -35,10 +35,10 @@ struct EmbeddedStoreTests {
         let running = try await StoreServiceTests.started(on: broker)
         let view = running.service.store
         let seen = Mutex<[(customer: String, position: UInt64, committed: Bool)]>([])
-        let data = running.dataDirectory
+        let storage = running.storage
         let everyone = view.observeAll { alert in
             // Committed: the alert's watch is already gone from the database (a once watch ends with its alert).
-            let committed = (try? StoreDatabase.queueLengths(readingOnly: data).watches) == 0
+            let committed = (try? storage.queueLengths().watches) == 0
             seen.withLock { $0.append((alert.customer.rawValue, alert.position, committed)) }
         }
         for name in ["carol", "alice", "bob"] { broker.publish(Array("mac".utf8), to: "restock/apple/subscribe/\(name)") }

@@ -16,8 +16,8 @@ struct StoreServiceTests {
         ("restock/apple/subscribe/\(customer)", Array(sku.utf8))
     }
 
-    static func started(on broker: InMemoryBroker, drainTimeout: Duration = .seconds(5), prepare: (URL) throws -> Void = { _ in }) async throws -> RunningStore {
-        let store = try RunningStore(on: broker, drainTimeout: drainTimeout, prepare: prepare)
+    static func started(on broker: InMemoryBroker, storage: TestStorage = .memory(), drainTimeout: Duration = .seconds(5)) async throws -> RunningStore {
+        let store = try RunningStore(on: broker, storage: storage, drainTimeout: drainTimeout)
         try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
         return store
     }
@@ -51,7 +51,7 @@ struct StoreServiceTests {
     static func waitForStock(_ sku: String, _ quantity: Int, in store: RunningStore) async throws {
         let item = try SKU(sku)
         try await waitUntil("\(sku) at \(quantity), committed", within: 60, pollEvery: .milliseconds(5)) {
-            (try? StoreDatabase.snapshot(readingOnly: store.dataDirectory).inventory[item]) == quantity
+            (try? store.storage.snapshot().inventory[item]) == quantity
         }
     }
 
@@ -83,7 +83,7 @@ struct StoreServiceTests {
         #expect(broker.status?.instance == "newer0000000", "the old instance said something over the winner's status")
         // A request now goes to the newer session, not to the old store.
         broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/late")
-        #expect(try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).inbox == 0)
+        #expect(try store.queueLengths().inbox == 0)
         #expect(store.log.text.contains("took over"))
     }
 
@@ -97,7 +97,7 @@ struct StoreServiceTests {
         let inventory = try await Subscriber(broker, filter: appleTopics.inventoryFilter)
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         try await waitUntil("alice's watch, its mirror acknowledged", within: 60, pollEvery: .milliseconds(5)) {
-            let queues = try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory)
+            let queues = try? store.queueLengths()
             return queues?.watches == 1 && queues?.outbox == 0
         }
         // The publisher waits for the acknowledgements of the first change while the second commits behind it.
@@ -117,7 +117,7 @@ struct StoreServiceTests {
         }
         broker.releaseAcknowledgements()
         try await waitUntil("the first change acknowledged", within: 60, pollEvery: .milliseconds(5)) {
-            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).outbox).map { $0 <= 1 } ?? false
+            (try? store.queueLengths().outbox).map { $0 <= 1 } ?? false
         }
         broker.releaseSubscriptionAnswers()
         let result = try await takeover
@@ -185,7 +185,7 @@ struct StoreServiceTests {
         broker.holdProbeAnswers(of: session)
         broker.publish(Array(#"{"sku":"ipad","set":3}"#.utf8), to: "restock/apple/admin/stock")
         try await Self.waitForStock("ipad", 3, in: store)
-        #expect(try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).outbox == 1, "committed, held")
+        #expect(try store.queueLengths().outbox == 1, "committed, held")
         // The session's connection ends (another connection of its client id, gone at once): the probe is never answered.
         let intruder = try broker.connection(clientID: session, session: .persistent)
         _ = try await intruder.connect()
@@ -258,7 +258,7 @@ struct StoreServiceTests {
         let customers = (0..<300).map { "c\($0)" }
         for customer in customers { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
         try await waitUntil("300 watches, their mirrors acknowledged", within: 60, pollEvery: .milliseconds(5)) {
-            let queues = try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory)
+            let queues = try? store.queueLengths()
             return queues?.watches == 300 && queues?.outbox == 0
         }
         // The broker holds every acknowledgement from now on: the publisher waits for zed's mirror's, having found
@@ -279,7 +279,7 @@ struct StoreServiceTests {
         broker.releaseAcknowledgements()
         try await stopping.value.get()
         #expect(Set(alerts.messages.map(\.topic)).count == 300)
-        #expect(try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).outbox == 0)
+        #expect(try store.queueLengths().outbox == 0)
         #expect(broker.status?.reason == .stopped)
         #expect(store.log.text.contains("the outbox is empty"))
     }
@@ -299,7 +299,7 @@ struct StoreServiceTests {
         try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) {
-            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 1
+            (try? store.queueLengths().watches) == 1
         }
         #expect(!store.log.text.contains("misuse"), "\(store.log.text.suffix(800))")
         try await store.stop().get()
@@ -311,7 +311,7 @@ struct StoreServiceTests {
         let store = try await Self.started(on: broker, drainTimeout: .milliseconds(50))
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) {
-            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 1
+            (try? store.queueLengths().watches) == 1
         }
         broker.holdAcknowledgements()
         broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
@@ -325,10 +325,40 @@ struct StoreServiceTests {
         broker.releaseAcknowledgements()
     }
 
+    @Test("a store started again on the same volume in memory finds its watches, its stock and what its outbox kept")
+    func restartOnTheVolume() async throws {
+        let broker = InMemoryBroker()
+        let volume = InMemoryVolume()
+        let first = try await Self.started(on: broker, storage: .memory(volume), drainTimeout: .milliseconds(50))
+        broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
+        broker.publish(Self.subscribe("bob", "mac").payload, to: Self.subscribe("bob", "mac").topic)
+        try await waitUntil("both watches", within: 60, pollEvery: .milliseconds(5)) { (try? first.queueLengths().watches) == 2 }
+        // Alice's alert stays in the outbox: the broker acknowledges nothing until the next start.
+        broker.holdAcknowledgements()
+        broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
+        try await Self.waitForStock("ipad", 1, in: first)
+        await first.stop()
+        #expect(volume.lease.owner.isEmpty, "the lease was released")
+        #expect(volume.queueLengths().outbox > 0, "nothing was left in the outbox")
+        broker.releaseAcknowledgements()
+        let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
+        let second = try await Self.started(on: broker, storage: .memory(volume))
+        #expect(volume.lease.epoch == 2)
+        #expect(second.service.store.watchCount == 1, "bob's watch is restored; alice's once watch ended with its alert")
+        #expect(volume.snapshot().inventory[try SKU("ipad")] == 1)
+        try await waitUntil("alice's alert, sent by the second store", within: 60, pollEvery: .milliseconds(5)) {
+            !alerts.payloads(RestockAlert.self, on: "restock/apple/customers/alice/alerts").isEmpty
+        }
+        await second.stop()
+    }
+
     @Test("a stage that fails for good stops the store: it drains, says offline, and ends with the stage and the cause")
     func stageFailure() async throws {
         let broker = InMemoryBroker()
-        let store = try await Self.started(on: broker)
+        // On SQLite: a second connection changes its file while it runs.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("service-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try await Self.started(on: broker, storage: .sqlite(directory))
         // From now on the state refuses to queue boom's mirror, and so to commit the batch that makes it (a trigger
         // added by a second connection while the store runs).
         var configuration = Configuration()
@@ -382,7 +412,7 @@ struct StoreServiceTests {
         broker.start()
         for customer in ["a", "b", "c"] { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
         try await waitUntil("3 watches", within: 60, pollEvery: .milliseconds(5)) {
-            (try? StoreDatabase.queueLengths(readingOnly: store.dataDirectory).watches) == 3
+            (try? store.queueLengths().watches) == 3
         }
         await store.stop()
     }
@@ -433,7 +463,7 @@ struct StoreClientTests {
 struct AlertIDTests {
     func alertIDs(_ broker: InMemoryBroker, data: URL, restock quantity: Int) async throws -> [String] {
         let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
-        let store = try RunningStore(on: broker, dataDirectory: data)
+        let store = try RunningStore(on: broker, storage: .sqlite(data))
         try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) {
             broker.status?.isOnline == true && broker.status?.instance == store.service.instance
         }

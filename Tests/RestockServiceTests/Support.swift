@@ -16,13 +16,56 @@ func sku(_ raw: String) -> SKU { try! SKU(raw) }
 /// The contract's intervals a hundred times shorter: a heartbeat every 20 ms.
 let fast = StoreTiming.contract.scaled(down: 100)
 
+/// Where a test's store keeps its state: a volume in memory (the default: no disk, and a store started again on the same
+/// volume finds its state), or SQLite in a data directory, for tests that look at or change its files.
+enum TestStorage: Sendable {
+    /// The memory backend, on this volume.
+    case memory(InMemoryVolume)
+    /// SQLite in this data directory, which the test owns (and removes).
+    case sqlite(URL)
+
+    /// A new, empty volume in memory.
+    static func memory() -> TestStorage { .memory(InMemoryVolume()) }
+
+    /// The backend a store service opens.
+    var backend: any StoreStorageBackend {
+        switch self {
+        case .memory(let volume): InMemoryStorageBackend(volume: volume)
+        case .sqlite(let directory): SQLiteStorage(directory: directory)
+        }
+    }
+
+    /// The data directory of SQLite; for memory, a path never made: the configuration needs one, the backend uses none.
+    var dataDirectory: URL {
+        if case .sqlite(let directory) = self { return directory }
+        return URL(filePath: "/nonexistent/restock-memory")
+    }
+
+    /// The state as a store would restore it, read while a store may run on it.
+    func snapshot() throws -> StoreSnapshot {
+        switch self {
+        case .memory(let volume): volume.snapshot()
+        case .sqlite(let directory): try StoreDatabase.snapshot(readingOnly: directory)
+        }
+    }
+
+    /// How many requests wait in the journal, messages in the outbox, and watches in the state, read as ``snapshot()``.
+    func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
+        switch self {
+        case .memory(let volume): volume.queueLengths()
+        case .sqlite(let directory): try StoreDatabase.queueLengths(readingOnly: directory)
+        }
+    }
+}
+
 /// A store service running in this process on an ``InMemoryBroker``, in a `ServiceGroup` of its own (so a test can
-/// stop it gracefully, as SIGTERM does).
+/// stop it gracefully, as SIGTERM does), its state in memory unless the test asks for SQLite (``TestStorage``).
 final class RunningStore: Sendable {
     let service: StoreService
     let group: ServiceGroup
     let run: Task<Void, any Error>
-    let dataDirectory: URL
+    /// Where its state is: a store started on it again finds it.
+    let storage: TestStorage
     let log: LogCapture
     /// How its run ended, once it has.
     private let ending = RunEnding()
@@ -30,27 +73,18 @@ final class RunningStore: Sendable {
     private final class RunEnding: Sendable {
         let result = Mutex<Result<Void, any Error>?>(nil)
     }
-    /// Whether it made its data directory (and removes it when done).
-    private let ownsDataDirectory: Bool
 
-    init(
-        on broker: InMemoryBroker, dataDirectory: URL? = nil, drainTimeout: Duration = .seconds(5), timing: StoreTiming = fast,
-        prepare: (URL) throws -> Void = { _ in }
-    ) throws {
-        ownsDataDirectory = dataDirectory == nil
-        let dataDirectory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("service-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        try prepare(dataDirectory)
-        self.dataDirectory = dataDirectory
+    init(on broker: InMemoryBroker, storage: TestStorage = .memory(), drainTimeout: Duration = .seconds(5), timing: StoreTiming = fast) throws {
+        self.storage = storage
         let log = LogCapture()
         self.log = log
         var logger = Logger(label: "test.store", factory: { _ in log })
         logger.logLevel = .info
         service = try StoreService(
             configuration: .init(
-                connection: BrokerSettings(broker: .hostname("in-memory")), store: apple, dataDirectory: dataDirectory,
+                connection: BrokerSettings(broker: .hostname("in-memory")), store: apple, dataDirectory: storage.dataDirectory,
                 drainTimeout: drainTimeout, customerRequestRate: nil),
-            logger: logger, connector: broker, timing: timing)
+            logger: logger, connector: broker, timing: timing, storage: storage.backend)
         group = ServiceGroup(configuration: .init(services: [service], logger: logger))
         run = Task { [group, ending] in
             do {
@@ -62,6 +96,12 @@ final class RunningStore: Sendable {
             }
         }
     }
+
+    /// The data directory of a store on SQLite; for one in memory, a path never made (``TestStorage/dataDirectory``).
+    var dataDirectory: URL { storage.dataDirectory }
+
+    /// How many requests wait in the journal, messages in the outbox, and watches in its state, read while it runs.
+    func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) { try storage.queueLengths() }
 
     /// Stops it gracefully (SIGTERM) and waits for it to end, for at most 120 s; returns how its run ended (a failure
     /// with the timeout when it did not: a store that goes on fails the test instead of hanging the whole run).
@@ -84,10 +124,7 @@ final class RunningStore: Sendable {
     /// Whether its run has ended.
     var hasEnded: Bool { ending.result.withLock { $0 != nil } }
 
-    deinit {
-        run.cancel()
-        if ownsDataDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
-    }
+    deinit { run.cancel() }
 }
 
 /// Log lines kept in memory.

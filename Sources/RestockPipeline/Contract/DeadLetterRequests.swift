@@ -43,15 +43,21 @@ public struct DeadLetterList: Codable, Sendable, Hashable {
 }
 
 extension DeadLetterList.Entry {
+    /// The entry of `request`, set aside for `reason` at `failedAt` (seconds since 1970, as every backend keeps it).
+    init(_ request: JournaledRequest, reason: String, failedAt: Double) {
+        id = request.seq
+        topic = request.topic
+        payload = String(validating: request.payload, as: UTF8.self)
+        payloadBase64 = Data(request.payload).base64EncodedString()
+        size = request.size
+        retained = request.retained
+        self.reason = reason
+        self.failedAt = Timestamp.string(from: Date(timeIntervalSince1970: failedAt))
+    }
+
+    /// The entry of a row of SQLite's dead-letter table.
     init(_ record: DeadLetterRecord) {
-        id = record.seq
-        topic = record.topic
-        payload = String(validating: Array(record.payload), as: UTF8.self)
-        payloadBase64 = record.payload.base64EncodedString()
-        size = record.size
-        retained = record.retained
-        reason = record.reason
-        failedAt = Timestamp.string(from: Date(timeIntervalSince1970: record.failedAt))
+        self.init(record.request, reason: record.reason, failedAt: record.failedAt)
     }
 }
 

@@ -7,19 +7,15 @@ import RestockCore
 /// store's clock). Rows older than a day are folded into hour 0, which holds the rest of the store's life, so the table
 /// keeps at most about 26 rows per SKU.
 enum AlertFigures {
-    /// The hour `date` falls in.
-    static func hour(of date: Date) -> Int64 {
-        let seconds = date.timeIntervalSince1970
-        guard seconds.isFinite, seconds >= 3_600 else { return 1 }
-        return Int64(min(seconds, 1e15) / 3_600)
-    }
+    /// The hour `date` falls in (``ReportFigures/hour(of:)``).
+    static func hour(of date: Date) -> Int64 { ReportFigures.hour(of: date) }
 
     /// Adds `raised` alerts per SKU to the hour of `date`, and folds hours older than a day when it starts a new one.
     static func record(raised: [SKU: Int], at date: Date, in db: Database) throws {
         guard !raised.isEmpty else { return }
         let hour = hour(of: date)
         try add(raised.map { ($0.key.rawValue, $0.value) }, column: "raised", hour: hour, in: db)
-        try fold(before: hour - 23, in: db)
+        try fold(before: ReportFigures.firstHourOfDay(endingIn: hour), in: db)
     }
 
     /// Adds the alerts the broker acknowledged in one round — single messages by place, batches by place and how many of
@@ -71,7 +67,7 @@ enum AlertFigures {
 
     /// The figures of each SKU with a watch or an alert (or of `sku` alone), as of `now`.
     static func report(at now: Date, sku: SKU?, in db: Database) throws -> StoreReport {
-        let since = hour(of: now) - 23
+        let since = ReportFigures.firstHourOfDay(endingIn: hour(of: now))
         var skus: [String: StoreReport.SKUFigures] = [:]
         let filter = sku == nil ? "" : " WHERE sku = ?"
         let arguments: StatementArguments = sku.map { [$0.rawValue] } ?? []
@@ -95,12 +91,6 @@ enum AlertFigures {
             skus[name] = figures
         }
         let customers = try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT customer) FROM watch\(filter)", arguments: arguments) ?? 0
-        let list = skus.values.sorted { $0.sku < $1.sku }
-        return StoreReport(
-            customers: customers, watches: list.reduce(0) { $0 + $1.watching },
-            alertsRaised: StoreReport.Window(life: list.reduce(0) { $0 + $1.alertsRaised.life }, last24h: list.reduce(0) { $0 + $1.alertsRaised.last24h }),
-            alertsAcknowledged: StoreReport.Window(
-                life: list.reduce(0) { $0 + $1.alertsAcknowledged.life }, last24h: list.reduce(0) { $0 + $1.alertsAcknowledged.last24h }),
-            skus: list)
+        return ReportFigures.report(customers: customers, skus: skus)
     }
 }

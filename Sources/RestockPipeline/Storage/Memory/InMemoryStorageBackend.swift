@@ -1,0 +1,22 @@
+import Foundation
+import RestockCore
+
+/// The memory backend: a store's storage on an ``InMemoryVolume``, which outlives each storage opened on it — a store
+/// stopped and started again on the same volume in one process finds its state, as one started again on a data
+/// directory does. For tests of the service that need no disk.
+package struct InMemoryStorageBackend: StoreStorageBackend {
+    /// Where the state lives.
+    package let volume: InMemoryVolume
+
+    /// The backend of `volume` (by default a new, empty one).
+    package init(volume: InMemoryVolume = InMemoryVolume()) { self.volume = volume }
+
+    /// The volume's name.
+    package var location: String { volume.name }
+
+    /// Opens a storage on the volume, taking its lease as `claim` says (``InMemoryVolume/open(for:claim:)``); `now` is
+    /// not needed: no clock judges a lease in memory.
+    package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {
+        try InMemoryStorage(volume: volume, for: store, claim: claim)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import RestockCore
+import Synchronization
+
+/// Where a store's state lives in memory: what a data directory is to the SQLite backend. It outlives each storage
+/// opened on it (``InMemoryStorageBackend``), so that a store stopped and started again in the same process finds its
+/// state, and it holds the lease, so that two storages opened on it behave as two store processes on one data
+/// directory: a second normal start is refused while the first has not let it go, and a takeover fences the older
+/// owner's writes.
+package final class InMemoryVolume: Sendable {
+    /// What the volume holds, under its lock.
+    struct Contents: Sendable {
+        /// The store's state.
+        var state = InMemoryState()
+        /// The lease: its epoch (the fencing token, rising with every owner) and its holder's instance, empty once
+        /// released at a clean stop (or never taken).
+        var lease: (epoch: Int64, owner: String) = (0, "")
+        /// The storages opened on the volume that have not let it go yet (``InMemoryStorage/releaseDirectory()``), by
+        /// number: what the data directory's lock is to SQLite.
+        var open: Set<Int> = []
+        /// The number the next storage opened takes.
+        var nextNumber = 0
+    }
+
+    /// The volume's name, as logs and errors say where the storage is.
+    package let name: String
+    private let contents = Mutex(Contents())
+
+    /// An empty volume called `name` (by default a name of its own, `memory:` and a UUID).
+    package init(name: String = "memory:\(UUID().uuidString)") { self.name = name }
+
+    /// Runs `body` on the contents under the lock: one transaction.
+    @discardableResult
+    func withContents<T: Sendable, E: Error>(_ body: (inout Contents) throws(E) -> T) throws(E) -> T {
+        try contents.withLock { (contents: inout sending Contents) throws(E) -> T in try body(&contents) }
+    }
+
+    /// Opens the volume for `store` as `claim` says, and takes the lease at the epoch after the last one (a takeover
+    /// always takes it); returns the new storage's number, the epoch and the last place given to an outbox message.
+    /// - Throws: ``RestockMQTTError/dataDirectoryInUse(_:)`` for a normal start while another storage has not let the
+    ///   volume go; ``RestockMQTTError/dataDirectoryOfAnotherStore(_:owner:)`` when it holds another store's state.
+    func open(for store: StoreID, claim: StorageClaim) throws(RestockMQTTError) -> (number: Int, epoch: Int64, lastOutboxPlace: Int64) {
+        try withContents { (contents: inout Contents) throws(RestockMQTTError) in
+            let instance: String
+            switch claim {
+            case .exclusive(let claimant):
+                guard contents.open.isEmpty else { throw .dataDirectoryInUse(name) }
+                instance = claimant
+            case .takeover(let claimant, _, _): instance = claimant
+            }
+            if let owner = contents.state.store, owner != store { throw .dataDirectoryOfAnotherStore(name, owner: owner.rawValue) }
+            contents.state.store = store
+            contents.state.open()
+            contents.lease = (contents.lease.epoch + 1, instance)
+            let number = contents.nextNumber
+            contents.nextNumber += 1
+            contents.open.insert(number)
+            return (number, contents.lease.epoch, contents.state.lastOutboxPlace)
+        }
+    }
+
+    /// The storage numbered `number` lets the volume go: a normal start may open it now, once no other holds it.
+    func close(_ number: Int) { withContents { $0.open.remove(number) } }
+
+    // MARK: For tests
+
+    /// The lease as the volume holds it now.
+    package var lease: (epoch: Int64, owner: String) { withContents { $0.lease } }
+
+    /// Whether a storage opened on the volume has not let it go yet.
+    package var isInUse: Bool { withContents { !$0.open.isEmpty } }
+
+    /// Marks the state as a restored copy (what `restock backup` makes of a data directory), used by no store yet.
+    package func markRestored() {
+        withContents { contents in
+            contents.state.restored = true
+            contents.state.instance = nil
+        }
+    }
+
+    /// The state as a store would restore it, read while a store may run on the volume.
+    package func snapshot() -> StoreSnapshot { withContents { $0.state.snapshot().snapshot } }
+
+    /// How many requests wait in the journal, messages in the outbox, and watches in the state, read as ``snapshot()``.
+    package func queueLengths() -> (inbox: Int, outbox: Int, watches: Int) {
+        withContents { ($0.state.inboxLength, $0.state.messageCount, $0.state.watches.count) }
+    }
+}
