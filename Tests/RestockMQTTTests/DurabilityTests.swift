@@ -139,7 +139,9 @@ struct DurabilityTests {
         let clock = ContinuousClock(), stopped = clock.now
         try await store.send(SIGTERM)
         let took = clock.now - stopped
-        #expect(took < .seconds(8), "SIGTERM took \(took)")
+        // The drain gives up after its second; the rest is the process winding down. A store that waited for the broker
+        // would never end: the bound catches that, not a slow machine (8.5 s seen while another suite loaded it).
+        #expect(took < .seconds(30), "SIGTERM took \(took)")
         // Usually mid fan-out; on a fast machine the fan-out may have finished before the broker went.
         #expect(store.log.contains("left in the outbox") || store.log.contains("the outbox is empty"), "\(store.log.suffix(300))")
         try await broker.launch()
