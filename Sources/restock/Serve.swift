@@ -50,6 +50,8 @@ extension Restock {
         var standby = false
 
         func validate() throws {
+            // An empty path would be the working directory, where the store would then leave its files (an outside trial).
+            if let data, data.isEmpty { throw ValidationError("--data must name a directory, not be empty") }
             guard (0...1_000_000).contains(alertsPerUnit) else {
                 throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000")
             }

@@ -1,5 +1,7 @@
 import Foundation
 import LocalBroker
+import RestockCore
+import RestockPipeline
 import RestockTestSupport
 import Testing
 
@@ -26,5 +28,23 @@ struct StandbyDirectoryTests {
             #expect(errors.count == 1 && errors.first?.hasSuffix("Not a directory") == true, "\(result.standardError)")
         }
         #expect(try Data(contentsOf: file) == Data("not a directory".utf8), "the file was changed")
+    }
+
+    @Test("a standby of another store's data directory is refused in one line at once (it waited, then refused when the live store ended); an empty --data is refused too (it was the working directory)")
+    func anotherStoresDirectory() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("standby-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        // A data directory that holds store banana's state (a store opens it once, with no broker needed for that).
+        _ = try StoreDatabase(directory: scratch, store: StoreID("banana"))
+        let result = try await ChildProcess.run(
+            restockExecutable, ["serve", "--standby", "--store", "pear", "--broker", "mqtt://127.0.0.1:1", "--data", scratch.path], within: 30)
+        #expect(result.status == 1, "\(result.status) \(result.standardError)")
+        let errors = result.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }
+        #expect(errors.count == 1 && errors.first?.contains("banana") == true, "\(result.standardError)")
+
+        let empty = try await serveStandby(data: "")
+        #expect(empty.status != 0, "\(empty.standardError)")
+        #expect(empty.standardError.contains("--data must name a directory, not be empty"), "\(empty.standardError)")
     }
 }

@@ -39,7 +39,7 @@ public struct StoreLauncher: Service {
         }
         let directory = configuration.dataDirectory
         // A directory no store could use fails now, in one line, as a start does: never a standby that waits for ever.
-        try StoreDatabase.prepare(directory)
+        try StoreDatabase.prepare(directory, for: configuration.store)
         health.standby(on: directory)
         logger.info(
             "standby for store \(configuration.store): waiting for the live store process on \(directory.path) to stop, or to leave its lease unrenewed for \(StoreLease.lifetime.components.seconds) s")
@@ -74,18 +74,25 @@ public struct StoreLauncher: Service {
     }
 
     /// Waits until the live process has let the directory go (the directory's lock, taken here) or its lease lapsed
-    /// (not renewed for ``StoreLease/lifetime`` by this process's clock). With the lock, a lease whose holder did not
-    /// hold the lock (a standby that took over from a frozen store, still live) is watched on until it lapses. Ends with
-    /// a `CancellationError` when cancelled.
+    /// (not renewed for ``StoreLease/lifetime`` by this process's clock). Ends with a `CancellationError` when cancelled.
+    ///
+    /// The lock may come to this standby while the lease's holder is a live store without it — a standby that took over
+    /// from a frozen process, which then ended. The lock is that owner's to take (``StoreDatabase/adoptTheLockWhenFree()``):
+    /// this standby lets it go at once, and waits on it again once the owner holds it, so that the owner's end wakes it
+    /// (found by an outside trial: a second standby kept the lock, the owner never got it, and its end took 5–6 s to
+    /// notice instead of half a second).
     private func waitForTheOwnerToGo() async throws -> StoreService.Takeover {
         let directory = configuration.dataDirectory
-        // A look at the lease each second, and the lock once the kernel hands it over.
+        // A look at the lease each second, and the lock whenever the kernel hands it over.
         let (looks, look) = AsyncStream.makeStream(of: DirectoryLock?.self)
         let decision: StoreService.Takeover? = await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                guard let lock = await StoreDatabase.waitForLock(on: directory) else { return }
-                look.yield(lock)
+            func waitForTheLock() {
+                group.addTask {
+                    guard let lock = await StoreDatabase.waitForLock(on: directory) else { return }
+                    look.yield(lock)
+                }
             }
+            waitForTheLock()
             group.addTask {
                 while (try? await Task.sleep(for: Self.leaseLook)) != nil { look.yield(nil) }
             }
@@ -93,15 +100,26 @@ public struct StoreLauncher: Service {
             look.yield(nil)
             var watch = LeaseWatch(lifetime: StoreLease.lifetime)
             var lock: DirectoryLock?
+            var waitingForTheLock = true
             for await got in looks {
-                lock = lock ?? got
+                if let got {
+                    lock = got
+                    waitingForTheLock = false
+                }
                 let holder = StoreLease.holder(readingOnly: directory)
-                if let lock {
-                    // The lock's last holder is gone. Unless the lease is held by a process that never had the lock:
-                    guard let holder, !holder.holdsLock, !holder.isReleased else { return StoreService.Takeover(lock: lock, seen: holder) }
-                    if watch.lapsed(holder, at: .now) { return StoreService.Takeover(lock: lock, seen: holder) }
-                } else if let holder, watch.lapsed(holder, at: .now) {
+                let lapsed = holder.map { watch.lapsed($0, at: .now) } ?? false
+                if let held = lock {
+                    // The lock's last holder is gone. Unless the lease is held by a live process that never had the lock:
+                    guard let holder, !holder.holdsLock, !holder.isReleased, !lapsed else { return StoreService.Takeover(lock: held, seen: holder) }
+                    held.release()
+                    lock = nil
+                } else if let holder, lapsed {
                     return StoreService.Takeover(lock: nil, seen: holder)
+                }
+                // Wait on the lock again once nobody alive needs it more: the owner holds it, or there is no owner.
+                if !waitingForTheLock, holder.map({ $0.holdsLock || $0.isReleased }) ?? true {
+                    waitForTheLock()
+                    waitingForTheLock = true
                 }
             }
             return nil

@@ -245,37 +245,18 @@ public final class StoreService: Service, Sendable {
     /// Restores the state while it claims the store id, connects both connections and subscribes to the requests;
     /// then says online. Returns `false` when stopped (graceful shutdown) before it was online.
     private func start(_ wiring: Wiring) async throws -> Bool {
-        // The lease is renewed while the store starts too (a broker that is not there yet may keep it long), and by the
-        // stage ``LeaseRenewal`` once it runs.
-        let renewal = Task { [storage = self.storage, lifecycle = wiring.lifecycle, interval = timing.leaseRenewal, logger] in
-            let renewal = LeaseRenewal(storage: storage, lifecycle: lifecycle, interval: interval, logger: logger)
-            await storage.withExecutor {
-                while (try? await Task.sleep(for: interval)) != nil { try? renewal.renew() }
-            }
-        }
-        defer { renewal.cancel() }
         do {
             try await cancelWhenGracefulShutdown {
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await self.restore() }
-                    group.addTask {
-                        try await self.connectPublisher(wiring)
-                        try await self.claimTheStore(wiring)
-                        try await self.connectSession(wiring)
-                    }
-                    try await group.waitForAll()
+                try await withThrowingTaskGroup(of: Void.self) { starting in
+                    // The lease is renewed while the store starts too (a broker that is not there yet may keep it long),
+                    // and by the stage ``LeaseRenewal`` once it runs. Lost meanwhile (this process was frozen, and a standby
+                    // took over), the start ends with it at once: what it waits for may never come, its connections'
+                    // write gate having closed them (found by an outside trial: such a store hung, and ignored SIGTERM).
+                    starting.addTask { try await self.renewWhileStarting(wiring) }
+                    starting.addTask { try await self.startSteps(wiring) }
+                    try await starting.next()
+                    starting.cancelAll()
                 }
-                try await self.reconcileRestoredState(wiring)
-                // Renewed once the start is done; a standby that took the lease over meanwhile (a start stalled past its
-                // lifetime) stops this one before it says online.
-                if let lost = wiring.lifecycle.leaseLost { throw lost }
-                try await self.storage.withExecutor { try self.storage.ownership.renew(at: Date()) }
-                wiring.lifecycle.sessionConnected()
-                wiring.liveness.wentOnline(own: self.instance)
-                // At QoS 0, as every online status (Heartbeat): written now, never sent again after a reconnect. A connection
-                // lost meanwhile has the heartbeat say it once it is back.
-                try? await wiring.publisher.sendNow(wiring.heartbeat.onlineStatus().payloadBytes(), to: self.topics.status, retain: true)
-                    .acknowledged()
             }
         } catch is CancellationError {
             await wiring.session.disconnect()
@@ -283,6 +264,12 @@ public final class StoreService: Service, Sendable {
             await wiring.publisher.disconnect()
             logger.info("store \(store.id) stopped before it was online")
             return false
+        } catch let error as StorageError where error.kind == .leaseLost {
+            // A newer owner holds the data directory: nothing more goes out, not even the claim's withdrawal.
+            await wiring.session.abandon()
+            await wiring.publisher.abandon()
+            logger.critical("a newer owner holds the data directory's lease; stopping without writing or publishing anything more: \(error)")
+            throw error
         } catch {
             // The state could not be read, another instance is live, or the broker refused the store: nothing was applied.
             await wiring.session.disconnect()
@@ -295,6 +282,43 @@ public final class StoreService: Service, Sendable {
             "store \(store.id) online",
             metadata: [StoreLoggingKeys.broker: "\(brokers)", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)"])
         return true
+    }
+
+    /// Renews the lease every ``StoreTiming/leaseRenewal`` until cancelled; throws ``StorageError/Kind/leaseLost`` once a
+    /// newer owner holds it.
+    private func renewWhileStarting(_ wiring: Wiring) async throws {
+        let renewal = LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger)
+        try await storage.withExecutor {
+            while true {
+                try await Task.sleep(for: timing.leaseRenewal)
+                try renewal.renew()
+            }
+        }
+    }
+
+    /// Restores the state while it claims the store id, connects both connections and subscribes to the requests; then
+    /// says online.
+    private func startSteps(_ wiring: Wiring) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.restore() }
+            group.addTask {
+                try await self.connectPublisher(wiring)
+                try await self.claimTheStore(wiring)
+                try await self.connectSession(wiring)
+            }
+            try await group.waitForAll()
+        }
+        try await reconcileRestoredState(wiring)
+        // Renewed once the start is done; a standby that took the lease over meanwhile (a start stalled past its
+        // lifetime) stops this one before it says online.
+        if let lost = wiring.lifecycle.leaseLost { throw lost }
+        try await storage.withExecutor { try self.storage.ownership.renew(at: Date()) }
+        wiring.lifecycle.sessionConnected()
+        wiring.liveness.wentOnline(own: instance)
+        // At QoS 0, as every online status (Heartbeat): written now, never sent again after a reconnect. A connection
+        // lost meanwhile has the heartbeat say it once it is back.
+        try? await wiring.publisher.sendNow(wiring.heartbeat.onlineStatus().payloadBytes(), to: topics.status, retain: true)
+            .acknowledged()
     }
 
     /// Reads the state saved in the data directory into ``store``, on the pipeline's thread.

@@ -85,7 +85,7 @@ package final class DirectoryLock: Sendable {
 
     /// Lets the directory go: another store (in this process too) may open it from now on. Calling it again does
     /// nothing.
-    func release() {
+    package func release() {
         guard let descriptor = descriptor.withLock({ held in defer { held = nil }; return held }) else { return }
         flock(descriptor, LOCK_UN)
         close(descriptor)

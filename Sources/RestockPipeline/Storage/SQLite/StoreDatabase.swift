@@ -153,6 +153,19 @@ package final class StoreDatabase: StoreStorage {
     /// - Throws: a ``StorageError`` naming the path and why.
     package static func prepare(_ directory: URL) throws { try DataDirectory(directory).prepare() }
 
+    /// ``prepare(_:)``, and when the directory already holds a store's state, checks that it is `store`'s, reading only:
+    /// a standby of the wrong store fails at once, not when the live one ends (found by an outside trial: it waited, then
+    /// refused exactly when it was needed).
+    /// - Throws: ``RestockMQTTError/dataDirectoryOfAnotherStore(_:owner:)``; a ``StorageError`` naming the path and why.
+    package static func prepare(_ directory: URL, for store: StoreID) throws {
+        let data = DataDirectory(directory)
+        try data.prepare()
+        guard FileManager.default.fileExists(atPath: data.statePath) else { return }
+        // A file that cannot be read this way (an older schema, damage) is left to the start, which migrates or refuses it.
+        guard let owner = try? StoreMeta(data.openStateReadOnly()).value(of: .store) else { return }
+        if owner != store.rawValue { throw RestockMQTTError.dataDirectoryOfAnotherStore(directory.path, owner: owner) }
+    }
+
     /// Waits until no process holds the directory's lock, and takes it: the kernel wakes the wait (a blocking `flock` on
     /// a thread of its own), nothing polls. `nil` when cancelled first.
     package static func waitForLock(on directory: URL) async -> DirectoryLock? { await DirectoryLock.wait(on: directory) }
