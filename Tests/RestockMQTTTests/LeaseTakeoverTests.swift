@@ -123,4 +123,40 @@ struct LeaseTakeoverTests {
         print("the write gate refused on waking: \(live.log.contains("the write gate refused"))")
         try await standby.send(SIGTERM)
     }
+
+    @Test("two standbys: the one that takes over a frozen store by its lease gets the directory's lock when the frozen one is killed, not the other; killed in turn, it is followed at once through the lock (found by an outside trial: the other standby kept the lock, 2 of 2)")
+    func lockGoesToTheOwner() async throws {
+        let broker = try await MosquittoBroker.start()
+        let live = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let standbys = try (0..<2).map { _ in
+            try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
+        }
+        let children = try standbys.map { try $0.launch() }
+        for standby in standbys {
+            try await waitUntil("the standby to wait", within: 20) { standby.log.contains("standby for store") }
+        }
+        let oldInstance = try #require(try await client.status()?.instance)
+        let frozen = try live.launchedProcess()
+        frozen.send(SIGSTOP)
+        try await waitUntil("a standby online", within: 60) {
+            let status = try? await client.status()
+            return status?.isOnline == true && status?.instance != oldInstance && status?.instance != nil
+        }
+        let owner = try #require(standbys.firstIndex { $0.log.contains("this standby takes over") })
+        let other = 1 - owner
+        frozen.send(SIGKILL)
+        try await waitUntil("the owner to take the directory's lock", within: 30) {
+            standbys[owner].log.contains("holds the data directory's lock now")
+        }
+        let ownerInstance = try #require(try await client.status()?.instance)
+        try await standbys[owner].send(SIGKILL)
+        try await waitUntil("the other standby online", within: 60) {
+            let status = try? await client.status()
+            return status?.isOnline == true && status?.instance != ownerInstance && status?.instance != nil
+        }
+        #expect(standbys[other].log.contains("the live store process stopped: this standby takes over"), "\(standbys[other].log.suffix(800))")
+        #expect(children[other].exitStatus == nil)
+        try await standbys[other].send(SIGTERM)
+    }
 }

@@ -53,7 +53,7 @@ struct LeaseRenewal: Service {
     private func adoptTheLock() async throws {
         do {
             guard try await storage.adoptTheLockWhenFree() else { return }
-            logger.notice("the store process this one took over from has ended: this one holds the data directory's lock now")
+            logger.notice("the data directory's lock came free (the process this store took over from has ended): this store holds the data directory's lock now")
         } catch where error.kind == .leaseLost {
             lifecycle.loseLease(error)
             throw error
