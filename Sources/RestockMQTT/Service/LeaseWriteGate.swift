@@ -24,14 +24,7 @@ struct LeaseWriteGate: MQTTWriteGate {
             lifecycle.loseLease(error)
             return false
         } catch {
-            do {
-                try lease.check()
-                return true
-            } catch {
-                guard error.kind == .leaseLost else { return true }
-                lifecycle.loseLease(error)
-                return false
-            }
+            return lifecycle.stillHolds(lease)
         }
     }
 }

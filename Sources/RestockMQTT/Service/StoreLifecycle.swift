@@ -215,6 +215,19 @@ final class StoreLifecycle: Sendable {
         signalChange()
     }
 
+    /// Whether this process still holds `ownership`, read from the storage: a loss is noted here (``loseLease(_:)``) and
+    /// answered `false`; a lease that cannot be read now (a lock, a full disk) counts as held, its renewal decides. What
+    /// the heartbeat asks before each beat, the publisher before each round, and the write gate after a failed renewal.
+    func stillHolds(_ ownership: any StoreOwnership) -> Bool {
+        do {
+            try ownership.check()
+        } catch where error.kind == .leaseLost {
+            loseLease(error)
+            return false
+        } catch {}
+        return true
+    }
+
     /// Why the store lost its data directory's lease, if it did.
     var leaseLost: StorageError? { state.withLock { $0.leaseLost } }
 }

@@ -76,15 +76,7 @@ struct Heartbeat: Service {
 
     /// Whether this process still holds the data directory's lease, as the file says now; tells the lifecycle when not.
     /// A lease that cannot be read now (a lock, a full disk) counts as held: its renewal decides.
-    func holdsLease() -> Bool {
-        do {
-            try lease.check()
-        } catch where error.kind == .leaseLost {
-            lifecycle.loseLease(error)
-            return false
-        } catch {}
-        return true
-    }
+    func holdsLease() -> Bool { lifecycle.stillHolds(lease) }
 
     /// This instance's online status, with a fresh heartbeat, and why it takes no requests if it is paused.
     func onlineStatus() -> StoreStatus {

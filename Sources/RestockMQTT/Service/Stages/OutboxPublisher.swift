@@ -234,12 +234,7 @@ struct OutboxPublisher: Service {
     /// stalled past its lifetime), which stops the store at once, as a takeover does. A lease that cannot be read now
     /// (a lock, a full disk) does not hold the round up: the lease's renewal decides.
     private func checkLease() throws {
-        do {
-            try storage.ownership.check()
-        } catch where error.kind == .leaseLost {
-            lifecycle.loseLease(error)
-            throw CancellationError()
-        } catch {}
+        guard lifecycle.stillHolds(storage.ownership) else { throw CancellationError() }
     }
 
     private func waitUntilConnected() async throws {
