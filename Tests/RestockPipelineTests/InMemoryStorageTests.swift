@@ -375,7 +375,7 @@ struct InMemoryStorageTests {
         }
         #expect(backend.volume.lease.epoch == 1, "a refused start takes nothing")
         #expect(throws: RestockMQTTError.dataDirectoryOfAnotherStore(backend.location, owner: "apple")) {
-            _ = try backend.open(for: try StoreID("pear"), claim: .takeover(instance: "bbbbbbbbbbbb", lock: nil, seen: nil), now: Date())
+            _ = try backend.open(for: try StoreID("pear"), claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: nil)), now: Date())
         }
         _ = try Self.journalOne(first)
         first.ownership.release()
@@ -399,7 +399,7 @@ struct InMemoryStorageTests {
         changes.save(Watch(customer: Pair.customers[0], sku: Pair.skus[0], mode: .once, minQuantity: 1, position: 1, since: Pair.base))
         changes.publications = [Publication(key: "k", topic: "t", payload: [1], retain: false)]
         let placed = try old.commit(changes)
-        let new = try backend.open(for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", lock: nil, seen: nil), now: Date())
+        let new = try backend.open(for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: nil)), now: Date())
         #expect(backend.volume.lease == (2, "bbbbbbbbbbbb"))
         let before = backend.volume.snapshot()
         let queues = backend.volume.queueLengths()

@@ -19,7 +19,7 @@ struct LeaseLossTests {
         let store = try RunningStore(on: broker, storage: .memory(volume))
         try await waitUntil("the store to begin its start", within: 30) { store.log.text.contains("restored") || volume.isInUse }
         let newer = try InMemoryStorageBackend(volume: volume).open(
-            for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", lock: nil, seen: nil), now: Date())
+            for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: nil)), now: Date())
         let result = try await store.result(within: 30)
         guard case .failure(let error as StorageError) = result else {
             Issue.record("the store's run ended with \(result), not a lost lease")

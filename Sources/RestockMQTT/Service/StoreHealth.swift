@@ -15,7 +15,7 @@ public final class StoreHealth: Sendable {
 
     private enum Phase {
         case starting
-        case standby(directory: String)
+        case standby(location: String)
         case running(StoreLifecycle)
         case draining
         case stopped(String)
@@ -63,7 +63,7 @@ public final class StoreHealth: Sendable {
     public var readiness: Check {
         switch phase.withLock({ $0 }) {
         case .starting: return .failing("starting: restoring the state and claiming the store id on the broker")
-        case .standby(let directory): return .failing("standby: waiting for the live store process on \(directory) to stop")
+        case .standby(let location): return .failing("standby: waiting for the live store process on \(location) to stop")
         case .running(let lifecycle): return lifecycle.notReadyReason.map(Check.failing) ?? .passing
         case .draining: return .failing("draining: stopping on a signal, publishing what the outbox holds")
         case .stopped(let reason): return .failing(reason)
@@ -110,7 +110,7 @@ public final class StoreHealth: Sendable {
         for continuation in waiting { continuation.resume(with: result) }
     }
 
-    func standby(on directory: URL) { phase.withLock { $0 = .standby(directory: directory.path) } }
+    func standby(on location: String) { phase.withLock { $0 = .standby(location: location) } }
     func starting() { phase.withLock { $0 = .starting } }
     func running(_ lifecycle: StoreLifecycle) {
         phase.withLock { $0 = .running(lifecycle) }

@@ -166,7 +166,8 @@ package protocol StoreOwnership: Sendable {
     func release()
 }
 
-/// Opens a store's storage: where it lives (a data directory, a database) and how ownership is taken there.
+/// Opens a store's storage: where it lives (a data directory, a database) and how ownership is taken there, by a normal
+/// start or by a standby that waited for the owner to go.
 package protocol StoreStorageBackend: Sendable {
     /// Where the storage is, for logs: a path, or a database's name.
     var location: String { get }
@@ -174,13 +175,47 @@ package protocol StoreStorageBackend: Sendable {
     /// Opens the storage of `store`, taking it as `claim` says (a normal start, or a standby's takeover).
     /// - Throws: ``RestockMQTTError`` when another process owns it or it belongs to another store; a ``StorageError``.
     func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage
+
+    /// Refuses at once, before a standby of `store` starts waiting, a storage no store could use or that belongs to
+    /// another store: a standby never waits for ever on it.
+    func prepareStandby(for store: StoreID) throws
+
+    /// Waits, touching nothing the owner writes, until the owner of `store` has gone — its end freed what it held
+    /// (``StandbyTakeover/hold``), or it released the lease, or left it unrenewed for its lifetime (frozen, cut off) —
+    /// and returns what this standby saw, to take the storage with (``StorageClaim/takeover(instance:_:)``).
+    /// - Throws: `CancellationError` when cancelled first.
+    func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover
 }
 
 /// How a store process takes its storage (docs/architecture.md, "Ownership: the lease").
 package enum StorageClaim: Sendable {
     /// A normal start of `instance`: nobody else may hold it or have renewed its lease within the lease's lifetime.
     case exclusive(instance: String)
-    /// A standby of `instance` that judged the owner gone, with the lock it got, if any (`nil`: the owner still holds
-    /// it, frozen), and the lease as it saw it then, which must still be there (a compare-and-swap).
-    case takeover(instance: String, lock: DirectoryLock?, seen: StoreLease.Holder?)
+    /// A standby of `instance` that judged the owner gone, with what it saw then (a compare-and-swap: another standby
+    /// may have been quicker).
+    case takeover(instance: String, StandbyTakeover)
+}
+
+/// What a standby judged the owner gone by: what the owner's end handed it, if anything, and the lease as it saw it.
+package struct StandbyTakeover: Sendable {
+    /// What the owner held until its end, which the standby holds now (SQLite: the data directory's lock); `nil` when
+    /// the owner is judged gone by its lease alone, maybe still alive but frozen or cut off.
+    package let hold: (any OwnershipHold)?
+    /// The lease as the standby last saw it: it must still be so when the standby takes it.
+    package let seen: LeaseHolder?
+
+    package init(hold: (any OwnershipHold)?, seen: LeaseHolder?) {
+        self.hold = hold
+        self.seen = seen
+    }
+
+    /// Whether the owner's process ended (it let go of what it held), rather than going quiet.
+    package var ownerEnded: Bool { hold != nil }
+}
+
+/// Something only the owner of a store's storage holds while its process lives, which the operating system or the
+/// database frees when it ends (SQLite: the data directory's `flock`).
+package protocol OwnershipHold: AnyObject, Sendable {
+    /// Lets it go.
+    func release()
 }

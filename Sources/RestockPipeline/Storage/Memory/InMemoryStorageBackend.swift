@@ -19,4 +19,20 @@ package struct InMemoryStorageBackend: StoreStorageBackend {
     package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {
         try InMemoryStorage(volume: volume, for: store, claim: claim)
     }
+
+    /// Refuses a volume that holds another store's state.
+    package func prepareStandby(for store: StoreID) throws {
+        if let owner = volume.owningStore, owner != store { throw RestockMQTTError.dataDirectoryOfAnotherStore(volume.name, owner: owner.rawValue) }
+    }
+
+    /// Waits until every storage opened on the volume has let it go (a memory volume has no clock to lapse a lease by).
+    package func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover {
+        guard await volume.waitUntilFree() else { throw CancellationError() }
+        return StandbyTakeover(hold: VolumeHold(), seen: nil)
+    }
+
+    /// What a memory standby holds once the owner let the volume go: nothing to let go of.
+    private final class VolumeHold: OwnershipHold {
+        func release() {}
+    }
 }

@@ -20,6 +20,8 @@ package final class InMemoryVolume: Sendable {
         var open: Set<Int> = []
         /// The number the next storage opened takes.
         var nextNumber = 0
+        /// Standbys waiting for the volume to be let go (``waitUntilFree()``), by number.
+        var standbys: [Int: CheckedContinuation<Bool, Never>] = [:]
     }
 
     /// The volume's name, as logs and errors say where the storage is.
@@ -46,7 +48,7 @@ package final class InMemoryVolume: Sendable {
             case .exclusive(let claimant):
                 guard contents.open.isEmpty else { throw .dataDirectoryInUse(name) }
                 instance = claimant
-            case .takeover(let claimant, _, _): instance = claimant
+            case .takeover(let claimant, _): instance = claimant
             }
             if let owner = contents.state.store, owner != store { throw .dataDirectoryOfAnotherStore(name, owner: owner.rawValue) }
             contents.state.store = store
@@ -60,12 +62,44 @@ package final class InMemoryVolume: Sendable {
     }
 
     /// The storage numbered `number` lets the volume go: a normal start may open it now, once no other holds it.
-    func close(_ number: Int) { withContents { $0.open.remove(number) } }
+    func close(_ number: Int) {
+        let woken = withContents { contents -> [CheckedContinuation<Bool, Never>] in
+            contents.open.remove(number)
+            guard contents.open.isEmpty else { return [] }
+            defer { contents.standbys = [:] }
+            return Array(contents.standbys.values)
+        }
+        for standby in woken { standby.resume(returning: true) }
+    }
+
+    /// Waits until no storage holds the volume (its owner let it go: its run ended); `false` when cancelled first.
+    func waitUntilFree() async -> Bool {
+        let number = withContents { contents in
+            defer { contents.nextNumber += 1 }
+            return contents.nextNumber
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (standby: CheckedContinuation<Bool, Never>) in
+                let resume: Bool? = withContents { contents in
+                    if Task.isCancelled { return false }
+                    if contents.open.isEmpty { return true }
+                    contents.standbys[number] = standby
+                    return nil
+                }
+                if let resume { standby.resume(returning: resume) }
+            }
+        } onCancel: {
+            withContents { $0.standbys.removeValue(forKey: number) }?.resume(returning: false)
+        }
+    }
 
     // MARK: For tests
 
     /// The lease as the volume holds it now.
     package var lease: (epoch: Int64, owner: String) { withContents { $0.lease } }
+
+    /// The store whose state the volume holds, if any.
+    var owningStore: StoreID? { withContents { $0.state.store } }
 
     /// Whether a storage opened on the volume has not let it go yet.
     package var isInUse: Bool { withContents { !$0.open.isEmpty } }

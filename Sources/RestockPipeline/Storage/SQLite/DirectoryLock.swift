@@ -9,7 +9,7 @@ import Darwin
 /// An exclusive `flock` on `DIR/store.lock`, held until ``release()`` or for the life of the process (the kernel
 /// releases it when the process dies, however it dies), so two store processes never share one database — unless a
 /// standby took the directory's lease over from a process that still holds the lock, frozen (``StoreLease``).
-package final class DirectoryLock: Sendable {
+package final class DirectoryLock: OwnershipHold {
     /// The locked descriptor, until released.
     private let descriptor: Mutex<Int32?>
     /// The lock's file name in the data directory.

@@ -16,8 +16,11 @@ package struct SQLiteStorage: StoreStorageBackend {
         switch claim {
         case .exclusive(let instance):
             try StoreDatabase(directory: directory, store: store, claim: .exclusive(instance: instance), now: now)
-        case .takeover(let instance, let lock, let seen):
-            try StoreDatabase(directory: directory, store: store, claim: .takeover(instance: instance, lock: lock, seen: seen), now: now)
+        case .takeover(let instance, let takeover):
+            // The only hold this backend hands a standby is the directory's lock.
+            try StoreDatabase(
+                directory: directory, store: store, claim: .takeover(instance: instance, lock: takeover.hold as? DirectoryLock, seen: takeover.seen),
+                now: now)
         }
     }
 }

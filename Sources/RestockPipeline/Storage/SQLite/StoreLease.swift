@@ -17,27 +17,7 @@ import Synchronization
 /// machine's clock, which errs only towards refusing.
 package final class StoreLease: StoreOwnership {
     /// The lease as the file holds it.
-    package struct Holder: Sendable, Equatable {
-        /// The fencing token of the owner.
-        package var epoch: Int64
-        /// The owner's instance; empty once released at a clean stop (or never taken).
-        package var owner: String
-        /// How many times the owner renewed it since it took it.
-        package var renewals: Int64
-        /// The owner's wall clock at its last renewal.
-        package var renewedAt: Date
-        /// Whether the owner holds the directory's `flock` (`store.lock`) too: then the lock's being free means it is gone.
-        package var holdsLock: Bool
-
-        /// Whether no process owns the directory: released at a clean stop, or never taken.
-        package var isReleased: Bool { owner.isEmpty }
-
-        /// Whether the lease reads as renewed within `lifetime` of `now` on this machine's clock (a one-off judgement,
-        /// for a normal start that cannot wait; a clock far off either way reads as stale).
-        package func isFresh(at now: Date, lifetime: Duration) -> Bool {
-            !isReleased && abs(now.timeIntervalSince(renewedAt)) < Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
-        }
-    }
+    package typealias Holder = LeaseHolder
 
     /// How long a lease lasts without a renewal before a standby takes it over.
     package static let lifetime = Duration.seconds(5)

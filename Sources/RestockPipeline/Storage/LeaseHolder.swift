@@ -1,0 +1,26 @@
+import Foundation
+
+/// A store's lease as its storage holds it (docs/architecture.md, "Ownership: the lease"): who owns the store's state
+/// now, at which epoch, and how lately it renewed.
+package struct LeaseHolder: Sendable, Equatable {
+    /// The fencing token of the owner.
+    package var epoch: Int64
+    /// The owner's instance; empty once released at a clean stop (or never taken).
+    package var owner: String
+    /// How many times the owner renewed it since it took it.
+    package var renewals: Int64
+    /// The owner's wall clock at its last renewal.
+    package var renewedAt: Date
+    /// Whether the owner holds what its end frees for a standby at once (SQLite: the data directory's `flock`,
+    /// `store.lock`): then that hold's being free means it is gone.
+    package var holdsLock: Bool
+
+    /// Whether no process owns the store: released at a clean stop, or never taken.
+    package var isReleased: Bool { owner.isEmpty }
+
+    /// Whether the lease reads as renewed within `lifetime` of `now` on this machine's clock (a one-off judgement,
+    /// for a normal start that cannot wait; a clock far off either way reads as stale).
+    package func isFresh(at now: Date, lifetime: Duration) -> Bool {
+        !isReleased && abs(now.timeIntervalSince(renewedAt)) < Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
+    }
+}
