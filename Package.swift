@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "RestockHTTP",
             dependencies: [
-                "RestockMQTT", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                "RestockMQTT", "Deadlines", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // The command-line tool: parsing and printing over RestockMQTT.

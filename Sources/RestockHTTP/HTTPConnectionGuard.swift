@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Deadlines
 import Foundation
 import HTTPTypes
 import HummingbirdCore
@@ -83,12 +84,15 @@ final class HTTPConnectionCount: Sendable {
     let limits: HTTPLimits
     private let open = Atomic<Int>(0)
     private let lastRefusalLog = Mutex<ContinuousClock.Instant?>(nil)
+    /// The clock that spaces the refusals' log lines.
+    private let clock: ServiceClock
     private let gauge = Gauge(label: StoreMetric.httpConnections.name)
     private let refusals = Counter(label: StoreMetric.httpConnectionsRefused.name)
     private let closings = Counter(label: StoreMetric.httpConnectionsTimedOut.name)
     let logger: Logger
 
-    init(limits: HTTPLimits, logger: Logger) {
+    init(limits: HTTPLimits, logger: Logger, clock: ServiceClock = .continuous) {
+        self.clock = clock
         self.limits = limits
         self.logger = logger
         gauge.record(0)
@@ -103,7 +107,6 @@ final class HTTPConnectionCount: Sendable {
         }
         open.wrappingSubtract(1, ordering: .relaxed)
         refusals.increment()
-        let clock = ContinuousClock()
         let log = lastRefusalLog.withLock { last in
             guard last.map({ clock.now - $0 >= .seconds(60) }) ?? true else { return false }
             last = clock.now

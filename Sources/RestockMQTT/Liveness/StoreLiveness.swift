@@ -47,7 +47,7 @@ package final class StoreLiveness: Sendable {
     private let changes = Mutex(Latch())
     private let topics: RestockTopics
     private let timing: StoreTiming
-    private let clock = ContinuousClock()
+    private var clock: ServiceClock { timing.clock }
 
     /// A view of `topics`' status and claim, judged by `timing` (the contract's by default).
     package init(topics: RestockTopics, timing: StoreTiming = .contract) {

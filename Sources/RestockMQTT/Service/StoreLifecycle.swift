@@ -39,7 +39,7 @@ final class StoreLifecycle: Sendable {
     private let logger: Logger
     /// How often a pause that lasts is logged again.
     private let pauseReport: Duration
-    private let clock = ContinuousClock()
+    private let clock: ServiceClock
     private let changed: AsyncStream<Void>.Continuation
     /// Opened, and replaced by a closed one, at each change: what ``nextChange()`` hands out.
     private let changeSignal = Mutex(Latch())
@@ -51,6 +51,7 @@ final class StoreLifecycle: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.pauseReport = timing.pauseReport
+        self.clock = timing.clock
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 

@@ -67,7 +67,7 @@ extension StoreService {
             wiring.heartbeat,
             JournalLagWatch(
                 mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
-                checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, logger: logger),
+                checkEvery: timing.lagCheck, reportEvery: timing.pauseReport, clock: timing.clock, logger: logger),
             GaugeSampler(
                 metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, storage: storage,
                 lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling,
@@ -93,7 +93,7 @@ extension StoreService {
                 },
                 refreshView: { try await self.refreshView(wiring) },
                 logger: logger, probeInterval: timing.retry, readTimeout: timing.staleAfter, reportEvery: timing.pauseReport,
-                metrics: metrics, health: health),
+                metrics: metrics, health: health, clock: timing.clock),
         ]
     }
 }

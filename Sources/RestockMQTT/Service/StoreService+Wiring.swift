@@ -34,12 +34,15 @@ extension StoreService {
         let heartbeat: Heartbeat
         let metrics: StoreMetrics
         let logger: Logger
+        /// The clock the store measures time by (``StoreTiming/clock``).
+        let clock: ServiceClock
 
         init(service: StoreService) throws {
             let topics = service.topics, store = service.store.id
             lifecycle = StoreLifecycle(logger: service.logger, timing: service.timing, metrics: service.metrics)
             metrics = service.metrics
             logger = service.logger
+            clock = service.timing.clock
             liveness = StoreLiveness(topics: topics, timing: service.timing)
             (requestWakeups, requestArrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             outboxWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -115,7 +118,7 @@ extension StoreService {
         func watchStatus(instance: String) async {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    let clock = ContinuousClock()
+                    let clock = self.clock
                     var lastAnswer: ContinuousClock.Instant?
                     for await message in statusAndClaim {
                         liveness.received(message)

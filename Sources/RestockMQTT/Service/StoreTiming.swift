@@ -1,3 +1,4 @@
+import Deadlines
 import RestockPipeline
 
 /// How long the store waits for what, in one place: the contract's intervals (the heartbeat, the claim's renewal,
@@ -30,6 +31,10 @@ package struct StoreTiming: Sendable {
     package var leaseRenewal = StoreLease.renewalInterval
     /// How long a stopping store waits, after its drain, for the acknowledgements of what it sent.
     package var acknowledgementGrace = Duration.seconds(2)
+
+    /// The clock every interval here is measured by: the system's monotonic clock, or a manual one in tests
+    /// (``ServiceClock/manual(_:)``), which ``scaled(down:)`` keeps.
+    package var clock = ServiceClock.continuous
 
     /// The contract's timing.
     package static let contract = StoreTiming()

@@ -1,3 +1,4 @@
+import Deadlines
 import Logging
 import RestockPipeline
 import ServiceLifecycle
@@ -69,14 +70,14 @@ struct JournalLagWatch: Service {
     let threshold: Int64
     let checkEvery: Duration
     let reportEvery: Duration
+    let clock: ServiceClock
     let logger: Logger
 
     func run() async throws {
-        let clock = ContinuousClock()
         try? await cancelWhenGracefulShutdown {
             var report = LagReport(threshold: threshold, reportEvery: reportEvery)
             while true {
-                try await Task.sleep(for: checkEvery)
+                try await clock.sleep(for: checkEvery)
                 let lag = mark.lag(applied: applied())
                 if let event = report.observe(lag, at: clock.now) { log(event) }
             }

@@ -45,6 +45,8 @@ struct SessionWatch: Service {
     let metrics: StoreMetrics
     /// Told which broker of the list the session is on, for `/readyz`.
     let health: StoreHealth
+    /// The clock the retries and the reports of an unreadable status are timed by.
+    let clock: ServiceClock
 
     func run() async throws {
         do {
@@ -104,7 +106,7 @@ struct SessionWatch: Service {
     private func waitForPermission() async throws {
         while lifecycle.isPaused(.journal) {
             if let failure = lifecycle.failure { throw failure }
-            try await Task.sleep(for: probeInterval)
+            try await clock.sleep(for: probeInterval)
             do {
                 try await storage.withExecutor { try storage.probeJournal() }
                 lifecycle.resume(.journal)
@@ -115,7 +117,7 @@ struct SessionWatch: Service {
         if let failure = lifecycle.failure { throw failure }
         // While the broker cannot be reached (it restarts, the network is cut) the view cannot be read: the session
         // stays down until it can, so that it is never taken back from a newer instance on an unread status.
-        let clock = ContinuousClock(), since = clock.now
+        let since = clock.now
         var reported: ContinuousClock.Instant?
         // Read again soon after a failure, then less often, up to the probe interval: a broker back after an outage of
         // any length is read within that interval.
@@ -139,7 +141,7 @@ struct SessionWatch: Service {
                         metadata: [StoreLoggingKeys.error: "\(error)", StoreLoggingKeys.reason: "for \(Int((clock.now - since).seconds)) s"])
                     reported = clock.now
                 }
-                try await Task.sleep(for: retry.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1)))
+                try await clock.sleep(for: retry.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1)))
                 attempt = min(attempt + 1, 62)
             }
         }
