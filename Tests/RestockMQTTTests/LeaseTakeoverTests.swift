@@ -35,7 +35,9 @@ struct LeaseTakeoverTests {
         // lease it never took over (66 s seen); the wait's deadline catches that; the log line
         // below says it came by the lapse.
         let newInstance = try #require(try await client.status()?.instance)
-        #expect(standby.log.contains("has not renewed the data directory's lease"), "\(standby.log.suffix(600))")
+        #expect(standby.log.contains("has not renewed its lease"), "\(standby.log.suffix(600))")
+        // It had the broker close the frozen one's publishing connection before publishing anything.
+        #expect(standby.log.contains("closed the publishing connection of the former owner (instance \(oldInstance))"), "\(standby.log.suffix(600))")
 
         // The standby applies requests.
         for index in 0..<20 { try await mosquittoPub(broker, "restock/apple/subscribe/c\(index)", "iphone") }
