@@ -230,6 +230,8 @@ struct CommandLineTests {
         let second = try await restock(["serve", "--broker", broker.url, "--data", data.path])
         #expect(second.status != 0)
         #expect(second.standardError.contains("another store process is using \(data.path)"))
+        // It says what to run instead (an outside trial: the refusal named no way on).
+        #expect(second.standardError.contains("run `restock serve --standby` on it"), "\(second.standardError)")
         try await store.send(SIGTERM)
     }
 
