@@ -41,7 +41,7 @@ struct LeaseLossTests {
             directory: directory, store: apple, claim: .takeover(instance: "bbbbbbbbbbbb", lock: nil, seen: try frozen.lease.holder()))
         #expect(!owner.holdsLock)
         let lifecycle = StoreLifecycle(logger: Logger(label: "test"))
-        let renewal = LeaseRenewal(storage: owner, lifecycle: lifecycle, interval: .milliseconds(50), logger: Logger(label: "test"))
+        let renewal = LeaseRenewal(storage: owner, lifecycle: lifecycle, interval: .milliseconds(50), clock: .continuous, logger: Logger(label: "test"))
         let ended = Latch()
         let run = Task {
             defer { _ = ended.open() }

@@ -1,7 +1,7 @@
 import Mosquitto
 
 /// What the store service and the store's clients need of one connection to the broker: the seam between them and
-/// libmosquitto (docs/architecture.md, "The seam"). ``MQTTClient`` is the real one (through ``MosquittoConnector``);
+/// libmosquitto (docs/architecture.md, "The seams"). ``MQTTClient`` is the real one (through ``MosquittoConnector``);
 /// the test support has one in memory, so takeover, draining, stage failure and reconnection are tested in
 /// milliseconds without a broker.
 package protocol BrokerConnection: Sendable {

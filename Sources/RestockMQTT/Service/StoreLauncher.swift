@@ -17,13 +17,26 @@ public struct StoreLauncher: Service {
     /// Whether the store it runs is alive and takes requests (`/livez`, `/readyz`), also while it waits as a standby.
     public let health: StoreHealth
     private let logger: Logger
+    /// How the store reaches the broker: libmosquitto (`nil`), or the tests' broker in memory.
+    private let connector: (any BrokerConnector)?
+    private let timing: StoreTiming
 
     /// A launcher of the store `configuration` describes, live or standby.
     public init(configuration: StoreService.Configuration, standby: Bool, logger: Logger, health: StoreHealth = StoreHealth()) {
+        self.init(configuration: configuration, standby: standby, logger: logger, health: health, connector: nil, timing: .contract)
+    }
+
+    /// A launcher whose store reaches the broker through `connector` (by default libmosquitto), with `timing`.
+    package init(
+        configuration: StoreService.Configuration, standby: Bool, logger: Logger, health: StoreHealth, connector: (any BrokerConnector)?,
+        timing: StoreTiming
+    ) {
         self.health = health
         self.configuration = configuration
         self.standby = standby
         self.logger = logger
+        self.connector = connector
+        self.timing = timing
     }
 
     /// Runs the store (after waiting, as a standby) until graceful shutdown.
@@ -38,7 +51,7 @@ public struct StoreLauncher: Service {
         try storage.prepareStandby(for: configuration.store)
         health.standby(on: storage.location)
         logger.info(
-            "standby for store \(configuration.store): waiting for the live store process on \(storage.location) to stop, or to leave its lease unrenewed for \(StoreLease.lifetime.components.seconds) s")
+            "standby for store \(configuration.store): waiting for the live store process on \(storage.location) to stop, or to leave its lease unrenewed for \(LeaseHolder.lifetime.components.seconds) s")
         while true {
             let takeover: StandbyTakeover
             do {
@@ -62,7 +75,7 @@ public struct StoreLauncher: Service {
                 logger.notice("the live store process stopped: this standby takes over")
             } else {
                 logger.notice(
-                    "the live store process (instance \(takeover.seen?.owner ?? "?")) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s: this standby takes over (the old process, if it resumes, writes and publishes nothing more)")
+                    "the live store process (instance \(takeover.seen?.owner ?? "?")) has not renewed its lease for \(LeaseHolder.lifetime.components.seconds) s: this standby takes over (the old process, if it resumes, writes and publishes nothing more)")
             }
             try await service.run()
             return
@@ -77,8 +90,9 @@ public struct StoreLauncher: Service {
         while true {
             do {
                 let service = try StoreService(
-                    configuration: configuration, logger: logger, connector: MosquittoConnector(settings: configuration.connection, logger: logger),
-                    timing: .contract, health: health, takeover: takeover)
+                    configuration: configuration, logger: logger,
+                    connector: connector ?? MosquittoConnector(settings: configuration.connection, logger: logger), timing: timing, health: health,
+                    takeover: takeover)
                 if waiting { logger.notice("the lock is gone: the store starts") }
                 return service
             } catch let error as StorageError where error.isLocked {
@@ -86,7 +100,7 @@ public struct StoreLauncher: Service {
                 waiting = true
             }
             do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+                try await cancelWhenGracefulShutdown { try await timing.clock.sleep(for: .seconds(1)) }
             } catch is CancellationError {
                 return nil
             }
@@ -97,6 +111,6 @@ public struct StoreLauncher: Service {
 extension StoreLauncher: CustomStringConvertible {
     /// What the service lifecycle logs when it starts this service: the store and where it keeps its state, no settings.
     public var description: String {
-        "StoreLauncher(store: \(configuration.store), data: \(configuration.dataDirectory.path)\(standby ? ", standby" : ""))"
+        "StoreLauncher(store: \(configuration.store), storage: \(configuration.storageBackend.location)\(standby ? ", standby" : ""))"
     }
 }

@@ -1,3 +1,4 @@
+import Deadlines
 import Logging
 import RestockPipeline
 import ServiceLifecycle
@@ -63,7 +64,7 @@ extension StoreService {
     private func stages(_ wiring: Wiring, processor: RequestProcessor) -> [any Service] {
         [
             // First, so that it stops last: the lease is renewed through the drain.
-            LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger),
+            LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger),
             wiring.heartbeat,
             JournalLagWatch(
                 mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
@@ -77,13 +78,13 @@ extension StoreService {
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
                 acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
                 alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
-            ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry),
+            ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry, clock: timing.clock),
             AdminQueries(
                 client: wiring.publisher, topics: topics, storage: storage, clock: clock, logger: logger, metrics: metrics,
                 gaugeInterval: .seconds(60)),
             ApplyStage(
                 processor: processor, storage: storage, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,
-                lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry),
+                lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry, clock: timing.clock),
             SessionWatch(
                 client: wiring.session, events: wiring.sessionEvents, storage: storage, lifecycle: wiring.lifecycle,
                 liveness: wiring.liveness, fence: wiring.fence, store: store.id, instance: instance,

@@ -70,7 +70,7 @@ extension StoreService {
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             heartbeat = Heartbeat(
                 client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
-                lifecycle: lifecycle, lease: service.storage.ownership, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat,
+                lifecycle: lifecycle, lease: service.storage.ownership, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat, timer: service.timing.clock,
                 goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
         }
 

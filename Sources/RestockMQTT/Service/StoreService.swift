@@ -67,8 +67,11 @@ public final class StoreService: Service, Sendable {
             self.customerRequestBurst = customerRequestBurst
         }
 
-        /// Where the store keeps its state: the data directory (SQLite).
-        package var storageBackend: any StoreStorageBackend { SQLiteStorage(directory: dataDirectory) }
+        /// Where the store keeps its state when not in the data directory (tests: memory).
+        package var storage: (any StoreStorageBackend)?
+
+        /// Where the store keeps its state: ``storage``, or else the data directory (SQLite).
+        package var storageBackend: any StoreStorageBackend { storage ?? SQLiteStorage(directory: dataDirectory) }
 
         /// A watch's lifetime when its subscribe names no `expiresAt`: 180 days, as back-in-stock services keep a request.
         public static let defaultWatchLifetime = Duration.seconds(180 * 86_400)
@@ -286,10 +289,10 @@ public final class StoreService: Service, Sendable {
     /// Renews the lease every ``StoreTiming/leaseRenewal`` until cancelled; throws ``StorageError/Kind/leaseLost`` once a
     /// newer owner holds it.
     private func renewWhileStarting(_ wiring: Wiring) async throws {
-        let renewal = LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, logger: logger)
+        let renewal = LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger)
         try await storage.withExecutor {
             while true {
-                try await Task.sleep(for: timing.leaseRenewal)
+                try await timing.clock.sleep(for: timing.leaseRenewal)
                 try renewal.renew()
             }
         }
@@ -373,7 +376,7 @@ public final class StoreService: Service, Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while true {
-                    try await Task.sleep(for: self.timing.claimRenewal)
+                    try await self.timing.clock.sleep(for: self.timing.claimRenewal)
                     try await self.publishClaim(wiring)
                 }
             }
@@ -430,7 +433,7 @@ public final class StoreService: Service, Sendable {
                 let wait = MQTTReconnectPolicy.default.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
                 attempt += 1
                 logger.warning("broker not reachable, retrying", metadata: [StoreLoggingKeys.error: "\(error)", StoreLoggingKeys.retryIn: "\(Int(wait.seconds * 1000)) ms"])
-                try await Task.sleep(for: wait)
+                try await timing.clock.sleep(for: wait)
             }
         }
     }
@@ -456,7 +459,7 @@ public final class StoreService: Service, Sendable {
             throw RestockMQTTError.storeAlreadyRunning(store: store.id.rawValue, instance: other)
         }
         try await publishClaim(wiring)
-        try await Task.sleep(for: timing.claimSettle)
+        try await timing.clock.sleep(for: timing.claimSettle)
         // Read the claim and the status again first: a process frozen during the wait (or a link that held its bytes) has
         // a newer claim still waiting in its socket, which it would read only after this check (found by an outside trial:
         // 1 start in 3 frozen there went online beside the newer store). The answer comes after all of it.

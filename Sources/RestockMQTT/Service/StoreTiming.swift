@@ -27,8 +27,8 @@ package struct StoreTiming: Sendable {
     /// faster than a second and a query of the outbox each few milliseconds only takes the pipeline's thread from them.
     package var gaugeSampling = Duration.seconds(1)
     /// How often the data directory's lease is renewed (``LeaseRenewal``): not scaled down for tests, since a standby
-    /// judges it by ``StoreLease/lifetime``, which they do not change.
-    package var leaseRenewal = StoreLease.renewalInterval
+    /// judges it by ``LeaseHolder/lifetime``, which they do not change.
+    package var leaseRenewal = LeaseHolder.renewalInterval
     /// How long a stopping store waits, after its drain, for the acknowledgements of what it sent.
     package var acknowledgementGrace = Duration.seconds(2)
 

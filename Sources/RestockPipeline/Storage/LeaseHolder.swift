@@ -3,6 +3,11 @@ import Foundation
 /// A store's lease as its storage holds it (docs/architecture.md, "Ownership: the lease"): who owns the store's state
 /// now, at which epoch, and how lately it renewed.
 package struct LeaseHolder: Sendable, Equatable {
+    /// How long a lease lasts without a renewal before a standby takes it over, on every backend.
+    package static let lifetime = Duration.seconds(5)
+    /// How often the owner renews it (and a standby looks at it).
+    package static let renewalInterval = Duration.seconds(1)
+
     /// The fencing token of the owner.
     package var epoch: Int64
     /// The owner's instance; empty once released at a clean stop (or never taken).

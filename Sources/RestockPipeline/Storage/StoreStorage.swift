@@ -2,7 +2,7 @@ import Foundation
 import RestockCore
 
 /// Where a store keeps what it must not lose, and who owns it: the one seam between the running store and its storage
-/// (docs/architecture.md, "Storage"). The service and the pipeline talk to this, never to a backend's own types.
+/// (docs/architecture.md, "The seams"). The service and the pipeline talk to this, never to a backend's own types.
 ///
 /// - **Ownership**: the lease (``ownership``), taken when the storage is opened (``StoreStorageBackend``), renewed,
 ///   checked and released; every write below is fenced by its epoch and refused as

@@ -1,3 +1,4 @@
+import Deadlines
 import Logging
 import RestockPipeline
 import ServiceLifecycle
@@ -22,6 +23,8 @@ struct ApplyStage: Service {
 
     /// How long a paused stage waits before it tries again.
     let retryInterval: Duration
+    /// The clock ``retryInterval`` is measured by (``StoreTiming/clock``).
+    let clock: ServiceClock
 
     func run() async throws {
         try await storage.withExecutor {
@@ -54,7 +57,7 @@ struct ApplyStage: Service {
             } catch let error as StorageError where error.isRetriable {
                 if republish { republishRequested.raise() }
                 lifecycle.pause(.applying, because: error)
-                try await Task.sleep(for: retryInterval)
+                try await clock.sleep(for: retryInterval)
             }
         }
     }

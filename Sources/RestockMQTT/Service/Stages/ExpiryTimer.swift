@@ -1,3 +1,4 @@
+import Deadlines
 import ServiceLifecycle
 
 /// Wakes the applying stage about once a `interval` while no request does, so that watches reach their `expiresAt`
@@ -7,12 +8,14 @@ struct ExpiryTimer: Service {
     /// The applying stage's wakeup.
     let wake: AsyncStream<Void>.Continuation
     let interval: Duration
+    /// The clock ``interval`` is measured by (``StoreTiming/clock``).
+    let clock: ServiceClock
 
     func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
                 while !Task.isCancelled {
-                    try await Task.sleep(for: interval)
+                    try await clock.sleep(for: interval)
                     wake.yield()
                 }
             }

@@ -27,6 +27,8 @@ struct Heartbeat: Service {
     let trigger: AsyncStream<Void>.Continuation
     let clock: @Sendable () -> Date
     let interval: Duration
+    /// The clock ``interval`` is measured by (``StoreTiming/clock``).
+    let timer: ServiceClock
     /// How long the goodbye waits for the broker's acknowledgement.
     let goodbyeWait: Duration
     let logger: Logger
@@ -37,7 +39,7 @@ struct Heartbeat: Service {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         while true {
-                            try await Task.sleep(for: interval)
+                            try await timer.sleep(for: interval)
                             trigger.yield()
                         }
                     }

@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Logging
 import RestockPipeline
@@ -17,6 +18,8 @@ struct LeaseRenewal: Service {
     let storage: any StoreStorage
     let lifecycle: StoreLifecycle
     let interval: Duration
+    /// The clock ``interval`` is measured by (``StoreTiming/clock``).
+    let clock: ServiceClock
     let logger: Logger
 
     var lease: any StoreOwnership { storage.ownership }
@@ -43,7 +46,7 @@ struct LeaseRenewal: Service {
     private func renewals() async throws {
         try await storage.withExecutor {
             while true {
-                try await Task.sleep(for: interval)
+                try await clock.sleep(for: interval)
                 try renew()
             }
         }

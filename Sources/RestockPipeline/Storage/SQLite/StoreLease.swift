@@ -20,9 +20,9 @@ package final class StoreLease: StoreOwnership {
     package typealias Holder = LeaseHolder
 
     /// How long a lease lasts without a renewal before a standby takes it over.
-    package static let lifetime = Duration.seconds(5)
+    package static let lifetime = LeaseHolder.lifetime
     /// How often the owner renews it (and a standby looks at it).
-    package static let renewalInterval = Duration.seconds(1)
+    package static let renewalInterval = LeaseHolder.renewalInterval
 
     /// The lease's row, unfenced: the lease itself is written by compare-and-swap.
     private let state: StorageFile
