@@ -81,15 +81,21 @@ final class PostgresSession: @unchecked Sendable {
     private func connected() throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
         dropConnection()
+        defer { nextID += 1 }
+        let made = try PostgresConnection.connect(on: group.next(), configuration: Self.configuration(of: settings), id: nextID, logger: logger)
+            .wait()
+        connection = made
+        return made
+    }
+
+    /// How postgres-nio connects to the database of `settings`: without TLS, with the connect and lock timeouts.
+    static func configuration(of settings: PostgresSettings) -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: settings.host, port: settings.port, username: settings.user, password: settings.password,
             database: settings.database, tls: .disable)
         configuration.options.connectTimeout = .nanoseconds(Int64(settings.connectTimeout.seconds * 1e9))
         configuration.options.additionalStartupParameters = [("lock_timeout", "\(Int(settings.lockTimeout.seconds * 1000))ms")]
-        defer { nextID += 1 }
-        let made = try PostgresConnection.connect(on: group.next(), configuration: configuration, id: nextID, logger: logger).wait()
-        connection = made
-        return made
+        return configuration
     }
 
     private func dropConnection() {
