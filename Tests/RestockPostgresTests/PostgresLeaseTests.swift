@@ -20,6 +20,14 @@ struct PostgresLeaseTests {
         try #require(try storage.lease.holder()).storeLeaseHolder
     }
 
+    /// The value of `task` within `seconds`; cancels the task when the time is up (awaiting a task's value does not
+    /// end with the awaiting task's cancellation by itself).
+    static func value<T: Sendable>(of task: Task<T, any Error>, within seconds: Double) async throws -> T {
+        try await withDeadline(seconds, waitingFor: "the standby's wait") {
+            try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        }
+    }
+
     static func expectLeaseLost(to owner: String, epoch: Int64, _ what: String, _ body: () throws -> Void) {
         do {
             try body()
@@ -113,7 +121,7 @@ struct PostgresLeaseTests {
             let wait = Task { try await backend.waitForTheOwnerToGo(of: apple) }
             first.ownership.release()
             first.releaseDirectory()
-            let seen = try #require(try await withDeadline(10, waitingFor: "the standby's wait") { try await wait.value })
+            let seen = try #require(try await Self.value(of: wait, within: 10))
             #expect(seen.isReleased && seen.epoch == 1 && !seen.holdsLock)
             let next = try Self.open(server, as: "bbbbbbbbbbbb")
             #expect(next.lease.fence.heldEpoch == 2)
@@ -129,18 +137,30 @@ struct PostgresLeaseTests {
             #expect(throws: RestockMQTTError.self) {
                 _ = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date() + 3_600)
             }
-            // Renewed 4 s ago on the database's clock: still held; a standby's wait does not return.
-            _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '4 seconds' WHERE store = 'apple'")
+            // Dated by the database 3 s ahead of its clock (within the lifetime either way, as SQLite's `isFresh` reads a
+            // clock off either way): still held, for a few seconds more than a renewal now, on a loaded machine.
+            _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() + interval '3 seconds' WHERE store = 'apple'")
             #expect(throws: RestockMQTTError.self) {
                 _ = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
             }
+            // While the owner renews (at its own cadence, as a store does), a standby's wait does not return; cancelled, it ends.
+            let renewing = Task {
+                while !Task.isCancelled {
+                    try? owner.ownership.renew(at: Date.distantPast)
+                    try? await Task.sleep(for: .milliseconds(300))
+                }
+            }
             let backend = server.backend
             let wait = Task { try await backend.waitForTheOwnerToGo(of: apple) }
-            await #expect(throws: DeadlineExceeded.self) { _ = try await withDeadline(1.5, waitingFor: "nothing") { try await wait.value } }
+            // Timed out, the wait is cancelled: it ends, with CancellationError.
+            await #expect(throws: DeadlineExceeded.self) { _ = try await Self.value(of: wait, within: 2.5) }
+            renewing.cancel()
+            _ = await renewing.value
+            await #expect(throws: CancellationError.self) { _ = try await Self.value(of: wait, within: 10) }
             // 6 s ago: lapsed, whatever the opener's clock says (an hour behind here).
             _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '6 seconds' WHERE store = 'apple'")
             let standby = Task { try await backend.waitForTheOwnerToGo(of: apple) }
-            let seen = try #require(try await withDeadline(10, waitingFor: "the standby's wait") { try await standby.value })
+            let seen = try #require(try await Self.value(of: standby, within: 10))
             #expect(seen.owner == "aaaaaaaaaaaa" && !seen.isReleased)
             let next = try #require(
                 try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date() - 3_600) as? PostgresStoreStorage)
