@@ -1,7 +1,7 @@
 # RestockAlerter — `make demo` and `make test` do all the set-up on a fresh Debian machine with Swift.
 SHELL := /bin/bash
 
-APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitto-dev libsqlite3-dev openssl coreutils faketime prometheus
+APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitto-dev libsqlite3-dev openssl coreutils faketime prometheus postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 

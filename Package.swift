@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The operator's HTTP endpoint only; without swift-configuration and full Foundation (its default traits).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // The PostgreSQL backend of the store's storage (RestockPostgres).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The Observer-pattern core: store (subject), observers, watches, alerts. No I/O.
@@ -61,6 +63,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // The store's storage in PostgreSQL: a second backend of StoreStorage, beside SQLite's and memory's.
+        .target(
+            name: "RestockPostgres",
+            dependencies: [
+                "RestockPipeline", "RestockCore", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // The operator's HTTP endpoint of a store process: /livez, /readyz, /metrics (Hummingbird).
         .target(
@@ -114,6 +123,10 @@ let package = Package(
             ]),
         // The command line's parsing in process: where each option's value comes from (OptionSources).
         .testTarget(name: "restockTests", dependencies: ["restock", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // The PostgreSQL backend against a private PostgreSQL (RestockTestSupport's PrivatePostgres), and against SQLite.
+        .testTarget(
+            name: "RestockPostgresTests",
+            dependencies: ["RestockPostgres", "RestockPipeline", "RestockCore", "RestockTestSupport", "SeededRandom", "Deadlines"]),
         // Integration tests against a real mosquitto.
         .testTarget(
             name: "RestockMQTTTests",

@@ -1,0 +1,77 @@
+import PostgresNIO
+import RestockPipeline
+
+/// What PostgreSQL or the connection to it said, as ``StorageError`` classifies it (as `DatabaseError+StorageFailure`
+/// does for SQLite). A wrapper rather than a conformance of `PSQLError` itself: that type already has a `code`, of
+/// another type than ``StorageFailure``'s.
+///
+/// - The server is gone for now — the connection was refused, lost or closed, the server is shutting down or starting,
+///   out of memory or connections, a replica that takes no writes — ``StorageError/Kind/unavailable``: it may pass.
+/// - The disk is full (`53100`): ``StorageError/Kind/full``.
+/// - A lock waited for beyond the lock timeout, a deadlock, a serialization failure: ``StorageError/Kind/locked``.
+/// - Anything else — a permission refused, a table or a column missing, a constraint violated, a wrong password, a
+///   database that does not exist, damaged data — ``StorageError/Kind/corrupt``: the one kind besides a lost lease that
+///   says trying again cannot help. None of these passes by itself; an operator has to change something.
+struct PostgresFailure: StorageFailure {
+    /// The kind, decided when the error was caught.
+    let storageKind: StorageError.Kind
+    /// Why, in a few words.
+    let reason: String
+    /// The SQLSTATE as a number (its five characters in base 36), or a negative number for a failure of the client.
+    let code: Int
+    /// The error as postgres-nio (or SwiftNIO, for a connection never made) threw it.
+    let underlying: any Error
+
+    func kind(at path: String) -> StorageError.Kind { storageKind }
+
+    /// The failure `error` describes.
+    init(_ error: any Error) {
+        underlying = error
+        if let error = error as? PSQLError {
+            if let state = error.serverInfo?[.sqlState] {
+                storageKind = Self.kind(ofSQLState: state)
+                code = Int(state, radix: 36) ?? 0
+                reason = "\(error.serverInfo?[.message] ?? "PostgreSQL error") (SQLSTATE \(state))"
+            } else {
+                storageKind = Self.kind(ofClientCode: error.code)
+                code = -1
+                reason = "\(error.code.description)\(error.underlying.map { ": \($0)" } ?? "")"
+            }
+        } else if error is PostgresDecodingError {
+            (storageKind, code, reason) = (.corrupt, -2, "a value PostgreSQL returned is not of the type this version expects (\(error))")
+        } else {
+            // SwiftNIO's: the connection refused, reset or timed out before postgres-nio had one.
+            (storageKind, code, reason) = (.unavailable, -3, "cannot reach PostgreSQL (\(error))")
+        }
+    }
+
+    /// The kind of a server's error, by its SQLSTATE (PostgreSQL's manual, "PostgreSQL Error Codes").
+    static func kind(ofSQLState state: String) -> StorageError.Kind {
+        switch state {
+        case "53100": return .full
+        case "55P03", "40P01", "40001": return .locked
+        // A replica, or default_transaction_read_only: writes pass again once it is promoted or the setting is changed
+        // back (SQLite's read-only file system counts the same). 57014: a statement cancelled (a timeout, an operator).
+        case "25006", "57014": return .unavailable
+        default: break
+        }
+        // 08: connection exceptions; 53: insufficient resources; 57P: shutting down, starting; 58: I/O errors.
+        if state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") || state.hasPrefix("58") { return .unavailable }
+        return .corrupt
+    }
+
+    /// The kind of a failure of postgres-nio's own, without a server's SQLSTATE.
+    static func kind(ofClientCode code: PSQLError.Code) -> StorageError.Kind {
+        switch code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .queryCancelled, .poolClosed:
+            .unavailable
+        default: .corrupt
+        }
+    }
+
+    /// Whether the connection is of no more use after this failure: everything but an error the server answered with.
+    var losesTheConnection: Bool {
+        guard let error = underlying as? PSQLError else { return !(underlying is PostgresDecodingError) }
+        return error.serverInfo?[.sqlState] == nil || storageKind == .unavailable
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import PostgresNIO
+import RestockPipeline
+
+/// The outbox of one store (SQLite's `Outbox`): messages committed but not yet acknowledged by the broker, in
+/// `restock_outbox`, inside the transaction of the write that uses it.
+struct PostgresOutbox {
+    let statements: Statements
+    let store: String
+
+    /// Writes `messages` at their places. A retained topic keeps only its newest version waiting: a message replaces the
+    /// row with its key (or its place), and of two with one key in the same batch the later one wins, as SQLite's
+    /// `INSERT OR REPLACE` of the rows in turn leaves it. The store's highest place written rises with them.
+    func insert(_ messages: [CommittedPublication]) throws {
+        guard !messages.isEmpty else { return }
+        var last: [String: Int] = [:]
+        for (index, message) in messages.enumerated() { last[message.publication.key] = index }
+        let rows = last.values.sorted().map { messages[$0] }
+        let publications = rows.map(\.publication)
+        try statements.execute(
+            """
+            DELETE FROM restock_outbox WHERE store = \(store)
+                AND (key = ANY(\(publications.map(\.key))::text[]) OR seq = ANY(\(rows.map(\.seq))::int8[]))
+            """)
+        try statements.execute(
+            """
+            INSERT INTO restock_outbox (store, seq, key, topic, payload, retain, batch, sent, sku)
+            SELECT \(store), q, k, t, p, r, b, 0, CASE WHEN h THEN s END
+            FROM unnest(\(rows.map(\.seq))::int8[], \(publications.map(\.key))::text[], \(publications.map(\.topic))::text[],
+                \(publications.map { ByteBuffer(bytes: $0.payload) })::bytea[], \(publications.map(\.retain))::bool[],
+                \(publications.map { Int64($0.alertCount) })::int8[], \(publications.map { $0.sku != nil })::bool[],
+                \(publications.map { $0.sku ?? "" })::text[]) AS m(q, k, t, p, r, b, h, s)
+            """)
+        try statements.execute(
+            "UPDATE restock_store SET outbox_place = GREATEST(outbox_place, \(rows.map(\.seq).max()!)) WHERE store = \(store)")
+    }
+
+    /// Messages committed but not yet acknowledged, oldest first, after `seq`, at most `limit` (none when negative).
+    func pending(after seq: Int64, limit: Int) throws -> [PendingPublication] {
+        try statements.query(
+            """
+            SELECT seq, topic, payload, retain, batch, sent FROM restock_outbox WHERE store = \(store) AND seq > \(seq)
+            ORDER BY seq LIMIT \(PostgresStoreStorage.bound(limit))
+            """
+        ).map { row in
+            let (seq, topic, payload, retain, batch, sent) = try row.decode((Int64, String, ByteBuffer, Bool, Int64, Int64).self)
+            return SeamValues.pending(
+                seq: seq, topic: topic, payload: Array(payload.readableBytesView), retain: retain, alertCount: Int(batch), sent: Int(sent))
+        }
+    }
+
+    /// How many messages wait: a batch counts the alerts it still has to send.
+    func messageCount() throws -> Int {
+        let rows = try statements.query(
+            "SELECT COALESCE(SUM(CASE WHEN batch > 0 THEN batch - sent ELSE 1 END), 0)::int8 FROM restock_outbox WHERE store = \(store)")
+        return Int(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
+    /// A message's row as the acknowledgements need it.
+    private struct Row {
+        var batch: Int
+        var sent: Int
+        let sku: String?
+    }
+
+    /// Records acknowledgements: the alerts acknowledged count in the figures first (at `date`), then single messages are
+    /// forgotten and each batch records how many of its alerts, from the first, are acknowledged — forgotten when that is
+    /// all of them. The rows are read once and the acknowledgements applied to them in order, as SQLite's statements in
+    /// turn apply them; then what changed is written in two statements.
+    func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)], at date: Date) throws {
+        var rows: [Int64: Row] = [:]
+        for row in try statements.query(
+            "SELECT seq, batch, sent, sku FROM restock_outbox WHERE store = \(store) AND seq = ANY(\((seqs + batches.map(\.seq)))::int8[])")
+        {
+            let (seq, batch, sent, sku) = try row.decode((Int64, Int64, Int64, String?).self)
+            rows[seq] = Row(batch: Int(batch), sent: Int(sent), sku: sku)
+        }
+        try PostgresAlertFigures(statements: statements, store: store).recordAcknowledged(acknowledged(seqs, batches, in: rows), at: date)
+        var removed: Set<Int64> = []
+        var updated: [Int64: Int] = [:]
+        for seq in seqs where rows.removeValue(forKey: seq) != nil { removed.insert(seq) }
+        for batch in batches {
+            guard let row = rows[batch.seq] else { continue }
+            if row.batch > batch.sent {
+                rows[batch.seq]?.sent = batch.sent
+                updated[batch.seq] = batch.sent
+            } else {
+                rows[batch.seq] = nil
+                updated[batch.seq] = nil
+                removed.insert(batch.seq)
+            }
+        }
+        if !removed.isEmpty {
+            try statements.execute("DELETE FROM restock_outbox WHERE store = \(store) AND seq = ANY(\(Array(removed))::int8[])")
+        }
+        guard !updated.isEmpty else { return }
+        try statements.execute(
+            """
+            UPDATE restock_outbox AS o SET sent = u.sent FROM unnest(\(Array(updated.keys))::int8[], \(updated.values.map { Int64($0) })::int8[])
+                AS u(seq, sent)
+            WHERE o.store = \(store) AND o.seq = u.seq
+            """)
+    }
+
+    /// How many alerts of each SKU the acknowledgements acknowledge newly, from the rows as they were before: each single
+    /// alert once, and of each batch the alerts past those acknowledged before.
+    private func acknowledged(_ seqs: [Int64], _ batches: [(seq: Int64, sent: Int)], in rows: [Int64: Row]) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for seq in Set(seqs) {
+            guard let row = rows[seq], let sku = row.sku, row.batch == 0 else { continue }
+            counts[sku, default: 0] += 1
+        }
+        for batch in batches {
+            guard let row = rows[batch.seq], let sku = row.sku else { continue }
+            let (newly, overflow) = batch.sent.subtractingReportingOverflow(row.sent)
+            if newly > 0, !overflow { counts[sku, default: 0] += newly }
+        }
+        return counts
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RestockPipeline
+
+/// One connection to PostgreSQL, used by one call at a time, for the seam's blocking calls: postgres-nio runs on an
+/// event loop of this session's own (one thread), and the caller — the storage's executor, or libmosquitto's network
+/// thread, never an event loop — waits for each statement's result.
+///
+/// A connection lost (the server restarted, the network dropped) is dropped; the next call makes a new one, so that a
+/// store paused by an outage resumes when the server is back.
+final class PostgresSession: @unchecked Sendable {
+    // @unchecked: `connection` and `nextID` are only touched with `lock` held; the rest is immutable.
+    /// Where the database is.
+    let settings: PostgresSettings
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let logger: Logger
+    /// One call at a time: its statements, its transaction.
+    private let lock = NSLock()
+    private var connection: PostgresConnection?
+    private var nextID = 1
+
+    /// A session with the database of `settings`; it connects at its first call.
+    init(settings: PostgresSettings, logger: Logger = Logger(label: "restock.postgres")) {
+        self.settings = settings
+        self.logger = logger
+    }
+
+    deinit {
+        if let connection { _ = try? connection.close().wait() }
+        group.shutdownGracefully { _ in }
+    }
+
+    /// Closes the connection, if any; the next call makes a new one.
+    func disconnect() {
+        lock.lock()
+        defer { lock.unlock() }
+        dropConnection()
+    }
+
+    /// Runs `body` with the connection (made first if need be), one call at a time, and turns what fails into a
+    /// ``StorageError`` of `action` naming the database. A failure that leaves the connection of no use drops it.
+    @discardableResult
+    func run<T>(_ action: StorageError.Action, _ body: (Statements) throws -> T) throws(StorageError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do {
+            return try body(Statements(connection: try connected(), logger: logger))
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            let failure = PostgresFailure(error)
+            if failure.losesTheConnection { dropConnection() }
+            throw StorageError(action, settings.location, cause: failure)
+        }
+    }
+
+    /// Runs `body` in one transaction: `BEGIN`, `fence` (the lease's check, when the write is fenced), `body`, `COMMIT`;
+    /// `ROLLBACK` when any of them throws, and nothing of it is written.
+    /// - Parameter begin: The statement that begins it (an isolation level, read only).
+    @discardableResult
+    func transaction<T>(
+        _ action: StorageError.Action = .write, begin: PostgresQuery = "BEGIN", fence: ((Statements) throws -> Void)? = nil,
+        _ body: (Statements) throws -> T
+    ) throws(StorageError) -> T {
+        try run(action) { statements in
+            try statements.execute(begin)
+            do {
+                try fence?(statements)
+                let value = try body(statements)
+                try statements.execute("COMMIT")
+                return value
+            } catch {
+                _ = try? statements.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// The connection, made now when there is none (or it was closed).
+    private func connected() throws -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        dropConnection()
+        defer { nextID += 1 }
+        let made = try PostgresConnection.connect(on: group.next(), configuration: Self.configuration(of: settings), id: nextID, logger: logger)
+            .wait()
+        connection = made
+        return made
+    }
+
+    /// How postgres-nio connects to the database of `settings`: without TLS, with the connect and lock timeouts.
+    static func configuration(of settings: PostgresSettings) -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: settings.host, port: settings.port, username: settings.user, password: settings.password,
+            database: settings.database, tls: .disable)
+        configuration.options.connectTimeout = .nanoseconds(Int64(settings.connectTimeout.seconds * 1e9))
+        configuration.options.additionalStartupParameters = [("lock_timeout", "\(Int(settings.lockTimeout.seconds * 1000))ms")]
+        return configuration
+    }
+
+    private func dropConnection() {
+        if let connection { _ = try? connection.close().wait() }
+        connection = nil
+    }
+}
+
+/// The statements of one call on a session's connection, each waited for (``PostgresSession/run(_:_:)``).
+struct Statements {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    /// Runs `query` and returns its rows.
+    @discardableResult
+    func query(_ query: PostgresQuery) throws -> [PostgresRow] {
+        try connection.query(query, logger: logger).wait().rows
+    }
+
+    /// Runs `query` and returns how many rows it changed.
+    @discardableResult
+    func execute(_ query: PostgresQuery) throws -> Int {
+        try connection.query(query, logger: logger).wait().metadata.rows ?? 0
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, fractions included.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,29 @@
+import Foundation
+import Logging
+import RestockCore
+import RestockPipeline
+
+/// The PostgreSQL backend: a store's storage in a database that several stores may share (``PostgresStoreStorage``),
+/// owned through a lease row judged on the database's clock (``PostgresLease``).
+///
+/// There is no directory lock: the lease is all there is to hold, so ``StorageClaim/takeover(instance:lock:seen:)``'s
+/// lock is ignored, and a standby waits for the owner with ``waitForTheOwnerToGo(of:)``.
+package struct PostgresStorage: StoreStorageBackend {
+    /// Where the database is.
+    package let settings: PostgresSettings
+
+    /// The backend of the database of `settings`.
+    package init(settings: PostgresSettings) { self.settings = settings }
+
+    /// `postgresql://user@host:port/database`.
+    package var location: String { settings.location }
+
+    /// Opens the storage of `store`, taking its lease as `claim` says; `now` is not used (the database's clock judges).
+    /// - Throws: ``RestockMQTTError/dataDirectoryLeased(_:owner:)`` when another instance renewed the lease within its
+    ///   lifetime; a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` when a takeover's `seen` is no longer the
+    ///   lease; ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)`` for a newer schema; a
+    ///   ``StorageError`` when the database cannot be used.
+    package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {
+        try PostgresStoreStorage(settings: settings, store: store, claim: claim)
+    }
+}

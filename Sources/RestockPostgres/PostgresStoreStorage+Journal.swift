@@ -1,0 +1,72 @@
+import PostgresNIO
+import RestockPipeline
+
+// The request journal (SQLite's `RequestLog`): `restock_journal`, places given out per store from
+// `restock_store.journal_place`, so that they rise by one and are never given twice, trimmed or not.
+extension PostgresStoreStorage {
+    /// Appends the requests of one read in one transaction, checked against the lease, in one statement: their places
+    /// are taken from the store's row and the rows written from arrays (`unnest`), whatever their number. Nothing for no
+    /// request, as SQLite's log.
+    package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
+        guard !requests.isEmpty else { return [] }
+        let count = Int64(requests.count)
+        let topics = requests.map(\.topic), payloads = requests.map { ByteBuffer(bytes: $0.payload) }
+        let sizes = requests.map { Int64($0.size) }, retained = requests.map(\.retained)
+        let places: [Int64] = try write { statements in
+            try statements.query(
+                """
+                WITH place AS (
+                    UPDATE restock_store SET journal_place = journal_place + \(count) WHERE store = \(store.rawValue)
+                    RETURNING journal_place - \(count) AS first)
+                INSERT INTO restock_journal (store, seq, topic, payload, size, retained)
+                SELECT \(store.rawValue), place.first + r.n, r.topic, r.payload, r.size, r.retained
+                FROM place, unnest(\(topics)::text[], \(payloads)::bytea[], \(sizes)::int8[], \(retained)::bool[])
+                    WITH ORDINALITY AS r(topic, payload, size, retained, n)
+                RETURNING seq
+                """
+            ).map { try $0.decode(Int64.self) }.sorted()
+        }
+        return zip(places, requests).map { seq, request in
+            JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
+        }
+    }
+
+    package func journaledRequests(after seq: Int64, limit: Int) throws -> [JournaledRequest] {
+        try read { statements in
+            try statements.query(
+                """
+                SELECT seq, topic, payload, size, retained FROM restock_journal WHERE store = \(store.rawValue) AND seq > \(seq)
+                ORDER BY seq LIMIT \(Self.bound(limit))
+                """
+            ).map(Self.request(from:))
+        }
+    }
+
+    package func processedThrough() throws -> Int64 {
+        try read { statements in try Self.processedThrough(statements, store: store.rawValue) }
+    }
+
+    /// The place of the last request applied, as `statements` read it; 0 before the first.
+    static func processedThrough(_ statements: Statements, store: String) throws -> Int64 {
+        let rows = try statements.query("SELECT value FROM restock_counter WHERE store = \(store) AND name = 'processedThrough'")
+        return try rows.first?.decode(Int64.self) ?? 0
+    }
+
+    package func trimJournal(through seq: Int64) throws {
+        try write { try $0.execute("DELETE FROM restock_journal WHERE store = \(store.rawValue) AND seq <= \(seq)") }
+    }
+
+    /// A write that changes nothing, checked against the lease: the database takes writes again.
+    package func probeJournal() throws {
+        try write { try $0.execute("UPDATE restock_store SET journal_place = journal_place WHERE store = \(store.rawValue)") }
+    }
+
+    /// A request from a row of (seq, topic, payload, size, retained).
+    static func request(from row: PostgresRow) throws -> JournaledRequest {
+        let (seq, topic, payload, size, retained) = try row.decode((Int64, String, ByteBuffer, Int64, Bool).self)
+        return JournaledRequest(seq: seq, topic: topic, payload: Array(payload.readableBytesView), size: Int(size), retained: retained)
+    }
+
+    /// A `LIMIT` as SQLite reads one: a negative limit sets no bound (`LIMIT NULL` in PostgreSQL).
+    static func bound(_ limit: Int) -> Int64? { limit < 0 ? nil : Int64(limit) }
+}

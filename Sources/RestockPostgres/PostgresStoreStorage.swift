@@ -1,0 +1,143 @@
+import Foundation
+import PostgresNIO
+import RestockCore
+import RestockPipeline
+import Synchronization
+
+/// A store's storage in PostgreSQL (``PostgresStorage``): everything the SQLite backend (``StoreDatabase``, the
+/// specification) keeps in `store.sqlite`, `journal.sqlite` and the `attempt` file, in `restock_` tables keyed by the
+/// store (``PostgresSchema``), and the same answers to every read of ``StoreStorage``.
+///
+/// Every write is one transaction that checks the lease's epoch first (``PostgresFence``). Its calls block on one
+/// connection (``PostgresSession``), so the running store calls them on ``executor``, a thread of its own.
+///
+/// What differs, by nature: the journal and the state are in one database, so there is no pair of files to check
+/// against each other; there is no directory lock (``holdsLock`` is always true); a checkpoint vacuums the tables that
+/// hold customers' data.
+package final class PostgresStoreStorage: StoreStorage {
+    /// The store whose rows these are.
+    package let store: StoreID
+    let session: PostgresSession
+    /// The lease this storage took (``ownership``).
+    let lease: PostgresLease
+    /// The migration that ran when it was opened, if any.
+    let schemaChange: PostgresSchema.Change?
+    /// The place the next outbox message takes: given out before the commit that writes it, as SQLite's `Outbox` does.
+    let nextOutboxPlace: Mutex<Int64>
+    /// The thread the running store's storage calls go to, off Swift's cooperative pool.
+    package let pipelineExecutor = PipelineExecutor(label: "restock.postgres")
+
+    /// The database, as errors name it.
+    var location: String { session.settings.location }
+
+    /// Opens the storage of `store` in the database of `settings`: makes the schema ready, then takes the lease as
+    /// `claim` says (``PostgresStorage/open(for:claim:now:)``).
+    init(settings: PostgresSettings, store: StoreID, claim: StorageClaim) throws {
+        self.store = store
+        session = PostgresSession(settings: settings)
+        schemaChange = try PostgresSchema.prepare(session)
+        let fence = PostgresFence(store: store)
+        lease = PostgresLease(session: session, store: store, fence: fence)
+        try Self.makeRows(of: store, in: session)
+        let epoch = try LeaseClaim(session: session, store: store).take(claim)
+        fence.hold(epoch)
+        nextOutboxPlace = Mutex(0)
+        let last = try write { statements in
+            // The journal gives places after every request applied, whatever was recorded (SQLite's EarlierInbox).
+            try statements.execute(
+                """
+                UPDATE restock_store SET journal_place = GREATEST(journal_place, COALESCE((
+                    SELECT value FROM restock_counter WHERE store = \(store.rawValue) AND name = 'processedThrough'), 0))
+                WHERE store = \(store.rawValue)
+                """)
+            let rows = try statements.query(
+                """
+                SELECT GREATEST(outbox_place, COALESCE((SELECT MAX(seq) FROM restock_outbox WHERE store = \(store.rawValue)), 0))
+                FROM restock_store WHERE store = \(store.rawValue)
+                """)
+            return try rows.first?.decode(Int64.self) ?? 0
+        }
+        nextOutboxPlace.withLock { $0 = last + 1 }
+    }
+
+    /// Makes the rows of `store` that every other row hangs on, if it has none yet: its own, and its lease, released.
+    private static func makeRows(of store: StoreID, in session: PostgresSession) throws(StorageError) {
+        try session.transaction(.open) { statements in
+            try statements.execute("INSERT INTO restock_store (store) VALUES (\(store.rawValue)) ON CONFLICT DO NOTHING")
+            try statements.execute(
+                """
+                INSERT INTO restock_lease (store, epoch, owner, renewals, renewed_at, released)
+                VALUES (\(store.rawValue), 0, '', 0, 'epoch', true) ON CONFLICT DO NOTHING
+                """)
+        }
+    }
+
+    deinit { session.disconnect() }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one transaction fenced by the lease: refused with ``StorageError/Kind/leaseLost`` once a newer
+    /// owner holds it, and nothing of it is written.
+    @discardableResult
+    func write<T>(_ body: (Statements) throws -> T) throws(StorageError) -> T {
+        let fence = lease.fence, location = location
+        return try session.transaction(.write, fence: { try fence.check($0, path: location) }, body)
+    }
+
+    /// Runs the statements of `body`, which only read, in one snapshot of the database.
+    @discardableResult
+    func read<T>(_ body: (Statements) throws -> T) throws(StorageError) -> T {
+        try session.transaction(.read, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+    }
+
+    // MARK: Ownership
+
+    package var ownership: any StoreOwnership { lease }
+
+    package var executor: (any TaskExecutor)? { pipelineExecutor }
+
+    package func replaceInstance(with instance: String) throws -> String? {
+        try write { statements in
+            let rows = try statements.query("SELECT instance FROM restock_store WHERE store = \(store.rawValue) FOR UPDATE")
+            let previous = try rows.first?.decode(String?.self) ?? nil
+            try statements.execute("UPDATE restock_store SET instance = \(instance) WHERE store = \(store.rawValue)")
+            return previous
+        }
+    }
+
+    /// Always true: there is no directory lock, the lease is all there is to hold.
+    package var holdsLock: Bool { true }
+
+    /// `true` at once: nothing but the lease to take (``holdsLock``).
+    package func adoptTheLockWhenFree() async throws(StorageError) -> Bool { true }
+
+    /// Closes the connection: the lease was released by ``PostgresLease/release()``, and nothing else holds the store. A
+    /// call of a task of the ended run that comes later connects again.
+    package func releaseDirectory() { session.disconnect() }
+
+    /// The migration that ran when the storage was opened, if any (the service logs it).
+    package var migrations: [SchemaVersion] {
+        schemaChange.map { [SeamValues.schemaVersion(path: location, from: $0.from, to: $0.to)] } ?? []
+    }
+
+    package var isRestored: Bool {
+        get throws {
+            try read { statements in
+                let rows = try statements.query("SELECT restored IS NOT NULL FROM restock_store WHERE store = \(store.rawValue)")
+                return try rows.first?.decode(Bool.self) ?? false
+            }
+        }
+    }
+
+    package func restoreReconciled() throws {
+        try write { try $0.execute("UPDATE restock_store SET restored = NULL WHERE store = \(store.rawValue)") }
+    }
+
+    /// Vacuums the tables that held a forgotten customer's rows, so that PostgreSQL reuses their space (it cannot run in
+    /// a transaction, and checks no lease: it changes no row).
+    package func checkpoint() throws {
+        try session.run(.write) { statements in
+            try statements.execute("VACUUM restock_watch, restock_mirror, restock_outbox, restock_dead_letter, restock_journal")
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import RestockCore
+import RestockPipeline
+import RestockPostgres
+import RestockTestSupport
+
+func customer(_ raw: String) -> CustomerID { try! CustomerID(raw) }
+func sku(_ raw: String) -> SKU { try! SKU(raw) }
+let apple = try! StoreID("apple")
+let pear = try! StoreID("pear")
+let appleTopics = try! RestockTopics(store: apple)
+
+extension PrivatePostgres {
+    /// The settings of the server's database, as the superuser.
+    var settings: PostgresSettings { PostgresSettings(host: host, port: port, user: user, database: database) }
+
+    /// The backend of the server's database.
+    var backend: PostgresStorage { PostgresStorage(settings: settings) }
+}
+
+/// A temporary directory, removed when released: a SQLite data directory for the differential test.
+final class TemporaryDirectory {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("restock-pg-test-\(UUID().uuidString)")
+    init() { try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// One request to journal, on `customer`'s subscribe topic.
+func request(_ who: String = "c0", payload: String = "{}") -> (topic: String, payload: [UInt8], size: Int, retained: Bool) {
+    (topic: appleTopics.subscribe(customer(who)), payload: Array(payload.utf8), size: payload.utf8.count, retained: false)
+}

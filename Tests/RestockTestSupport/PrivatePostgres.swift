@@ -1,0 +1,151 @@
+import Deadlines
+import Foundation
+import LocalBroker
+import Synchronization
+
+/// A private PostgreSQL for one test: Debian's server binaries (`/usr/lib/postgresql/<version>/bin`, the newest version
+/// installed), a data directory made by `initdb` in a temporary directory of its own, a free loopback port on 127.0.0.1
+/// only, its unix socket in that directory, fsync on, and trust authentication, for the superuser `postgres`. Run as root,
+/// `initdb` and `postgres` run as the `postgres` user.
+///
+/// ``stop()`` shuts it down at once (an outage, as a crash would), ``start()`` starts it again on the same port and data;
+/// ``with(_:)`` stops it and removes its directory at the end, whatever the test did.
+public final class PrivatePostgres: Sendable {
+    /// The port on 127.0.0.1.
+    public let port: Int
+    /// `127.0.0.1`.
+    public let host = "127.0.0.1"
+    /// The superuser to log in as (trusted: no password).
+    public let user = "postgres"
+    /// The database that `initdb` made.
+    public let database = "postgres"
+    /// The temporary directory: `data`, `socket`, `postgres.log`.
+    public let directory: URL
+    private let binaries: URL
+    private let process = Mutex<ChildProcess?>(nil)
+
+    private var dataDirectory: URL { directory.appendingPathComponent("data") }
+    private var socketDirectory: URL { directory.appendingPathComponent("socket") }
+    /// Everything the server logged.
+    public var log: String { (try? String(contentsOf: directory.appendingPathComponent("postgres.log"), encoding: .utf8)) ?? "" }
+
+    private init(port: Int, directory: URL, binaries: URL) {
+        self.port = port
+        self.directory = directory
+        self.binaries = binaries
+    }
+
+    deinit {
+        // ``with(_:)`` stops it first; this is for a test that dropped it: the postmaster's immediate shutdown.
+        process.withLock { $0?.send(SIGQUIT) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Starts a server, runs `body` with it, then stops it and removes its directory, whether `body` threw or not.
+    public static func with<T>(_ body: (PrivatePostgres) async throws -> T) async throws -> T {
+        let server = try await launch()
+        do {
+            let value = try await body(server)
+            try await server.stop()
+            return value
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+    }
+
+    /// Makes a data directory and starts a server on it on a free loopback port.
+    public static func launch() async throws -> PrivatePostgres {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("restock-postgres-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("socket"), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var lastError: (any Error)?
+        // The kernel's free port can be taken again before postgres binds it; then try another.
+        for attempt in 0..<5 {
+            let server = PrivatePostgres(port: try freeLoopbackPort(), directory: directory, binaries: try binaryDirectory())
+            do {
+                if attempt == 0 { try await server.initialize() }
+                try await server.start()
+                return server
+            } catch {
+                lastError = error
+                try? await server.stop()
+            }
+        }
+        try? FileManager.default.removeItem(at: directory)
+        throw lastError ?? DeadlineExceeded(what: "PostgreSQL to start", seconds: 30)
+    }
+
+    /// The newest server installed: `/usr/lib/postgresql/<version>/bin`.
+    static func binaryDirectory() throws -> URL {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        let installed = versions.filter { FileManager.default.isExecutableFile(atPath: root.appendingPathComponent("\($0)/bin/postgres").path) }
+        guard let newest = installed.max(by: { (Double($0) ?? 0) < (Double($1) ?? 0) }) else {
+            throw PostgresUnavailable(reason: "no PostgreSQL server under /usr/lib/postgresql (apt-get install postgresql)")
+        }
+        return root.appendingPathComponent("\(newest)/bin")
+    }
+
+    /// `command` with `arguments`, as the `postgres` user when this process is root (PostgreSQL refuses to run as root).
+    private func asServerUser(_ command: String, _ arguments: [String]) -> (String, [String]) {
+        let path = binaries.appendingPathComponent(command).path
+        return geteuid() == 0 ? ("runuser", ["-u", "postgres", "--", path] + arguments) : (path, arguments)
+    }
+
+    /// Runs `initdb`: trust authentication, UTF-8 without a locale, the superuser `postgres`.
+    private func initialize() async throws {
+        if geteuid() == 0 {
+            let owned = try await ChildProcess.run("chown", ["-R", "postgres:postgres", directory.path])
+            guard owned.status == 0 else { throw PostgresUnavailable(reason: "chown: \(owned.standardError)") }
+        }
+        let (command, arguments) = asServerUser(
+            "initdb", ["-D", dataDirectory.path, "--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-locale", "--no-sync"])
+        let result = try await ChildProcess.run(command, arguments, within: 120)
+        guard result.status == 0 else { throw PostgresUnavailable(reason: "initdb failed: \(result.standardOutput)\(result.standardError)") }
+    }
+
+    /// Starts the server on its port and data (again, after ``stop()``), and waits until it accepts connections.
+    public func start() async throws {
+        let (command, arguments) = asServerUser(
+            "postgres",
+            [
+                "-D", dataDirectory.path, "-p", String(port), "-k", socketDirectory.path, "-c", "listen_addresses=127.0.0.1",
+                "-c", "fsync=on", "-c", "max_connections=40",
+            ])
+        let log = directory.appendingPathComponent("postgres.log")
+        let child = try ChildProcess(command, arguments, outputFile: log, ownProcessGroup: true)
+        process.withLock { $0 = child }
+        let ready = binaries.appendingPathComponent("pg_isready").path
+        let (host, port, user) = (host, port, user)
+        try await waitUntil("PostgreSQL to accept connections on \(host):\(port)", within: 60, pollEvery: .milliseconds(50)) {
+            if child.exitStatus != nil { throw PostgresUnavailable(reason: "postgres exited while starting: \(self.log)") }
+            return try await ChildProcess.run(ready, ["-h", host, "-p", String(port), "-U", user, "-d", "postgres", "-t", "2"]).status == 0
+        }
+    }
+
+    /// Shuts the server down at once (`pg_ctl stop -m immediate`: no checkpoint, as a crash), and waits until it is gone.
+    public func stop() async throws {
+        guard let child = process.withLock({ $0 }) else { return }
+        let (command, arguments) = asServerUser("pg_ctl", ["stop", "-D", dataDirectory.path, "-m", "immediate", "-w", "-t", "30"])
+        _ = try await ChildProcess.run(command, arguments, within: 40)
+        child.send(SIGQUIT)
+        try await child.waitForExit(within: 30)
+        process.withLock { $0 = nil }
+    }
+
+    /// Runs `sql` with `psql` as the superuser, on the unix socket; returns what it printed (unaligned, tuples only).
+    public func psql(_ sql: String) async throws -> String {
+        let result = try await ChildProcess.run(
+            binaries.appendingPathComponent("psql").path,
+            ["-h", host, "-p", String(port), "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+        guard result.status == 0 else { throw PostgresUnavailable(reason: "psql: \(result.standardError)") }
+        return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// PostgreSQL could not be started or used for a test; `reason` says why.
+public struct PostgresUnavailable: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { reason }
+}
