@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "restock",
             dependencies: [
-                "RestockMQTT", "RestockHTTP", "LocalBroker",
+                "RestockMQTT", "RestockHTTP", "RestockPostgres", "LocalBroker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // The executable, not the libraries, chooses the metrics backend.
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -21,7 +21,7 @@ struct LeaseClaim {
     func take(_ claim: StorageClaim) throws -> Int64 {
         switch claim {
         case .exclusive(let instance): try exclusive(instance)
-        case .takeover(let instance, _, let seen): try takeOver(instance, seen: seen)
+        case .takeover(let instance, let takeover): try takeOver(instance, seen: takeover.seen)
         }
     }
 
@@ -29,7 +29,7 @@ struct LeaseClaim {
     /// database's clock; otherwise it takes the lease at the next epoch, in one transaction that locks the row.
     private func exclusive(_ instance: String) throws -> Int64 {
         let start: Start = try session.transaction(.open) { statements in
-            guard let holder = try PostgresLease.holder(of: store, in: statements, locking: true) else {
+            guard let holder = try PostgresLease.holder(of: store, in: statements, lifetime: session.settings.leaseLifetime, locking: true) else {
                 throw StorageError(.open, session.settings.location, cause: MissingLease(store: store))
             }
             if !holder.released, holder.owner != instance, holder.fresh { return .refused(owner: holder.owner) }
@@ -49,12 +49,12 @@ struct LeaseClaim {
     /// A standby's takeover: the lease is taken only if it still is exactly what `seen` describes — its epoch, owner and
     /// renewals (a compare-and-swap: of two standbys that judged the same owner gone, one wins; an owner that renewed
     /// meanwhile keeps it). Without `seen`, the lease as it is now.
-    private func takeOver(_ instance: String, seen: StoreLease.Holder?) throws -> Int64 {
+    private func takeOver(_ instance: String, seen: LeaseHolder?) throws -> Int64 {
         let expected: (epoch: Int64, owner: String, renewals: Int64)
         if let seen {
             expected = (seen.epoch, seen.owner, seen.renewals)
         } else {
-            let current = try session.run(.open) { statements in try PostgresLease.holder(of: store, in: statements) }
+            let current = try session.run(.open) { statements in try PostgresLease.holder(of: store, in: statements, lifetime: session.settings.leaseLifetime) }
             guard let current else { throw StorageError(.open, session.settings.location, cause: MissingLease(store: store)) }
             expected = (current.epoch, current.currentOwner, current.renewals)
         }
@@ -66,7 +66,7 @@ struct LeaseClaim {
                 WHERE store = \(store.rawValue) AND epoch = \(expected.epoch) AND renewals = \(expected.renewals)
                     AND (CASE WHEN released THEN '' ELSE owner END) = \(expected.owner)
                 """)
-            return changed == 1 ? nil : try PostgresLease.holder(of: store, in: statements)
+            return changed == 1 ? nil : try PostgresLease.holder(of: store, in: statements, lifetime: session.settings.leaseLifetime)
         }
         if let holder { throw StorageError.leaseLost(session.settings.location, owner: holder.owner, epoch: holder.epoch) }
         return expected.epoch + 1

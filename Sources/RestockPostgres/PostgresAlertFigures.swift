@@ -9,16 +9,11 @@ struct PostgresAlertFigures {
     let statements: Statements
     let store: String
 
-    /// The hour `date` falls in: seconds since 1970 / 3600 (1 for a date before 1970's second hour or not finite, at most
-    /// that of 10^15 seconds), as RestockPipeline's `ReportFigures` counts it (a type of its own it does not share).
-    static func hour(of date: Date) -> Int64 {
-        let seconds = date.timeIntervalSince1970
-        guard seconds.isFinite, seconds >= 3_600 else { return 1 }
-        return Int64(min(seconds, 1e15) / 3_600)
-    }
+    /// The hour `date` falls in (``ReportFigures/hour(of:)``).
+    static func hour(of date: Date) -> Int64 { ReportFigures.hour(of: date) }
 
-    /// The first hour of the day that ends with `hour`.
-    static func firstHourOfDay(endingIn hour: Int64) -> Int64 { hour - 23 }
+    /// The first hour of the day that ends with `hour` (``ReportFigures/firstHourOfDay(endingIn:)``).
+    static func firstHourOfDay(endingIn hour: Int64) -> Int64 { ReportFigures.firstHourOfDay(endingIn: hour) }
 
     /// Adds `raised` alerts per SKU (a count of 0 too: the SKU then has figures) to the hour of `date`, and folds the
     /// hours older than a day into hour 0.
@@ -63,7 +58,7 @@ struct PostgresAlertFigures {
     func report(at now: Date, sku: SKU?) throws -> StoreReport {
         let since = Self.firstHourOfDay(endingIn: Self.hour(of: now))
         let name = sku?.rawValue
-        var skus: [String: ContractValues.SKUFigures] = [:]
+        var skus: [String: StoreReport.SKUFigures] = [:]
         for row in try statements.query(
             """
             SELECT sku, COUNT(*)::int8, SUM(CASE WHEN waiting THEN 1 ELSE 0 END)::int8 FROM restock_watch
@@ -71,7 +66,7 @@ struct PostgresAlertFigures {
             """)
         {
             let (sku, watching, waiting) = try row.decode((String, Int64, Int64).self)
-            skus[sku] = ContractValues.SKUFigures(sku: sku, watching: Int(watching), waiting: Int(waiting))
+            skus[sku] = StoreReport.SKUFigures(sku: sku, watching: Int(watching), waiting: Int(waiting))
         }
         for row in try statements.query(
             """
@@ -81,13 +76,13 @@ struct PostgresAlertFigures {
             """)
         {
             let (sku, raised, acknowledged, raisedToday, acknowledgedToday) = try row.decode((String, Int64, Int64, Int64, Int64).self)
-            var figures = skus[sku] ?? ContractValues.SKUFigures(sku: sku, watching: 0, waiting: 0)
+            var figures = skus[sku] ?? StoreReport.SKUFigures(sku: sku, watching: 0, waiting: 0)
             figures.alertsRaised = StoreReport.Window(life: Int(raised), last24h: Int(raisedToday))
             figures.alertsAcknowledged = StoreReport.Window(life: Int(acknowledged), last24h: Int(acknowledgedToday))
             skus[sku] = figures
         }
         let customers = try statements.query(
             "SELECT COUNT(DISTINCT customer)::int8 FROM restock_watch WHERE store = \(store) AND (\(name)::text IS NULL OR sku = \(name))")
-        return try ContractValues.report(customers: Int(try customers.first?.decode(Int64.self) ?? 0), skus: skus)
+        return ReportFigures.report(customers: Int(try customers.first?.decode(Int64.self) ?? 0), skus: skus)
     }
 }

@@ -37,6 +37,8 @@ struct PostgresFailure: StorageFailure {
                 code = -1
                 reason = "\(error.code.description)\(error.underlying.map { ": \($0)" } ?? "")"
             }
+        } else if let error = error as? NoServerTakesWrites {
+            (storageKind, code, reason) = (.unavailable, -4, error.description)
         } else if error is PostgresDecodingError {
             (storageKind, code, reason) = (.corrupt, -2, "a value PostgreSQL returned is not of the type this version expects (\(error))")
         } else {
@@ -44,6 +46,15 @@ struct PostgresFailure: StorageFailure {
             (storageKind, code, reason) = (.unavailable, -3, "cannot reach PostgreSQL (\(error))")
         }
     }
+
+    /// No server of the list answered as one that takes writes: each was unreachable or a read-only replica (a failover
+    /// under way: a replica is about to be promoted). ``StorageError/Kind/unavailable``: it may pass.
+    struct NoServerTakesWrites: Error, CustomStringConvertible {
+        let location: String
+        var description: String { "no server of \(location) takes writes now: each is unreachable or a read-only replica" }
+    }
+
+    static func noServerTakesWrites(_ location: String) -> NoServerTakesWrites { NoServerTakesWrites(location: location) }
 
     /// The kind of a server's error, by its SQLSTATE (PostgreSQL's manual, "PostgreSQL Error Codes").
     static func kind(ofSQLState state: String) -> StorageError.Kind {

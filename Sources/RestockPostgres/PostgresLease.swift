@@ -24,10 +24,10 @@ final class PostgresLease: StoreOwnership {
         var renewedAt: Date
         /// Whether the owner let it go at a clean stop.
         var released: Bool
-        /// Whether it was renewed within ``StoreLease/lifetime`` of the database's clock when it was read.
+        /// Whether it was renewed within ``LeaseHolder/lifetime`` of the database's clock when it was read.
         var fresh: Bool
 
-        /// The owner as ``StoreLease/Holder`` names it: empty once released.
+        /// The owner as ``LeaseHolder`` names it: empty once released.
         var currentOwner: String { released ? "" : owner }
     }
 
@@ -43,14 +43,15 @@ final class PostgresLease: StoreOwnership {
         self.fence = fence
     }
 
-    /// The columns a ``Holder`` is read from, the last one judged on the database's clock.
-    static let columns =
-        "epoch, owner, renewals, renewed_at, released, abs(extract(epoch FROM now() - renewed_at)) < \(StoreLease.lifetime.seconds) AS fresh"
+    /// The columns a ``Holder`` is read from, the last one judged on the database's clock against `lifetime`.
+    static func columns(lifetime: Duration) -> String {
+        "epoch, owner, renewals, renewed_at, released, abs(extract(epoch FROM now() - renewed_at)) < \(lifetime.seconds) AS fresh"
+    }
 
     /// The lease of `store` as read by `statements` (`FOR UPDATE` when `locking`); `nil` when it has no row yet.
-    static func holder(of store: StoreID, in statements: Statements, locking: Bool = false) throws -> Holder? {
+    static func holder(of store: StoreID, in statements: Statements, lifetime: Duration, locking: Bool = false) throws -> Holder? {
         let rows = try statements.query(
-            "SELECT \(unescaped: columns) FROM restock_lease WHERE store = \(store.rawValue)\(unescaped: locking ? " FOR UPDATE" : "")")
+            "SELECT \(unescaped: columns(lifetime: lifetime)) FROM restock_lease WHERE store = \(store.rawValue)\(unescaped: locking ? " FOR UPDATE" : "")")
         return try rows.first.map(holder(from:))
     }
 
@@ -62,7 +63,7 @@ final class PostgresLease: StoreOwnership {
 
     /// The lease as the database holds it now.
     func holder() throws(StorageError) -> Holder? {
-        try session.run(.read) { statements in try Self.holder(of: store, in: statements) }
+        try session.run(.read) { statements in try Self.holder(of: store, in: statements, lifetime: session.settings.leaseLifetime) }
     }
 
     /// Renews the lease on the database's clock (`now` is not used: no process's clock judges the lease), if this
@@ -73,7 +74,7 @@ final class PostgresLease: StoreOwnership {
         let lost: Holder? = try session.run(.write) { statements in
             let changed = try statements.execute(
                 "UPDATE restock_lease SET renewals = renewals + 1, renewed_at = now() WHERE store = \(store.rawValue) AND epoch = \(epoch)")
-            return changed == 1 ? nil : try Self.holder(of: store, in: statements)
+            return changed == 1 ? nil : try Self.holder(of: store, in: statements, lifetime: session.settings.leaseLifetime)
         }
         if let lost { throw fence.lose(to: lost, path: session.settings.location) }
     }
@@ -138,7 +139,7 @@ final class PostgresFence: Sendable {
     func check(_ statements: Statements, path: String) throws {
         guard let epoch = try self.epoch(path: path) else { return }
         let rows = try statements.query(
-            "SELECT \(unescaped: PostgresLease.columns) FROM restock_lease WHERE store = \(store.rawValue) FOR SHARE")
+            "SELECT \(unescaped: PostgresLease.columns(lifetime: LeaseHolder.lifetime)) FROM restock_lease WHERE store = \(store.rawValue) FOR SHARE")
         guard let holder = try rows.first.map(PostgresLease.holder(from:)), holder.epoch != epoch else { return }
         throw lose(to: holder, path: path)
     }

@@ -44,7 +44,7 @@ struct PostgresOutbox {
             """
         ).map { row in
             let (seq, topic, payload, retain, batch, sent) = try row.decode((Int64, String, ByteBuffer, Bool, Int64, Int64).self)
-            return SeamValues.pending(
+            return PendingPublication(
                 seq: seq, topic: topic, payload: Array(payload.readableBytesView), retain: retain, alertCount: Int(batch), sent: Int(sent))
         }
     }

@@ -109,6 +109,14 @@ enum PostgresSchema {
         return try outcome.get()
     }
 
+    /// Refuses, reading only, a schema of a newer version than this release knows.
+    /// - Throws: ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)``.
+    static func check(_ current: Int, location: String) throws {
+        if current > knownVersion {
+            throw RestockMQTTError.dataDirectoryOfNewerVersion(file: location, schemaVersion: current, knownVersion: knownVersion)
+        }
+    }
+
     /// The version of the schema: the highest migration recorded; 0 without the version table.
     static func version(_ statements: Statements) throws -> Int {
         let table = try statements.query("SELECT to_regclass('restock_schema_version') IS NOT NULL")

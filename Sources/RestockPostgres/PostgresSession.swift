@@ -77,25 +77,63 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    /// The connection, made now when there is none (or it was closed).
+    /// The connection, made now when there is none (or it was closed): to the first server that answers and takes
+    /// writes — a read-only replica (`pg_is_in_recovery()`) is passed over, so that after a failover the store finds the
+    /// promoted one. Throws the last server's failure when none does.
     private func connected() throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
         dropConnection()
-        defer { nextID += 1 }
-        let made = try PostgresConnection.connect(on: group.next(), configuration: Self.configuration(of: settings), id: nextID, logger: logger)
-            .wait()
-        connection = made
-        return made
+        var failure: any Error = PostgresFailure.noServerTakesWrites(settings.location)
+        for server in settings.servers {
+            defer { nextID += 1 }
+            do {
+                let made = try PostgresConnection.connect(
+                    on: group.next(), configuration: try Self.configuration(of: settings, server: server), id: nextID, logger: logger
+                ).wait()
+                // Closed before it is released, whatever happens (postgres-nio traps otherwise).
+                let replica: Bool
+                do {
+                    replica = try made.query("SELECT pg_is_in_recovery()", logger: logger).wait().rows.first?.decode(Bool.self) ?? false
+                } catch {
+                    _ = try? made.close().wait()
+                    throw error
+                }
+                guard !replica else {
+                    _ = try? made.close().wait()
+                    failure = PostgresFailure.noServerTakesWrites(settings.location)
+                    continue
+                }
+                connection = made
+                return made
+            } catch {
+                failure = error
+            }
+        }
+        throw failure
     }
 
-    /// How postgres-nio connects to the database of `settings`: without TLS, with the connect and lock timeouts.
-    static func configuration(of settings: PostgresSettings) -> PostgresConnection.Configuration {
+    /// How postgres-nio connects to `server` of `settings`: its TLS, the connect and lock timeouts.
+    static func configuration(of settings: PostgresSettings, server: DatabaseURL.Server) throws -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
-            host: settings.host, port: settings.port, username: settings.user, password: settings.password,
-            database: settings.database, tls: .disable)
+            host: server.host, port: server.port, username: settings.user, password: settings.password,
+            database: settings.database, tls: try tls(of: settings))
         configuration.options.connectTimeout = .nanoseconds(Int64(settings.connectTimeout.seconds * 1e9))
         configuration.options.additionalStartupParameters = [("lock_timeout", "\(Int(settings.lockTimeout.seconds * 1000))ms")]
         return configuration
+    }
+
+    /// The TLS of `settings`' `sslmode`: none, encrypted without a check, or checked against the authorities of
+    /// `sslrootcert` (the system's when none), with the host name too for `verify-full`.
+    static func tls(of settings: PostgresSettings) throws -> PostgresConnection.Configuration.TLS {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch settings.tls {
+        case .disable: return .disable
+        case .require: tls.certificateVerification = .none
+        case .verifyCA: tls.certificateVerification = .noHostnameVerification
+        case .verifyFull: tls.certificateVerification = .fullVerification
+        }
+        if let file = settings.rootCertificates { tls.trustRoots = .file(file) }
+        return .require(try NIOSSLContext(configuration: tls))
     }
 
     private func dropConnection() {

@@ -6,23 +6,36 @@ import RestockPipeline
 
 extension PostgresStorage {
     /// A standby's wait for the owner of `store` to go: returns the lease as seen when its owner released it or let it
-    /// lapse — not renewed for ``StoreLease/lifetime`` by the database's clock — to pass as the takeover's `seen`; `nil`
-    /// when the store has no lease yet (nothing to wait for). Looks once per ``StoreLease/renewalInterval``, on a
+    /// lapse — not renewed for ``LeaseHolder/lifetime`` by the database's clock — to pass as the takeover's `seen`; `nil`
+    /// when the store has no lease yet (nothing to wait for). Looks once per ``LeaseHolder/renewalInterval``, on a
     /// connection of its own; a look that fails for a while (the server restarting) is tried again at the next.
     /// - Throws: `CancellationError` when cancelled; a ``StorageError`` that trying again cannot help.
-    package func waitForTheOwnerToGo(of store: StoreID) async throws -> StoreLease.Holder? {
+    package func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover {
+        StandbyTakeover(hold: nil, seen: try await waitForTheLeaseToGo(of: store))
+    }
+
+    /// Refuses at once a database the standby could never use: a server that refuses this user or has no such
+    /// database, or a schema of a newer release. A server not reachable yet is waited for (the wait looks again).
+    package func prepareStandby(for store: StoreID) throws {
+        let version: Int
+        do {
+            version = try PostgresSession(settings: settings).run(.open, PostgresSchema.version)
+        } catch where error.isRetriable {
+            return
+        }
+        try PostgresSchema.check(version, location: location)
+    }
+
+    /// The lease as seen when its owner released it or let it lapse; `nil` when the store has no lease yet.
+    private func waitForTheLeaseToGo(of store: StoreID) async throws -> LeaseHolder? {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let logger = Logger(label: "restock.postgres.standby")
         var connection: PostgresConnection?
-        let outcome: Result<StoreLease.Holder?, any Error>
+        let outcome: Result<LeaseHolder?, any Error>
         while true {
             do {
                 try Task.checkCancellation()
-                if connection == nil {
-                    connection = try await PostgresConnection.connect(
-                        on: group.next(), configuration: PostgresSession.configuration(of: settings), id: 1, logger: logger
-                    ).get()
-                }
+                if connection == nil { connection = try await connectToAWritableServer(on: group, logger: logger) }
                 if case .gone(let holder) = try await look(at: store, on: connection!, logger: logger) {
                     outcome = .success(holder)
                     break
@@ -40,7 +53,7 @@ extension PostgresStorage {
                 connection = nil
             }
             do {
-                try await Task.sleep(for: StoreLease.renewalInterval)
+                try await Task.sleep(for: LeaseHolder.renewalInterval)
             } catch {
                 outcome = .failure(error)
                 break
@@ -52,19 +65,45 @@ extension PostgresStorage {
         return try outcome.get()
     }
 
+    /// A connection to the first server of the list that answers and takes writes (the lease is read where it is
+    /// written: a replica's copy may be behind).
+    private func connectToAWritableServer(on group: MultiThreadedEventLoopGroup, logger: Logger) async throws -> PostgresConnection {
+        var failure: any Error = PostgresFailure.noServerTakesWrites(location)
+        for (number, server) in settings.servers.enumerated() {
+            do {
+                let connection = try await PostgresConnection.connect(
+                    on: group.next(), configuration: PostgresSession.configuration(of: settings, server: server), id: number + 1, logger: logger
+                ).get()
+                // Closed before it is released, whatever happens (postgres-nio traps otherwise).
+                let replica: Bool
+                do {
+                    replica = try await connection.query("SELECT pg_is_in_recovery()", logger: logger).get().rows.first?.decode(Bool.self) ?? false
+                } catch {
+                    _ = try? await connection.close().get()
+                    throw error
+                }
+                if !replica { return connection }
+                _ = try? await connection.close().get()
+            } catch {
+                failure = error
+            }
+        }
+        throw failure
+    }
+
     /// What one look at a lease found.
     private enum Look {
         /// Its owner renewed it within its lifetime.
         case held
         /// Its owner released it or let it lapse, as it reads now; `nil`: the store has no lease.
-        case gone(StoreLease.Holder?)
+        case gone(LeaseHolder?)
     }
 
     private func look(at store: StoreID, on connection: PostgresConnection, logger: Logger) async throws -> Look {
         let exists = try await connection.query("SELECT to_regclass('restock_lease') IS NOT NULL", logger: logger).get().rows
         guard try exists.first?.decode(Bool.self) == true else { return .gone(nil) }
         let rows = try await connection.query(
-            "SELECT \(unescaped: PostgresLease.columns) FROM restock_lease WHERE store = \(store.rawValue)", logger: logger
+            "SELECT \(unescaped: PostgresLease.columns(lifetime: settings.leaseLifetime)) FROM restock_lease WHERE store = \(store.rawValue)", logger: logger
         ).get().rows
         guard let row = rows.first else { return .gone(nil) }
         let holder = try PostgresLease.holder(from: row)
@@ -73,9 +112,9 @@ extension PostgresStorage {
 }
 
 extension PostgresLease.Holder {
-    /// The lease as the seam's ``StoreLease/Holder`` describes it: the owner empty once released, and no directory lock
+    /// The lease as the seam's ``LeaseHolder`` describes it: the owner empty once released, and no directory lock
     /// held (there is none), so that a standby takes a released lease at once.
-    var storeLeaseHolder: StoreLease.Holder {
-        SeamValues.holder(epoch: epoch, owner: currentOwner, renewals: renewals, renewedAt: renewedAt, holdsLock: false)
+    var storeLeaseHolder: LeaseHolder {
+        LeaseHolder(epoch: epoch, owner: currentOwner, renewals: renewals, renewedAt: renewedAt, holdsLock: false)
     }
 }

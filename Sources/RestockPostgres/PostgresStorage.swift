@@ -6,8 +6,9 @@ import RestockPipeline
 /// The PostgreSQL backend: a store's storage in a database that several stores may share (``PostgresStoreStorage``),
 /// owned through a lease row judged on the database's clock (``PostgresLease``).
 ///
-/// There is no directory lock: the lease is all there is to hold, so ``StorageClaim/takeover(instance:lock:seen:)``'s
-/// lock is ignored, and a standby waits for the owner with ``waitForTheOwnerToGo(of:)``.
+/// There is no directory lock: the lease is all there is to hold, and a standby waits for the owner with
+/// ``waitForTheOwnerToGo(of:)``, on the database's clock; its takeover holds nothing more (``StandbyTakeover/hold`` is
+/// `nil`: the owner may still live, cut off or frozen, and is fenced by the epoch).
 package struct PostgresStorage: StoreStorageBackend {
     /// Where the database is.
     package let settings: PostgresSettings

@@ -34,7 +34,7 @@ extension PostgresStoreStorage {
                     (Int64, String, ByteBuffer, Int64, Bool, Double, String).self)
                 let request = JournaledRequest(
                     seq: seq, topic: topic, payload: Array(payload.readableBytesView), size: Int(size), retained: retained)
-                return try ContractValues.deadLetter(request, reason: reason, failedAt: failedAt)
+                return DeadLetterList.Entry(request, reason: reason, failedAt: failedAt)
             }
         }
     }

@@ -21,7 +21,7 @@ extension PostgresStoreStorage {
             defer { next += Int64(publications.count) }
             return next
         }
-        return publications.enumerated().map { SeamValues.committed(seq: first + Int64($0.offset), publication: $0.element) }
+        return publications.enumerated().map { CommittedPublication(seq: first + Int64($0.offset), publication: $0.element) }
     }
 
     package func mirroredCustomers() throws -> [CustomerID] {

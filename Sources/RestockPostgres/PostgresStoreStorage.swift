@@ -117,7 +117,7 @@ package final class PostgresStoreStorage: StoreStorage {
 
     /// The migration that ran when the storage was opened, if any (the service logs it).
     package var migrations: [SchemaVersion] {
-        schemaChange.map { [SeamValues.schemaVersion(path: location, from: $0.from, to: $0.to)] } ?? []
+        schemaChange.map { [SchemaVersion(path: location, from: $0.from, to: $0.to)] } ?? []
     }
 
     package var isRestored: Bool {

@@ -4,6 +4,7 @@ import Logging
 import RestockCore
 import RestockHTTP
 import RestockMQTT
+import RestockPostgres
 import ServiceLifecycle
 
 extension Restock {
@@ -15,6 +16,9 @@ extension Restock {
 
         @Option(help: "Directory of the store's state (SQLite). Default: a per-user state directory (env RESTOCK_DATA).")
         var data: String?
+
+        @Option(help: "Keep the store's state in PostgreSQL instead of --data: postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|require|verify-ca|verify-full&sslrootcert=FILE] (env RESTOCK_DATABASE; the password also from RESTOCK_DATABASE_PASSWORD).")
+        var database: String?
 
         @Option(parsing: .unconditional, help: "Fair release: at most K alerts per unit of stock that arrives (0 = off) (env RESTOCK_ALERTS_PER_UNIT).")
         var alertsPerUnit: Int = 0
@@ -52,6 +56,10 @@ extension Restock {
         func validate() throws {
             // An empty path would be the working directory, where the store would then leave its files (an outside trial).
             if let data, data.isEmpty { throw ValidationError("--data must name a directory, not be empty") }
+            if data != nil, database != nil {
+                throw ValidationError("--data and --database both say where the store keeps its state: give one (on PostgreSQL nothing is kept on local disk)")
+            }
+            _ = try databaseURL()
             guard (0...1_000_000).contains(alertsPerUnit) else {
                 throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000")
             }
@@ -66,6 +74,23 @@ extension Restock {
             _ = try expiries()
             _ = try logging()
             _ = try httpAddress()
+        }
+
+        /// `--database` parsed, or `nil` when not given (the state is in the data directory).
+        func databaseURL() throws -> DatabaseURL? {
+            do {
+                return try database.map(DatabaseURL.init(parsing:))
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
+
+        /// Where the store keeps its state: PostgreSQL (`--database`, with `RESTOCK_DATABASE_PASSWORD` when the URL names no
+        /// password), or `nil` for the data directory.
+        func storage() throws -> PostgresStorage? {
+            try databaseURL().map { url in
+                PostgresStorage(settings: PostgresSettings(url, password: ProcessInfo.processInfo.environment["RESTOCK_DATABASE_PASSWORD"]))
+            }
         }
 
         /// `--http` parsed, or `nil` when not given.
@@ -136,7 +161,8 @@ extension Restock {
             LoggingSystem.bootstrap { label in format.handler(label: label, level: level) }
             var logger = Logger(label: "restock.store")
             logger.logLevel = level
-            logger.info("store \(store) keeps its state in \(directory.path)")
+            let storage = try storage()
+            logger.info("store \(store) keeps its state in \(storage?.location ?? directory.path)")
             StoreService.installCrashContainment()
             if try connection.brokerSettings().protocolVersion == .v311, try expiries().alertExpiry != nil {
                 logger.notice("--alert-expiry has no effect over MQTT 3.1.1: an alert waits in its customer's session until read (docs/contract.md, \"Alert expiry\")")
@@ -145,14 +171,14 @@ extension Restock {
             let address = try httpAddress()
             let metrics = address.map { _ in PrometheusMetrics.bootstrap() }
             let health = StoreHealth()
-            let service = StoreLauncher(
-                configuration: .init(
-                    connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
-                    dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000)),
-                    maximumWatchesPerCustomer: maxWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
-                    customerRequestBurst: customerBurst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry,
-                    maximumWatches: try maximumWatches()),
-                standby: standby, logger: logger, health: health)
+            var configuration = StoreService.Configuration(
+                connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
+                dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000)),
+                maximumWatchesPerCustomer: maxWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
+                customerRequestBurst: customerBurst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry,
+                maximumWatches: try maximumWatches())
+            configuration.storage = storage
+            let service = StoreLauncher(configuration: configuration, standby: standby, logger: logger, health: health)
             // The endpoint first: the group stops it last, so that it answers (503, draining) while the store drains.
             var services: [any Service] = [service]
             if let address, let metrics {

@@ -73,6 +73,8 @@ public struct StoreLauncher: Service {
             guard let service = opened else { return }
             if takeover.ownerEnded {
                 logger.notice("the live store process stopped: this standby takes over")
+            } else if takeover.seen?.isReleased ?? true {
+                logger.notice("the live store process let its lease go (it stopped): this standby takes over")
             } else {
                 logger.notice(
                     "the live store process (instance \(takeover.seen?.owner ?? "?")) has not renewed its lease for \(LeaseHolder.lifetime.components.seconds) s: this standby takes over (the old process, if it resumes, writes and publishes nothing more)")

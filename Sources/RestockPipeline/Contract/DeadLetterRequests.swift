@@ -44,7 +44,7 @@ public struct DeadLetterList: Codable, Sendable, Hashable {
 
 extension DeadLetterList.Entry {
     /// The entry of `request`, set aside for `reason` at `failedAt` (seconds since 1970, as every backend keeps it).
-    init(_ request: JournaledRequest, reason: String, failedAt: Double) {
+    package init(_ request: JournaledRequest, reason: String, failedAt: Double) {
         id = request.seq
         topic = request.topic
         payload = String(validating: request.payload, as: UTF8.self)

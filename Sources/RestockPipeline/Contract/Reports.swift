@@ -81,6 +81,13 @@ public struct StoreReport: Codable, Sendable, Hashable {
         public var alertsRaised = Window(life: 0, last24h: 0)
         /// Alerts the broker acknowledged (delivered to it; it hands them to the customer's session).
         public var alertsAcknowledged = Window(life: 0, last24h: 0)
+
+        /// The figures of `sku`, with no alerts counted yet.
+        package init(sku: String, watching: Int, waiting: Int) {
+            self.sku = sku
+            self.watching = watching
+            self.waiting = waiting
+        }
     }
 
     /// The store (set by the store as it replies).

@@ -20,6 +20,15 @@ package struct LeaseHolder: Sendable, Equatable {
     /// `store.lock`): then that hold's being free means it is gone.
     package var holdsLock: Bool
 
+    /// The lease of `owner` at `epoch`, renewed `renewals` times, last at `renewedAt`.
+    package init(epoch: Int64, owner: String, renewals: Int64, renewedAt: Date, holdsLock: Bool) {
+        self.epoch = epoch
+        self.owner = owner
+        self.renewals = renewals
+        self.renewedAt = renewedAt
+        self.holdsLock = holdsLock
+    }
+
     /// Whether no process owns the store: released at a clean stop, or never taken.
     package var isReleased: Bool { owner.isEmpty }
 

@@ -49,6 +49,12 @@ package struct CommittedPublication: Sendable, Hashable {
     package let seq: Int64
     /// The message.
     package let publication: Publication
+
+    /// `publication`, committed at place `seq`.
+    package init(seq: Int64, publication: Publication) {
+        self.seq = seq
+        self.publication = publication
+    }
 }
 
 /// A message waiting in the outbox, or a batch of alerts (`alertCount` > 0: the payload is an ``AlertBatch``).
@@ -65,5 +71,15 @@ package struct PendingPublication: Sendable, Hashable {
     package let alertCount: Int
     /// How many of the batch's alerts, from the first, are acknowledged.
     package let sent: Int
+
+    /// The message at place `seq`, of which `sent` alerts of `alertCount` are acknowledged.
+    package init(seq: Int64, topic: String, payload: [UInt8], retain: Bool, alertCount: Int, sent: Int) {
+        self.seq = seq
+        self.topic = topic
+        self.payload = payload
+        self.retain = retain
+        self.alertCount = alertCount
+        self.sent = sent
+    }
 }
 

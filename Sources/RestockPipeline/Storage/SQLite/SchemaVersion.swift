@@ -15,6 +15,13 @@ package struct SchemaVersion: Sendable, Equatable, CustomStringConvertible {
     /// The version it has now.
     package let to: Int
 
+    /// The migration of `path` from version `from` to `to`.
+    package init(path: String, from: Int, to: Int) {
+        self.path = path
+        self.from = from
+        self.to = to
+    }
+
     /// `migrated /data/store.sqlite from schema version 3 to 4 (RestockAlerter 1.0.0)`, or `created …` for a new file. A
     /// file that had run every migration but did not record its version (releases before the versions, which wrote no
     /// `user_version`: their `journal.sqlite` has the migrations of today) is migrated from that version to the same.
