@@ -63,7 +63,7 @@ package struct DatabaseURL: Sendable, Equatable {
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
         guard scheme == "postgres" || scheme == "postgresql" else {
-            throw Invalid("--database must start with postgres:// or postgresql://, not \(Self.quoted(String(text[..<schemeEnd.lowerBound])))://")
+            throw Invalid("--database must start with postgres:// or postgresql://, not \(Self.quoted(String(text[..<schemeEnd.upperBound])))")
         }
         var rest = text[schemeEnd.upperBound...]
         var query: Substring = ""

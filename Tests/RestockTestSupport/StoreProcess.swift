@@ -24,17 +24,18 @@ public final class StoreProcess: Sendable {
     /// `dataDirectory` when given (left in place). It connects to `brokerURL` when given (a proxy, a TLS
     /// listener), to the broker's plain listener otherwise.
     public convenience init(
-        broker: MosquittoBroker, brokerURL: String? = nil, dataDirectory: URL? = nil, extraArguments: [String] = [],
+        broker: MosquittoBroker, brokerURL: String? = nil, dataDirectory: URL? = nil, database: String? = nil, extraArguments: [String] = [],
         environment: [String: String] = [:], clockOffset: String? = nil
     ) throws {
         try self.init(
             brokerList: brokerURL ?? broker.url, statusBroker: try BrokerSettings(url: broker.url), dataDirectory: dataDirectory,
-            extraArguments: extraArguments, environment: environment, clockOffset: clockOffset)
+            database: database, extraArguments: extraArguments, environment: environment, clockOffset: clockOffset)
     }
 
-    /// A store given `brokerList` (`--broker`: one URL or a list), whose start reads the status from `statusBroker`.
+    /// A store given `brokerList` (`--broker`: one URL or a list), whose start reads the status from `statusBroker`;
+    /// its state in PostgreSQL when `database` is given (`--database`: the data directory then holds only its log).
     public init(
-        brokerList: String, statusBroker: BrokerSettings, dataDirectory: URL? = nil, extraArguments: [String] = [],
+        brokerList: String, statusBroker: BrokerSettings, dataDirectory: URL? = nil, database: String? = nil, extraArguments: [String] = [],
         environment: [String: String] = [:], clockOffset: String? = nil
     ) throws {
         self.clockOffset = clockOffset
@@ -43,7 +44,7 @@ public final class StoreProcess: Sendable {
         self.environment = environment
         self.statusBroker = statusBroker
         self.dataDirectory = dataDirectory
-        self.arguments = ["serve", "--broker", brokerList, "--data", dataDirectory.path] + extraArguments
+        self.arguments = ["serve", "--broker", brokerList] + (database.map { ["--database", $0] } ?? ["--data", dataDirectory.path]) + extraArguments
         self.logFile = dataDirectory.appendingPathExtension("\(UUID().uuidString.prefix(8)).log")
     }
 

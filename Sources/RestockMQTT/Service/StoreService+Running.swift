@@ -48,7 +48,7 @@ extension StoreService {
             await wiring.publisher.disconnect()
         }
         if let lost = wiring.lifecycle.leaseLost {
-            logger.critical("a newer owner holds the data directory's lease; stopping without writing or publishing anything more: \(lost)")
+            logger.critical("a newer owner holds the store's lease; stopping without writing or publishing anything more: \(lost)")
             throw lost
         }
         if let winner = wiring.lifecycle.takenOverBy {

@@ -55,7 +55,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .dataDirectoryInUse(let path):
             "another store process is using \(path) (or a StoreService of this process whose run has not returned): run one store on a data directory; to take over when it stops, run `restock serve --standby` on it"
         case .dataDirectoryLeased(let path, let owner):
-            "another store process (instance \(owner)) holds the lease on \(path) and renewed it within the last \(LeaseHolder.lifetime.components.seconds) s: run one store on a data directory; to take over when it stops or stalls, run `restock serve --standby` on it"
+            "another store process (instance \(owner)) holds the lease on \(path) and renewed it within the last \(LeaseHolder.lifetime.components.seconds) s: run one store on it; to take over when it stops or stalls, run `restock serve --standby` on it"
         case .storeAlreadyRunning(let store, let instance):
             "store \(store) is already running on this broker (instance \(instance)): run only one; to take over when it stops, run `restock serve --standby` on its data directory"
         case .storeTakenOver(let store, let instance):

@@ -115,7 +115,7 @@ public struct StorageError: Error, CustomStringConvertible {
     /// Why, in a few words: "the disk is full", "the file is locked by another process", SQLite's message.
     public var reason: String {
         if let lost = leaseLost {
-            return "instance \(lost.owner) took the data directory's lease over (epoch \(lost.epoch)): this process writes and publishes nothing more"
+            return "instance \(lost.owner) took the store's lease over (epoch \(lost.epoch)): this process writes and publishes nothing more"
         }
         if isDiskFull { return FreeSpace.inodes(near: path) == 0 ? "the disk is full: no free inodes are left" : "the disk is full" }
         if let failure { return failure.reason }

@@ -74,7 +74,7 @@ struct LeaseRenewal: Service {
             lifecycle.loseLease(error)
             throw error
         } catch {
-            logger.warning("cannot renew the data directory's lease now; trying again", metadata: [StoreLoggingKeys.error: "\(error)"])
+            logger.warning("cannot renew the store's lease now; trying again", metadata: [StoreLoggingKeys.error: "\(error)"])
         }
     }
 }

@@ -1,0 +1,78 @@
+import Deadlines
+import Foundation
+import RestockCore
+import RestockMQTT
+import RestockTestSupport
+import Testing
+
+/// `restock serve --database` on a real PostgreSQL (docs/operations.md, "Running on PostgreSQL"): a live store and a
+/// standby with nothing shared but the database — no data directory in common — the standby taking over a store that
+/// died and one that froze, the frozen one fenced by the lease's epoch when it resumes.
+@Suite("A store on PostgreSQL", .timeLimit(.minutes(4)))
+struct PostgresStandbyTests {
+    /// The server's database, as `--database` names it.
+    static func url(_ server: PrivatePostgres) -> String { "postgres://\(server.user)@\(server.host):\(server.port)/\(server.database)" }
+
+    /// Waits until the store's retained status names an online instance other than `old`; returns it.
+    static func newOnline(other old: String, client: StoreClient) async throws -> String {
+        try await waitUntil("another instance online", within: 60) {
+            guard let status = try? await client.status(), status.isOnline, let now = status.instance else { return false }
+            return now != old
+        }
+        return try #require(try await client.status()?.instance)
+    }
+
+    @Test("a standby on another data directory takes over a store killed, then one frozen mid fan-out; every customer is alerted, and the frozen one, resumed, exits non-zero naming the newer owner and sends nothing it had queued")
+    func standbyTakesOver() async throws {
+        try await PrivatePostgres.with { server in
+            let broker = try await MosquittoBroker.start()
+            let database = Self.url(server)
+            let live = try StoreProcess(broker: broker, database: database)
+            try await live.start()
+            let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+            let first = try #require(try await client.status()?.instance)
+            let standby = try StoreProcess(broker: broker, database: database, extraArguments: ["--standby"])
+            _ = try standby.launch()
+            try await waitUntil("the standby to wait", within: 30) { standby.log.contains("standby for store apple") }
+            #expect(standby.log.contains("postgres://postgres@") && !standby.log.contains(live.dataDirectory.path))
+
+            // Killed: the standby takes over when the lease lapses on the database's clock.
+            try await subscribeAll(3_000, through: broker)
+            try await waitUntil("3,000 watches stored", within: 90) {
+                (try? await server.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "3000"
+            }
+            try live.launchedProcess().send(SIGKILL)
+            let second = try await Self.newOnline(other: first, client: client)
+            #expect(standby.log.contains("has not renewed its lease"), "\(standby.log.suffix(600))")
+
+            // Frozen in the middle of a fan-out to 3,000 customers: a third store, standing by, takes over.
+            let third = try StoreProcess(broker: broker, database: database, extraArguments: ["--standby"])
+            _ = try third.launch()
+            try await waitUntil("the third to wait", within: 30) { third.log.contains("standby for store apple") }
+            let collector = try await AlertCollector(broker: broker)
+            try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":10}"#)
+            try await waitUntil("the fan-out to begin", within: 30) { collector.total > 0 }
+            let frozen = try standby.launchedProcess()
+            frozen.send(SIGSTOP)
+            _ = try await Self.newOnline(other: second, client: client)
+            try await waitUntil("every customer alerted", within: 120) { collector.customers == 3_000 }
+            try await waitUntil("the outbox empty", within: 60) {
+                (try? await server.psql("SELECT count(*) FROM restock_outbox WHERE store = 'apple'")) == "0"
+            }
+            let beforeWaking = collector.total
+            frozen.send(SIGCONT)
+            try await waitUntil("the resumed store to exit", within: 60) { frozen.exitStatus != nil }
+            #expect(frozen.exitStatus != 0)
+            #expect(standby.log.contains("took the store's lease over"), "\(standby.log.suffix(600))")
+            // A marker from the newest store after the old one ended: everything the old one wrote is in before it.
+            try await mosquittoPub(broker, "restock/apple/subscribe/marker", #"{"sku":"marker","mode":"once"}"#)
+            try await waitUntil("the marker's watch", within: 30) {
+                (try? await server.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple' AND customer = 'marker'")) == "1"
+            }
+            try await client.changeStock(of: try SKU("marker"), .set(1), wait: 30)
+            try await waitUntil("the marker alert", within: 30) { collector.idsByCustomer["marker"] != nil }
+            #expect(collector.total - beforeWaking - 1 == 0, "the resumed store sent \(collector.total - beforeWaking - 1) alerts late")
+            try await third.send(SIGTERM)
+        }
+    }
+}
