@@ -93,7 +93,7 @@ bench: deps cluster-deps
 	@{ $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 1200 $$($(BENCH) --show-bin-path)/restock-bench \
-		--output docs/benchmarks.md --plot docs/benchmarks.svg
+		--output docs/benchmarks.md --plot docs/benchmarks.svg $(BENCH_ARGS)
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps

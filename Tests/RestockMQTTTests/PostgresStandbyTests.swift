@@ -75,4 +75,26 @@ struct PostgresStandbyTests {
             try await third.send(SIGTERM)
         }
     }
+
+    @Test("the database stopped under a running store: it pauses, the requests sent meanwhile wait on the broker, and once the database is back every one is applied and alerted")
+    func databaseOutage() async throws {
+        try await PrivatePostgres.with { server in
+            let broker = try await MosquittoBroker.start()
+            let live = try StoreProcess(broker: broker, database: Self.url(server))
+            try await live.start()
+            let collector = try await AlertCollector(broker: broker)
+            try await server.stop()
+            // Sent while the database is away: the journal cannot write them, so the broker keeps them.
+            try await subscribeAll(200, through: broker, mode: "once")
+            try await waitUntil("the store to say it paused", within: 60) { live.log.contains("paused journaling requests") }
+            try await server.start()
+            try await waitUntil("200 watches stored once the database is back", within: 90) {
+                (try? await server.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "200"
+            }
+            try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":1000}"#)
+            try await waitUntil("every customer alerted", within: 60) { collector.customers == 200 }
+            #expect(live.log.contains("resumed journaling requests"), "\(live.log.suffix(800))")
+            try await live.send(SIGTERM)
+        }
+    }
 }
