@@ -17,7 +17,7 @@ extension Restock {
         @Option(help: "Directory of the store's state (SQLite). Default: a per-user state directory (env RESTOCK_DATA).")
         var data: String?
 
-        @Option(help: "Keep the store's state in PostgreSQL instead of --data: postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|require|verify-ca|verify-full&sslrootcert=FILE] (env RESTOCK_DATABASE; the password also from RESTOCK_DATABASE_PASSWORD).")
+        @Option(help: "Keep the store's state in PostgreSQL instead of --data: postgres://USER@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|require|verify-ca|verify-full&sslrootcert=FILE], the password in RESTOCK_DATABASE_PASSWORD (env RESTOCK_DATABASE).")
         var database: String?
 
         @Option(parsing: .unconditional, help: "Fair release: at most K alerts per unit of stock that arrives (0 = off) (env RESTOCK_ALERTS_PER_UNIT).")

@@ -1,6 +1,7 @@
 import Deadlines
 import Foundation
 import LocalBroker
+import RestockPipeline
 import Synchronization
 
 /// A private PostgreSQL for one test: Debian's server binaries (`/usr/lib/postgresql/<version>/bin`, the newest version
@@ -42,10 +43,14 @@ public final class PrivatePostgres: Sendable {
     }
 
     /// Starts a server, runs `body` with it, then stops it and removes its directory, whether `body` threw or not.
+    ///
+    /// `body` runs on a thread of its own: the storage's calls block on the database, as they do on the store's pipeline
+    /// thread, and the tests make them directly — on Swift's cooperative pool they held its two threads for seconds, and
+    /// other suites' tests beside them ran past their time limits.
     public static func with<T>(_ body: (PrivatePostgres) async throws -> T) async throws -> T {
         let server = try await launch()
         do {
-            let value = try await body(server)
+            let value = try await withTaskExecutorPreference(PipelineExecutor(label: "restock.postgres-test")) { try await body(server) }
             try await server.stop()
             return value
         } catch {

@@ -16,7 +16,7 @@ struct OptionSourcesTests {
     ]
     static let samples: [String: String] = [
         "broker": "mqtt://127.0.0.2:1884", "username": "u1", "password": "p1", "cafile": "/ca.pem", "cert": "/c.pem",
-        "key": "/k.pem", "mqtt-version": "3.1.1", "prefix": "shop", "store": "pear", "data": "/tmp/d1",
+        "key": "/k.pem", "mqtt-version": "3.1.1", "prefix": "shop", "store": "pear", "data": "/tmp/d1", "database": "postgres://u@127.0.0.1:5433/d1",
         "alerts-per-unit": "3", "drain-timeout": "7", "max-watches-per-customer": "9", "max-watches": "500", "customer-rate": "off",
         "customer-burst": "4", "log-level": "debug", "log-format": "json", "standby": "true", "customer": "c9", "sku": "s9",
         "every": "true", "min-quantity": "5", "wait": "3", "all": "true", "count": "2", "timeout": "4", "json": "true",

@@ -15,8 +15,8 @@ import RestockCore
 /// - **Reports, expiry, dead letters, attempts** (crash containment) and **checkpoints** (after a forget).
 ///
 /// Its calls block (a local file, or a database server): run them where ``withExecutor(_:)`` says, never on Swift's
-/// cooperative pool. Two backends: SQLite in the data directory (`Storage/SQLite/`, the default) and memory
-/// (`Storage/Memory/`, for tests of the service that need no disk).
+/// cooperative pool. Three backends: SQLite in the data directory (`Storage/SQLite/`, the default), PostgreSQL
+/// (`RestockPostgres`) and memory (`Storage/Memory/`, for tests of the service that need no disk).
 package protocol StoreStorage: AnyObject, Sendable {
     // MARK: Ownership
 
