@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "RestockPostgres",
             dependencies: [
-                "RestockPipeline", "RestockCore", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "RestockPipeline", "RestockCore", "Deadlines", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The operator's HTTP endpoint of a store process: /livez, /readyz, /metrics (Hummingbird).

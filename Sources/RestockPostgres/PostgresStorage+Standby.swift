@@ -1,8 +1,10 @@
+import Deadlines
 import Foundation
 import Logging
 import PostgresNIO
 import RestockCore
 import RestockPipeline
+import Synchronization
 
 extension PostgresStorage {
     /// A standby's wait for the owner of `store` to go: returns the lease as seen when its owner released it or let it
@@ -49,7 +51,7 @@ extension PostgresStorage {
                     outcome = .failure(failure)
                     break
                 }
-                if let lost = connection { _ = try? await lost.close().get() }
+                if let lost = connection { Self.close(lost) }
                 connection = nil
             }
             do {
@@ -59,8 +61,7 @@ extension PostgresStorage {
                 break
             }
         }
-        // Closed before it is released: postgres-nio requires it.
-        if let connection { _ = try? await connection.close().get() }
+        if let connection { Self.close(connection) }
         try? await group.shutdownGracefully()
         return try outcome.get()
     }
@@ -71,24 +72,63 @@ extension PostgresStorage {
         var failure: any Error = PostgresFailure.noServerTakesWrites(location)
         for (number, server) in settings.servers.enumerated() {
             do {
-                let connection = try await PostgresConnection.connect(
-                    on: group.next(), configuration: PostgresSession.configuration(of: settings, server: server), id: number + 1, logger: logger
-                ).get()
+                let connection = try await Self.result(of: PostgresConnection.connect(
+                    on: group.next(), configuration: PostgresSession.configuration(of: settings, server: server), id: number + 1, logger: logger))
                 // Closed before it is released, whatever happens (postgres-nio traps otherwise).
                 let replica: Bool
                 do {
-                    replica = try await connection.query("SELECT pg_is_in_recovery()", logger: logger).get().rows.first?.decode(Bool.self) ?? false
+                    replica = try await Self.result(of: connection.query("SELECT pg_is_in_recovery()", logger: logger)).rows.first?.decode(Bool.self) ?? false
                 } catch {
-                    _ = try? await connection.close().get()
+                    Self.close(connection)
                     throw error
                 }
                 if !replica { return connection }
-                _ = try? await connection.close().get()
+                Self.close(connection)
             } catch {
                 failure = error
             }
         }
         throw failure
+    }
+
+    /// The value of `future`, waited for at most `limit`, or until the task is cancelled: a future of a connection whose
+    /// server went away may never complete, and awaiting it (`get()`) ignores cancellation (found by an outside trial: a
+    /// standby that lived through a database restart never took over, and ignored SIGTERM).
+    /// - Throws: the future's error; `CancellationError`; ``DeadlineExceeded`` after `limit`.
+    static func result<T: Sendable>(of future: EventLoopFuture<T>, within limit: Duration = .seconds(10)) async throws -> T {
+        let state = Mutex<(waiting: CheckedContinuation<T, any Error>?, outcome: Result<T, any Error>?)>((nil, nil))
+        @Sendable func settle(_ result: Result<T, any Error>) {
+            let waiting: CheckedContinuation<T, any Error>? = state.withLock { state in
+                if state.outcome != nil { return nil }
+                state.outcome = result
+                defer { state.waiting = nil }
+                return state.waiting
+            }
+            waiting?.resume(with: result)
+        }
+        future.whenComplete { result in settle(result.mapError { $0 }) }
+        let timer = future.eventLoop.scheduleTask(in: .nanoseconds(Int64(limit.seconds * 1e9))) {
+            settle(.failure(DeadlineExceeded(what: "PostgreSQL's answer", seconds: limit.seconds)))
+        }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let ready: Result<T, any Error>? = state.withLock { state in
+                    if let outcome = state.outcome { return outcome }
+                    state.waiting = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            settle(.failure(CancellationError()))
+        }
+    }
+
+    /// Closes `connection` without waiting for it: the close of a connection whose server went away may never end. The
+    /// connection is kept until it has (postgres-nio traps when one is released open).
+    static func close(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in _ = connection }
     }
 
     /// What one look at a lease found.
@@ -100,11 +140,11 @@ extension PostgresStorage {
     }
 
     private func look(at store: StoreID, on connection: PostgresConnection, logger: Logger) async throws -> Look {
-        let exists = try await connection.query("SELECT to_regclass('restock_lease') IS NOT NULL", logger: logger).get().rows
+        let exists = try await Self.result(of: connection.query("SELECT to_regclass('restock_lease') IS NOT NULL", logger: logger)).rows
         guard try exists.first?.decode(Bool.self) == true else { return .gone(nil) }
-        let rows = try await connection.query(
+        let rows = try await Self.result(of: connection.query(
             "SELECT \(unescaped: PostgresLease.columns(lifetime: settings.leaseLifetime)) FROM restock_lease WHERE store = \(store.rawValue)", logger: logger
-        ).get().rows
+        )).rows
         guard let row = rows.first else { return .gone(nil) }
         let holder = try PostgresLease.holder(from: row)
         return holder.released || !holder.fresh ? .gone(holder.storeLeaseHolder) : .held

@@ -8,7 +8,7 @@ import Testing
 /// `restock serve --database` on a real PostgreSQL (docs/operations.md, "Running on PostgreSQL"): a live store and a
 /// standby with nothing shared but the database — no data directory in common — the standby taking over a store that
 /// died and one that froze, the frozen one fenced by the lease's epoch when it resumes.
-@Suite("A store on PostgreSQL", .timeLimit(.minutes(4)))
+@Suite("A store on PostgreSQL", .serialized, .timeLimit(.minutes(4)))
 struct PostgresStandbyTests {
     /// The server's database, as `--database` names it.
     static func url(_ server: PrivatePostgres) -> String { "postgres://\(server.user)@\(server.host):\(server.port)/\(server.database)" }

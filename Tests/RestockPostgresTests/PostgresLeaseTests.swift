@@ -1,5 +1,7 @@
 import Deadlines
 import Foundation
+import Logging
+import PostgresNIO
 import RestockCore
 import RestockTestSupport
 import Testing
@@ -7,160 +9,187 @@ import Testing
 @testable import RestockPipeline
 @testable import RestockPostgres
 
-/// The lease in PostgreSQL (docs/architecture.md, "Ownership: the lease"): a normal start refused while another owner
-/// renews; a takeover's compare-and-swap; every write of an older owner fenced; the lapse judged on the database's clock.
-@Suite("PostgreSQL lease")
-struct PostgresLeaseTests {
-    static func open(_ server: PrivatePostgres, as instance: String, store: StoreID = apple) throws -> PostgresStoreStorage {
-        try #require(try server.backend.open(for: store, claim: .exclusive(instance: instance), now: Date()) as? PostgresStoreStorage)
-    }
-
-    /// The lease of `storage`'s store as the seam describes it, for a takeover's `seen`.
-    static func seen(_ storage: PostgresStoreStorage) throws -> LeaseHolder {
-        try #require(try storage.lease.holder()).storeLeaseHolder
-    }
-
-    /// The value of `task` within `seconds`; cancels the task when the time is up (awaiting a task's value does not
-    /// end with the awaiting task's cancellation by itself).
-    static func value<T: Sendable>(of task: Task<T, any Error>, within seconds: Double) async throws -> T {
-        try await withDeadline(seconds, waitingFor: "the standby's wait") {
-            try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+extension PostgresServerTests {
+    /// The lease in PostgreSQL (docs/architecture.md, "Ownership: the lease"): a normal start refused while another owner
+    /// renews; a takeover's compare-and-swap; every write of an older owner fenced; the lapse judged on the database's clock.
+    @Suite("PostgreSQL lease")
+    struct PostgresLeaseTests {
+        static func open(_ server: PrivatePostgres, as instance: String, store: StoreID = apple) throws -> PostgresStoreStorage {
+            try #require(try server.backend.open(for: store, claim: .exclusive(instance: instance), now: Date()) as? PostgresStoreStorage)
         }
-    }
 
-    static func expectLeaseLost(to owner: String, epoch: Int64, _ what: String, _ body: () throws -> Void) {
-        do {
-            try body()
-            Issue.record("\(what): an owner whose lease was taken over wrote")
-        } catch let error as StorageError {
-            #expect(error.kind == .leaseLost, "\(what): \(error)")
-            #expect(error.leaseLost == StorageError.leaseLost("", owner: owner, epoch: epoch).leaseLost, "\(what): \(error)")
-            #expect(!error.isRetriable)
-        } catch {
-            Issue.record("\(what): refused for another reason: \(error)")
+        /// The lease of `storage`'s store as the seam describes it, for a takeover's `seen`.
+        static func seen(_ storage: PostgresStoreStorage) throws -> LeaseHolder {
+            try #require(try storage.lease.holder()).storeLeaseHolder
         }
-    }
 
-    @Test("a second normal start is refused while the first renews; the refused one takes nothing")
-    func exclusiveRefused() async throws {
-        try await PrivatePostgres.with { server in
-            let first = try Self.open(server, as: "aaaaaaaaaaaa")
-            try first.ownership.renew(at: Date())
-            #expect(throws: RestockMQTTError.dataDirectoryLeased(server.backend.location, owner: "aaaaaaaaaaaa")) {
-                _ = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+        /// The value of `task` within `seconds`; cancels the task when the time is up (awaiting a task's value does not
+        /// end with the awaiting task's cancellation by itself).
+        static func value<T: Sendable>(of task: Task<T, any Error>, within seconds: Double) async throws -> T {
+            try await withDeadline(seconds, waitingFor: "the standby's wait") {
+                try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
             }
-            let holder = try #require(try first.lease.holder())
-            #expect(holder.epoch == 1 && holder.owner == "aaaaaaaaaaaa" && holder.renewals == 1 && !holder.released)
-            try first.ownership.check()
-            _ = try first.journal(batch: [request()])
         }
-    }
 
-    @Test("a takeover with the lease as seen raises the epoch, and every write of the old owner then throws leaseLost naming the new one")
-    func takeoverFences() async throws {
-        try await PrivatePostgres.with { server in
-            let old = try Self.open(server, as: "aaaaaaaaaaaa")
-            let journaled = try old.journal(batch: [request()])
-            var changes = StoreChanges()
-            changes.save(Watch(customer: customer("c0"), sku: sku("s0"), mode: .once, minQuantity: 1, position: 1, since: Date()))
-            changes.publications = [Publication(key: "k", topic: "t", payload: [1], retain: false)]
-            let placed = try old.commit(changes)
-            let new = try #require(
-                try server.backend.open(for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: Self.seen(old))), now: Date())
-                    as? PostgresStoreStorage)
-            #expect(new.lease.fence.heldEpoch == 2)
-            let before = try new.loadSnapshotReportingSkipped().snapshot
-            let queues = try new.queueLengths()
-            let error = Publication(key: "e", topic: "t", payload: [2], retain: false)
-            let writes: [(String, () throws -> Void)] = [
-                ("journal", { _ = try old.journal(batch: [request()]) }),
-                ("commit", { _ = try old.commit(changes) }),
-                ("acknowledge", { try old.acknowledge(messages: placed.map(\.seq), batches: []) }),
-                ("dead letter", { _ = try old.deadLetter(journaled[0], error: error, reason: "r", at: Date()) }),
-                ("trim", { try old.trimJournal(through: 1) }),
-                ("attempt", { try old.beginAttempt(Attempt(first: 1, last: 1, suspectsThrough: 0), kills: 0) }),
-                ("probe", { try old.probeJournal() }),
-                ("renew", { try old.ownership.renew(at: Date()) }),
-                ("check", { try old.ownership.check() }),
-            ]
-            for (what, write) in writes { Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, what, write) }
-            #expect(try new.loadSnapshotReportingSkipped().snapshot == before)
-            #expect(try new.queueLengths() == queues && queues.inbox == 1 && queues.outbox == 1)
-            #expect(try new.deadLetterList().isEmpty && new.lastAttempt() == nil)
-            old.ownership.release()
-            #expect(try new.lease.holder()?.released == false, "a lost lease is not released")
-            _ = try new.commit(changes)
-            try new.ownership.renew(at: Date())
-        }
-    }
-
-    @Test("a takeover from a lease seen before a renewal is refused, naming the owner that renewed; another standby's win refuses the second")
-    func staleTakeoverRefused() async throws {
-        try await PrivatePostgres.with { server in
-            let first = try Self.open(server, as: "aaaaaaaaaaaa")
-            let seen = try Self.seen(first)
-            try first.ownership.renew(at: Date())
-            let takeover = { (instance: String, seen: LeaseHolder) throws in
-                _ = try server.backend.open(for: apple, claim: .takeover(instance: instance, StandbyTakeover(hold: nil, seen: seen)), now: Date())
+        static func expectLeaseLost(to owner: String, epoch: Int64, _ what: String, _ body: () throws -> Void) {
+            do {
+                try body()
+                Issue.record("\(what): an owner whose lease was taken over wrote")
+            } catch let error as StorageError {
+                #expect(error.kind == .leaseLost, "\(what): \(error)")
+                #expect(error.leaseLost == StorageError.leaseLost("", owner: owner, epoch: epoch).leaseLost, "\(what): \(error)")
+                #expect(!error.isRetriable)
+            } catch {
+                Issue.record("\(what): refused for another reason: \(error)")
             }
-            Self.expectLeaseLost(to: "aaaaaaaaaaaa", epoch: 1, "stale") { try takeover("bbbbbbbbbbbb", seen) }
-            #expect(try first.lease.holder()?.epoch == 1)
-            try first.ownership.check()
-            let renewed = try Self.seen(first)
-            try takeover("bbbbbbbbbbbb", renewed)
-            Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, "second standby") { try takeover("cccccccccccc", renewed) }
         }
-    }
 
-    @Test("a released lease is taken at once by a normal start, and by a standby's wait")
-    func releasedTakenAtOnce() async throws {
-        try await PrivatePostgres.with { server in
-            let first = try Self.open(server, as: "aaaaaaaaaaaa")
-            try first.ownership.renew(at: Date())
-            let backend = server.backend
-            let wait = Task { try await backend.waitForTheOwnerToGo(of: apple) }
-            first.ownership.release()
-            first.releaseDirectory()
-            let seen = try #require(try await Self.value(of: wait, within: 60).seen)
-            #expect(seen.isReleased && seen.epoch == 1 && !seen.holdsLock)
-            let next = try Self.open(server, as: "bbbbbbbbbbbb")
-            #expect(next.lease.fence.heldEpoch == 2)
-            #expect(throws: StorageError.self) { _ = try first.journal(batch: [request()]) }
+        @Test("a second normal start is refused while the first renews; the refused one takes nothing")
+        func exclusiveRefused() async throws {
+            try await PrivatePostgres.with { server in
+                let first = try Self.open(server, as: "aaaaaaaaaaaa")
+                try first.ownership.renew(at: Date())
+                #expect(throws: RestockMQTTError.dataDirectoryLeased(server.backend.location, owner: "aaaaaaaaaaaa")) {
+                    _ = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+                }
+                let holder = try #require(try first.lease.holder())
+                #expect(holder.epoch == 1 && holder.owner == "aaaaaaaaaaaa" && holder.renewals == 1 && !holder.released)
+                try first.ownership.check()
+                _ = try first.journal(batch: [request()])
+            }
         }
-    }
 
-    @Test("the lapse is judged on the database's clock: not by the opener's, and only once the owner has not renewed for the lifetime")
-    func lapseOnTheDatabaseClock() async throws {
-        try await PrivatePostgres.with { server in
-            // A lifetime of a minute, so that "still held" holds on a loaded machine; lapses are made by dating the
-            // renewal past it, on the database's clock.
-            var settings = server.settings
-            settings.leaseLifetime = .seconds(60)
-            let backend = PostgresStorage(settings: settings)
-            let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
-            // A start whose own clock is an hour ahead is refused all the same: the database's clock judges.
-            #expect(throws: RestockMQTTError.self) {
-                _ = try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date() + 3_600)
+        @Test("a takeover with the lease as seen raises the epoch, and every write of the old owner then throws leaseLost naming the new one")
+        func takeoverFences() async throws {
+            try await PrivatePostgres.with { server in
+                let old = try Self.open(server, as: "aaaaaaaaaaaa")
+                let journaled = try old.journal(batch: [request()])
+                var changes = StoreChanges()
+                changes.save(Watch(customer: customer("c0"), sku: sku("s0"), mode: .once, minQuantity: 1, position: 1, since: Date()))
+                changes.publications = [Publication(key: "k", topic: "t", payload: [1], retain: false)]
+                let placed = try old.commit(changes)
+                let new = try #require(
+                    try server.backend.open(for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: Self.seen(old))), now: Date())
+                        as? PostgresStoreStorage)
+                #expect(new.lease.fence.heldEpoch == 2)
+                let before = try new.loadSnapshotReportingSkipped().snapshot
+                let queues = try new.queueLengths()
+                let error = Publication(key: "e", topic: "t", payload: [2], retain: false)
+                let writes: [(String, () throws -> Void)] = [
+                    ("journal", { _ = try old.journal(batch: [request()]) }),
+                    ("commit", { _ = try old.commit(changes) }),
+                    ("acknowledge", { try old.acknowledge(messages: placed.map(\.seq), batches: []) }),
+                    ("dead letter", { _ = try old.deadLetter(journaled[0], error: error, reason: "r", at: Date()) }),
+                    ("trim", { try old.trimJournal(through: 1) }),
+                    ("attempt", { try old.beginAttempt(Attempt(first: 1, last: 1, suspectsThrough: 0), kills: 0) }),
+                    ("probe", { try old.probeJournal() }),
+                    ("renew", { try old.ownership.renew(at: Date()) }),
+                    ("check", { try old.ownership.check() }),
+                ]
+                for (what, write) in writes { Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, what, write) }
+                #expect(try new.loadSnapshotReportingSkipped().snapshot == before)
+                #expect(try new.queueLengths() == queues && queues.inbox == 1 && queues.outbox == 1)
+                #expect(try new.deadLetterList().isEmpty && new.lastAttempt() == nil)
+                old.ownership.release()
+                #expect(try new.lease.holder()?.released == false, "a lost lease is not released")
+                _ = try new.commit(changes)
+                try new.ownership.renew(at: Date())
             }
-            // Dated by the database 3 s ahead of its clock: within the lifetime either way, as SQLite's `isFresh` reads a
-            // clock off either way.
-            _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() + interval '3 seconds' WHERE store = 'apple'")
-            #expect(throws: RestockMQTTError.self) {
-                _ = try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+        }
+
+        @Test("a takeover from a lease seen before a renewal is refused, naming the owner that renewed; another standby's win refuses the second")
+        func staleTakeoverRefused() async throws {
+            try await PrivatePostgres.with { server in
+                let first = try Self.open(server, as: "aaaaaaaaaaaa")
+                let seen = try Self.seen(first)
+                try first.ownership.renew(at: Date())
+                let takeover = { (instance: String, seen: LeaseHolder) throws in
+                    _ = try server.backend.open(for: apple, claim: .takeover(instance: instance, StandbyTakeover(hold: nil, seen: seen)), now: Date())
+                }
+                Self.expectLeaseLost(to: "aaaaaaaaaaaa", epoch: 1, "stale") { try takeover("bbbbbbbbbbbb", seen) }
+                #expect(try first.lease.holder()?.epoch == 1)
+                try first.ownership.check()
+                let renewed = try Self.seen(first)
+                try takeover("bbbbbbbbbbbb", renewed)
+                Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, "second standby") { try takeover("cccccccccccc", renewed) }
             }
-            // While the lease is fresh, a standby's wait does not return; timed out, it is cancelled, and ends so.
-            let wait = Task { try await backend.waitForTheOwnerToGo(of: apple) }
-            await #expect(throws: DeadlineExceeded.self) { _ = try await Self.value(of: wait, within: 2.5) }
-            await #expect(throws: CancellationError.self) { _ = try await Self.value(of: wait, within: 60) }
-            // Renewed 61 s ago by the database's clock: lapsed, whatever the opener's clock says (an hour behind here).
-            _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '61 seconds' WHERE store = 'apple'")
-            let standby = Task { try await backend.waitForTheOwnerToGo(of: apple) }
-            let seen = try #require(try await Self.value(of: standby, within: 60).seen)
-            #expect(seen.owner == "aaaaaaaaaaaa" && !seen.isReleased)
-            let next = try #require(
-                try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date() - 3_600) as? PostgresStoreStorage)
-            #expect(next.lease.fence.heldEpoch == 2)
-            Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, "lapsed owner") { try owner.ownership.renew(at: Date()) }
+        }
+
+        @Test("a released lease is taken at once by a normal start, and by a standby's wait")
+        func releasedTakenAtOnce() async throws {
+            try await PrivatePostgres.with { server in
+                let first = try Self.open(server, as: "aaaaaaaaaaaa")
+                try first.ownership.renew(at: Date())
+                let backend = server.backend
+                let wait = Task { try await backend.waitForTheOwnerToGo(of: apple) }
+                first.ownership.release()
+                first.releaseDirectory()
+                let seen = try #require(try await Self.value(of: wait, within: 60).seen)
+                #expect(seen.isReleased && seen.epoch == 1 && !seen.holdsLock)
+                let next = try Self.open(server, as: "bbbbbbbbbbbb")
+                #expect(next.lease.fence.heldEpoch == 2)
+                #expect(throws: StorageError.self) { _ = try first.journal(batch: [request()]) }
+            }
+        }
+
+        @Test("the lapse is judged on the database's clock: not by the opener's, and only once the owner has not renewed for the lifetime")
+        func lapseOnTheDatabaseClock() async throws {
+            try await PrivatePostgres.with { server in
+                // A lifetime of a minute, so that "still held" holds on a loaded machine; lapses are made by dating the
+                // renewal past it, on the database's clock.
+                var settings = server.settings
+                settings.leaseLifetime = .seconds(60)
+                let backend = PostgresStorage(settings: settings)
+                let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
+                // A start whose own clock is an hour ahead is refused all the same: the database's clock judges.
+                #expect(throws: RestockMQTTError.self) {
+                    _ = try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date() + 3_600)
+                }
+                // Dated by the database 3 s ahead of its clock: within the lifetime either way, as SQLite's `isFresh` reads a
+                // clock off either way.
+                _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() + interval '3 seconds' WHERE store = 'apple'")
+                #expect(throws: RestockMQTTError.self) {
+                    _ = try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+                }
+                // While the lease is fresh, a standby's wait does not return; timed out, it is cancelled, and ends so.
+                let wait = Task { try await backend.waitForTheOwnerToGo(of: apple) }
+                await #expect(throws: DeadlineExceeded.self) { _ = try await Self.value(of: wait, within: 2.5) }
+                await #expect(throws: CancellationError.self) { _ = try await Self.value(of: wait, within: 60) }
+                // Renewed 61 s ago by the database's clock: lapsed, whatever the opener's clock says (an hour behind here).
+                _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '61 seconds' WHERE store = 'apple'")
+                let standby = Task { try await backend.waitForTheOwnerToGo(of: apple) }
+                let seen = try #require(try await Self.value(of: standby, within: 60).seen)
+                #expect(seen.owner == "aaaaaaaaaaaa" && !seen.isReleased)
+                let next = try #require(
+                    try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date() - 3_600) as? PostgresStoreStorage)
+                #expect(next.lease.fence.heldEpoch == 2)
+                Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, "lapsed owner") { try owner.ownership.renew(at: Date()) }
+            }
+        }
+    
+        @Test("an owner frozen inside a transaction, holding the lease's row, does not keep a standby out: the server ends its session after the lease's lifetime, and the takeover goes through (found by an outside trial: it waited as long as the freeze)")
+        func frozenInsideATransaction() async throws {
+            try await PrivatePostgres.with { server in
+                var settings = server.settings
+                settings.leaseLifetime = .seconds(2)
+                let backend = PostgresStorage(settings: settings)
+                let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
+                let seen = try Self.seen(owner)
+                // A session of the store's kind, frozen in the middle of a write: its fence's share lock on the lease row held.
+                let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+                let frozen = try await PostgresConnection.connect(
+                    on: group.next(), configuration: PostgresSession.configuration(of: settings, server: settings.servers[0]), id: 1,
+                    logger: Logger(label: "test")
+                ).get()
+                _ = try await frozen.query("BEGIN", logger: Logger(label: "test")).get()
+                _ = try await frozen.query("SELECT epoch FROM restock_lease WHERE store = 'apple' FOR SHARE", logger: Logger(label: "test")).get()
+                // The takeover's update waits for that lock (up to the lock timeout, 5 s), and gets it when the server ends
+                // the idle transaction after 2 s.
+                let takeover = Result { try backend.open(for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: seen)), now: Date()) }
+                _ = try? await frozen.close().get()
+                try await group.shutdownGracefully()
+                #expect((try takeover.get() as? PostgresStoreStorage)?.lease.fence.heldEpoch == 2)
+            }
         }
     }
 }

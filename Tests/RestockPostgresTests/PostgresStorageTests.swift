@@ -6,100 +6,102 @@ import Testing
 @testable import RestockPipeline
 @testable import RestockPostgres
 
-/// What the PostgreSQL backend adds to the seam's contract: the schema's version guard, stores that share a database,
-/// and an outage of the server under an open storage.
-@Suite("PostgreSQL storage")
-struct PostgresStorageTests {
-    @Test("a schema of a newer version is refused, with nothing written; a new database records the version it made")
-    func newerSchemaRefused() async throws {
-        try await PrivatePostgres.with { server in
-            let first = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
-            #expect(first.migrations.map(\.description).first?.contains("schema version 1") == true)
-            #expect(first.migrations.first?.from == 0 && first.migrations.first?.to == 1)
-            first.ownership.release()
-            first.releaseDirectory()
-            let again = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
-            #expect(again.migrations.isEmpty, "a schema at this version runs nothing")
-            again.ownership.release()
-            _ = try await server.psql("INSERT INTO restock_schema_version (version) VALUES (\(PostgresSchema.knownVersion + 1))")
-            let refusal = RestockMQTTError.dataDirectoryOfNewerVersion(
-                file: server.backend.location, schemaVersion: PostgresSchema.knownVersion + 1, knownVersion: PostgresSchema.knownVersion)
-            #expect(throws: refusal) { _ = try server.backend.open(for: pear, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date()) }
-            #expect(throws: refusal) { _ = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date()) }
-            #expect(try await server.psql("SELECT count(*) FROM restock_store WHERE store = 'pear'") == "0")
-            #expect(try await server.psql("SELECT epoch || ' ' || released FROM restock_lease WHERE store = 'apple'") == "2 true")
-        }
-    }
-
-    @Test("a database holding only a newer version's version table is refused before any table is made")
-    func newerEmptySchemaRefused() async throws {
-        try await PrivatePostgres.with { server in
-            _ = try await server.psql("CREATE TABLE restock_schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-            _ = try await server.psql("INSERT INTO restock_schema_version (version) VALUES (7)")
-            #expect(throws: RestockMQTTError.self) { _ = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) }
-            #expect(try await server.psql("SELECT to_regclass('restock_store') IS NULL AND to_regclass('restock_lease') IS NULL") == "t")
-        }
-    }
-
-    @Test("two stores in one database see nothing of each other's: journal, state, outbox, dead letters, figures, leases")
-    func storesApart() async throws {
-        try await PrivatePostgres.with { server in
-            let a = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
-            let p = try server.backend.open(for: pear, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
-            let journaled = try a.journal(batch: [request("c0"), request("c1")])
-            var changes = StoreChanges()
-            changes.save(Watch(customer: customer("c0"), sku: sku("s0"), mode: .once, minQuantity: 1, position: 1, since: Date()))
-            changes.inventory = [sku("s0"): 3]
-            changes.mirrored = [customer("c0")]
-            changes.alertsRaised = [sku("s0"): 2]
-            changes.publications = [Publication(key: "k", topic: "t", payload: [1], retain: false)]
-            changes.processedThrough = 1
-            try a.commit(changes)
-            _ = try a.deadLetter(journaled[1], error: Publication(key: "e", topic: "t", payload: [2], retain: false), reason: "r", at: Date())
-            try a.beginAttempt(Attempt(first: 1, last: 2, suspectsThrough: 0), kills: 1)
-            _ = try a.replaceInstance(with: "aaaaaaaaaaaa")
-            // The same position and key in the other store: rows are keyed by store.
-            try p.commit(changes)
-            #expect(try p.journaledRequests(after: 0, limit: 9).isEmpty)
-            #expect(try p.journal(batch: [request()]).map(\.seq) == [1], "each store's places start at 1")
-            #expect(try p.deadLetterList().isEmpty && p.lastAttempt() == nil && p.replaceInstance(with: "x") == nil)
-            #expect(try p.pendingPublications(after: 0, limit: 9).count == 1 && a.pendingPublications(after: 0, limit: 9).count == 2)
-            // pear's commit recorded place 1 as applied (the same changes), so its one request counts as applied.
-            #expect(try a.queueLengths() == (inbox: 0, outbox: 2, watches: 1) && p.queueLengths() == (inbox: 0, outbox: 1, watches: 1))
-            #expect(try p.processedThrough() == 1 && a.processedThrough() == 2)
-            try p.trimJournal(through: 9)
-            #expect(try a.journaledRequests(after: 0, limit: 9).map(\.seq) == [1, 2])
-            #expect(try a.report(at: Date(), sku: nil).alertsRaised.life == 2 && p.report(at: Date(), sku: nil).alertsRaised.life == 2)
-            p.ownership.release()
-            try a.ownership.check()
-            #expect(try (a as? PostgresStoreStorage)?.lease.holder()?.released == false)
-        }
-    }
-
-    @Test("the server stopped under an open storage gives retriable unavailable errors; once it is back, the storage works again")
-    func outage() async throws {
-        try await PrivatePostgres.with { server in
-            let storage = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
-            #expect(try storage.journal(batch: [request()]).map(\.seq) == [1])
-            try await server.stop()
-            let failures: [(String, () throws -> Void)] = [
-                ("journal", { _ = try storage.journal(batch: [request()]) }),
-                ("read", { _ = try storage.journaledRequests(after: 0, limit: 9) }),
-                ("commit", { _ = try storage.commit(StoreChanges()) }),
-                ("renew", { try storage.ownership.renew(at: Date()) }),
-            ]
-            for (what, failing) in failures {
-                do {
-                    try failing()
-                    Issue.record("\(what) succeeded with the server stopped")
-                } catch let error as StorageError {
-                    #expect(error.kind == .unavailable && error.isRetriable, "\(what): \(error)")
-                }
+extension PostgresServerTests {
+    /// What the PostgreSQL backend adds to the seam's contract: the schema's version guard, stores that share a database,
+    /// and an outage of the server under an open storage.
+    @Suite("PostgreSQL storage")
+    struct PostgresStorageTests {
+        @Test("a schema of a newer version is refused, with nothing written; a new database records the version it made")
+        func newerSchemaRefused() async throws {
+            try await PrivatePostgres.with { server in
+                let first = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                #expect(first.migrations.map(\.description).first?.contains("schema version 1") == true)
+                #expect(first.migrations.first?.from == 0 && first.migrations.first?.to == 1)
+                first.ownership.release()
+                first.releaseDirectory()
+                let again = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                #expect(again.migrations.isEmpty, "a schema at this version runs nothing")
+                again.ownership.release()
+                _ = try await server.psql("INSERT INTO restock_schema_version (version) VALUES (\(PostgresSchema.knownVersion + 1))")
+                let refusal = RestockMQTTError.dataDirectoryOfNewerVersion(
+                    file: server.backend.location, schemaVersion: PostgresSchema.knownVersion + 1, knownVersion: PostgresSchema.knownVersion)
+                #expect(throws: refusal) { _ = try server.backend.open(for: pear, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date()) }
+                #expect(throws: refusal) { _ = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date()) }
+                #expect(try await server.psql("SELECT count(*) FROM restock_store WHERE store = 'pear'") == "0")
+                #expect(try await server.psql("SELECT epoch || ' ' || released FROM restock_lease WHERE store = 'apple'") == "2 true")
             }
-            try await server.start()
-            #expect(try storage.journal(batch: [request()]).map(\.seq) == [2])
-            #expect(try storage.journaledRequests(after: 0, limit: 9).map(\.seq) == [1, 2])
-            try storage.ownership.renew(at: Date())
+        }
+
+        @Test("a database holding only a newer version's version table is refused before any table is made")
+        func newerEmptySchemaRefused() async throws {
+            try await PrivatePostgres.with { server in
+                _ = try await server.psql("CREATE TABLE restock_schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+                _ = try await server.psql("INSERT INTO restock_schema_version (version) VALUES (7)")
+                #expect(throws: RestockMQTTError.self) { _ = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) }
+                #expect(try await server.psql("SELECT to_regclass('restock_store') IS NULL AND to_regclass('restock_lease') IS NULL") == "t")
+            }
+        }
+
+        @Test("two stores in one database see nothing of each other's: journal, state, outbox, dead letters, figures, leases")
+        func storesApart() async throws {
+            try await PrivatePostgres.with { server in
+                let a = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                let p = try server.backend.open(for: pear, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+                let journaled = try a.journal(batch: [request("c0"), request("c1")])
+                var changes = StoreChanges()
+                changes.save(Watch(customer: customer("c0"), sku: sku("s0"), mode: .once, minQuantity: 1, position: 1, since: Date()))
+                changes.inventory = [sku("s0"): 3]
+                changes.mirrored = [customer("c0")]
+                changes.alertsRaised = [sku("s0"): 2]
+                changes.publications = [Publication(key: "k", topic: "t", payload: [1], retain: false)]
+                changes.processedThrough = 1
+                try a.commit(changes)
+                _ = try a.deadLetter(journaled[1], error: Publication(key: "e", topic: "t", payload: [2], retain: false), reason: "r", at: Date())
+                try a.beginAttempt(Attempt(first: 1, last: 2, suspectsThrough: 0), kills: 1)
+                _ = try a.replaceInstance(with: "aaaaaaaaaaaa")
+                // The same position and key in the other store: rows are keyed by store.
+                try p.commit(changes)
+                #expect(try p.journaledRequests(after: 0, limit: 9).isEmpty)
+                #expect(try p.journal(batch: [request()]).map(\.seq) == [1], "each store's places start at 1")
+                #expect(try p.deadLetterList().isEmpty && p.lastAttempt() == nil && p.replaceInstance(with: "x") == nil)
+                #expect(try p.pendingPublications(after: 0, limit: 9).count == 1 && a.pendingPublications(after: 0, limit: 9).count == 2)
+                // pear's commit recorded place 1 as applied (the same changes), so its one request counts as applied.
+                #expect(try a.queueLengths() == (inbox: 0, outbox: 2, watches: 1) && p.queueLengths() == (inbox: 0, outbox: 1, watches: 1))
+                #expect(try p.processedThrough() == 1 && a.processedThrough() == 2)
+                try p.trimJournal(through: 9)
+                #expect(try a.journaledRequests(after: 0, limit: 9).map(\.seq) == [1, 2])
+                #expect(try a.report(at: Date(), sku: nil).alertsRaised.life == 2 && p.report(at: Date(), sku: nil).alertsRaised.life == 2)
+                p.ownership.release()
+                try a.ownership.check()
+                #expect(try (a as? PostgresStoreStorage)?.lease.holder()?.released == false)
+            }
+        }
+
+        @Test("the server stopped under an open storage gives retriable unavailable errors; once it is back, the storage works again")
+        func outage() async throws {
+            try await PrivatePostgres.with { server in
+                let storage = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                #expect(try storage.journal(batch: [request()]).map(\.seq) == [1])
+                try await server.stop()
+                let failures: [(String, () throws -> Void)] = [
+                    ("journal", { _ = try storage.journal(batch: [request()]) }),
+                    ("read", { _ = try storage.journaledRequests(after: 0, limit: 9) }),
+                    ("commit", { _ = try storage.commit(StoreChanges()) }),
+                    ("renew", { try storage.ownership.renew(at: Date()) }),
+                ]
+                for (what, failing) in failures {
+                    do {
+                        try failing()
+                        Issue.record("\(what) succeeded with the server stopped")
+                    } catch let error as StorageError {
+                        #expect(error.kind == .unavailable && error.isRetriable, "\(what): \(error)")
+                    }
+                }
+                try await server.start()
+                #expect(try storage.journal(batch: [request()]).map(\.seq) == [2])
+                #expect(try storage.journaledRequests(after: 0, limit: 9).map(\.seq) == [1, 2])
+                try storage.ownership.renew(at: Date())
+            }
         }
     }
 }

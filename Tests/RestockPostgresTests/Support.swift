@@ -1,3 +1,4 @@
+import Testing
 import Foundation
 import RestockCore
 import RestockPipeline
@@ -9,6 +10,12 @@ func sku(_ raw: String) -> SKU { try! SKU(raw) }
 let apple = try! StoreID("apple")
 let pear = try! StoreID("pear")
 let appleTopics = try! RestockTopics(store: apple)
+
+/// The suites that start a PostgreSQL server of their own for each test, one test at a time: sixteen servers starting at
+/// once beside the rest of `make test` (each `initdb`, each polled until it answers) starved the other suites' stores,
+/// which then did not come online within a minute.
+@Suite(.serialized)
+enum PostgresServerTests {}
 
 extension PrivatePostgres {
     /// The settings of the server's database, as the superuser.

@@ -123,7 +123,7 @@ public final class PrivatePostgres: Sendable {
         process.withLock { $0 = child }
         let ready = binaries.appendingPathComponent("pg_isready").path
         let (host, port, user) = (host, port, user)
-        try await waitUntil("PostgreSQL to accept connections on \(host):\(port)", within: 60, pollEvery: .milliseconds(50)) {
+        try await waitUntil("PostgreSQL to accept connections on \(host):\(port)", within: 60, pollEvery: .milliseconds(200)) {
             if child.exitStatus != nil { throw PostgresUnavailable(reason: "postgres exited while starting: \(self.log)") }
             return try await ChildProcess.run(ready, ["-h", host, "-p", String(port), "-U", user, "-d", "postgres", "-t", "2"]).status == 0
         }

@@ -71,7 +71,10 @@ public struct StoreLauncher: Service {
                 continue
             }
             guard let service = opened else { return }
-            if takeover.ownerEnded {
+            if takeover.seen == nil {
+                // A standby started where no store ever ran (a new place, or a mistyped one): it says so.
+                logger.warning("no store has run on \(storage.location) yet: this standby starts as the live store, with no state")
+            } else if takeover.ownerEnded {
                 logger.notice("the live store process stopped: this standby takes over")
             } else if takeover.seen?.isReleased ?? true {
                 logger.notice("the live store process let its lease go (it stopped): this standby takes over")

@@ -290,7 +290,8 @@ public final class StoreService: Service, Sendable {
     /// newer owner holds it.
     private func renewWhileStarting(_ wiring: Wiring) async throws {
         let renewal = LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger)
-        try await storage.withExecutor {
+        // On a queue of its own, as the stage's: the restore holds the pipeline's queue for seconds with a million watches.
+        try await withTaskExecutorPreference(PipelineExecutor(label: "restock.lease")) {
             while true {
                 try await timing.clock.sleep(for: timing.leaseRenewal)
                 try renewal.renew()

@@ -28,7 +28,9 @@ package struct InMemoryStorageBackend: StoreStorageBackend {
     /// Waits until every storage opened on the volume has let it go (a memory volume has no clock to lapse a lease by).
     package func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover {
         guard await volume.waitUntilFree() else { throw CancellationError() }
-        return StandbyTakeover(hold: VolumeHold(), seen: nil)
+        let lease = volume.lease
+        let seen = lease.epoch == 0 ? nil : LeaseHolder(epoch: lease.epoch, owner: lease.owner, renewals: 0, renewedAt: Date(), holdsLock: true)
+        return StandbyTakeover(hold: VolumeHold(), seen: seen)
     }
 
     /// What a memory standby holds once the owner let the volume go: nothing to let go of.
