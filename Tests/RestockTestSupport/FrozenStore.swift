@@ -22,7 +22,8 @@ extension StoreProcess {
         process.send(SIGSTOP)
         let frozen = ContinuousClock.now
         let sentWhileFrozen = try await whileFrozen()
-        try await waitUntil("the frozen store's heartbeat to go stale", within: 20, pollEvery: .milliseconds(250)) {
+        // A deadline, not a measure: beside the whole of make test each read of the status can take seconds (20 s failed).
+        try await waitUntil("the frozen store's heartbeat to go stale", within: 60, pollEvery: .milliseconds(250)) {
             (try? await client.status())?.isLive(at: Date()) == false
         }
         try await newer.start()
