@@ -22,15 +22,19 @@ build: deps plugin
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
 
 ## test: build, check the compose file, then run every test (bounded: a hang fails instead of waiting forever), and the
-## docs' Swift examples. The tests that start a PostgreSQL server of their own run last, on their own: beside the rest,
-## their servers (initdb, fsync) and a fan-out on PostgreSQL slowed in-process stores past a minute to come online. The
-## service tests over a broker in memory run first, on their own: their intervals are a hundred
-## times shorter than the contract's (a heartbeat every 20 ms), and beside the suites that push tens of thousands of
-## requests through real processes they were starved of CPU for seconds and judged a live store dead (seen in CI).
+## docs' Swift examples. At most TEST_WIDTH tests run at once (4 per core): Swift Testing otherwise starts all ~400 at
+## once, and on 2 cores the processes, brokers and bursts of requests they start left run queues of 20-50 for two
+## minutes: in-process stores took 25-60 s to come online and failed their minute (seen in CI); with 8 at once, 5 s at
+## most, and the run no longer. The tests that start a PostgreSQL server of their own run last, on their own. The
+## service tests over a broker in memory run first, on their own: their intervals are a hundred times shorter than the
+## contract's (a heartbeat every 20 ms), and beside the suites that push tens of thousands of requests through real
+## processes they were starved of CPU for seconds and judged a live store dead (seen in CI).
+TEST_WIDTH ?= $(shell echo $$(( 4 * $$(nproc) )))
+SWIFT_TEST := env SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) $(SWIFT) test --skip-build
 test: build compose-check contract-test
-	timeout --kill-after=30 300 $(SWIFT) test --skip-build --filter RestockServiceTests
-	timeout --kill-after=30 1200 $(SWIFT) test --skip-build --skip RestockServiceTests --skip PostgresServerTests --skip PostgresStandbyTests
-	timeout --kill-after=30 900 $(SWIFT) test --skip-build --filter PostgresServerTests --filter PostgresStandbyTests
+	timeout --kill-after=30 300 $(SWIFT_TEST) --filter RestockServiceTests
+	timeout --kill-after=30 1200 $(SWIFT_TEST) --skip RestockServiceTests --skip PostgresServerTests --skip PostgresStandbyTests
+	timeout --kill-after=30 900 $(SWIFT_TEST) --filter PostgresServerTests --filter PostgresStandbyTests
 	$(MAKE) examples
 
 ## examples: the Swift code of README.md and docs/embedding.md, a package of its own (Examples/) that sees only the public

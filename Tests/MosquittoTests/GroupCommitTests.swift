@@ -100,10 +100,9 @@ struct GroupCommitTests {
         try await subscriber.subscribe(to: topic, qos: .atLeastOnce)
         await subscriber.disconnect()
         let publisher = try await connectedClient(to: broker)
-        let publications = try (0..<count).map {
-            try publisher.send(Array(String($0).utf8) + Array(repeating: 0x20, count: padding), to: topic, qos: .atLeastOnce)
+        try await publisher.sendAll(0..<count, window: count) {
+            try $0.send(Array(String($1).utf8) + Array(repeating: 0x20, count: padding), to: topic, qos: .atLeastOnce)
         }
-        for publication in publications { try await publication.acknowledged() }
         await publisher.disconnect()
         return (broker, id, topic)
     }

@@ -81,10 +81,9 @@ final class CompletionFlag: Sendable {
 func subscribeAll(_ count: Int, through broker: MosquittoBroker, mode: String = "every") async throws {
     let client = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "requests-\(UUID().uuidString.prefix(6))"))
     try await client.connect()
-    let publications = try (0..<count).map { index in
+    try await client.sendAll(0..<count) { client, index in
         try client.send(Array(#"{"sku":"switch-2","mode":"\#(mode)"}"#.utf8), to: "restock/apple/subscribe/c\(index)")
     }
-    for publication in publications { try await publication.acknowledged() }
     await client.disconnect()
 }
 

@@ -16,13 +16,7 @@ public enum Requests {
                 username: username, password: password, maxInflight: 1_000))
         try await client.connect()
         // Windows of 5,000 keep libmosquitto's queue short while keeping the pipe full.
-        var start = requests.startIndex
-        while start < requests.endIndex {
-            let window = requests[start..<min(start + 5_000, requests.endIndex)]
-            let publications = try window.map { try client.send($0.payload, to: $0.topic, qos: .atLeastOnce) }
-            for publication in publications { try await publication.acknowledged() }
-            start = window.endIndex
-        }
+        try await client.sendAll(requests) { try $0.send($1.payload, to: $1.topic, qos: .atLeastOnce) }
         await client.disconnect()
     }
 
@@ -33,6 +27,10 @@ public enum Requests {
 
     /// `count` customer ids with `prefix`, zero-padded so they sort in creation order.
     public static func customers(_ count: Int, prefix: String) -> [String] {
-        (0..<count).map { "\(prefix)\(String(format: "%05d", $0))" }
+        // Not String(format:): 40,000 of those held a thread of the cooperative pool for a second on a loaded machine.
+        (0..<count).map { index in
+            let digits = String(index)
+            return prefix + String(repeating: "0", count: max(0, 5 - digits.count)) + digits
+        }
     }
 }

@@ -305,10 +305,14 @@ public final class StoreService: Service, Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.restore() }
             group.addTask {
+                let began = self.timing.clock.now
                 try await self.closeTheFormerOwnersPublisher()
                 try await self.connectPublisher(wiring)
+                self.logger.debug("starting: the publishing connection is up after \(self.timing.clock.now - began)")
                 try await self.claimTheStore(wiring)
+                self.logger.debug("starting: the store id is claimed after \(self.timing.clock.now - began)")
                 try await self.connectSession(wiring)
+                self.logger.debug("starting: the session is up after \(self.timing.clock.now - began)")
             }
             try await group.waitForAll()
         }

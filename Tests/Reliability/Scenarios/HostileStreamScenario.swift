@@ -91,13 +91,7 @@ enum HostileStreamScenario {
         let client = try MQTTClient(
             configuration: .init(broker: try BrokerAddress(url: url), clientID: "hostile-\(UUID().uuidString.prefix(8))", maxInflight: 1_000))
         try await client.connect()
-        var start = requests.startIndex
-        while start < requests.endIndex {
-            let window = requests[start..<min(start + 2_000, requests.endIndex)]
-            let publications = try window.map { try client.send($0.payload, to: $0.topic, qos: $0.qos, retain: $0.retain) }
-            for publication in publications { try await publication.acknowledged() }
-            start = window.endIndex
-        }
+        try await client.sendAll(requests, window: 2_000) { try $0.send($1.payload, to: $1.topic, qos: $1.qos, retain: $1.retain) }
         await client.disconnect()
     }
 }
