@@ -36,7 +36,10 @@ public struct OperationsServer: Service {
     public func run() async throws {
         let router = Router()
         router.get("livez") { _, _ in Self.answer(health.liveness) }
-        router.get("readyz") { _, _ in Self.answer(health.readiness, broker: health.broker, detail: health.watchesDetail) }
+        router.get("readyz") { _, _ in
+            let detail = [health.watchesDetail, health.storageDetail].compactMap { $0 }
+            return Self.answer(health.readiness, broker: health.broker, detail: detail.isEmpty ? nil : detail.joined(separator: "; "))
+        }
         router.get("metrics") { [metrics] _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -75,8 +78,9 @@ public struct OperationsServer: Service {
         }
     }
 
-    /// The check's answer; a passing readiness names the broker the store is on and how full the store is
-    /// (`ok: on mqtt://host:port; watches 12 of 10000000 (0.0%)`).
+    /// The check's answer; a passing readiness names the broker the store is on, how full the store is, and where its
+    /// state and lease are (`ok: on mqtt://host:port; watches 12 of 10000000 (0.0%); state in /var/lib/restock, lease
+    /// epoch 1 renewed 0.4 s ago`).
     private static func answer(_ check: StoreHealth.Check, broker: String? = nil, detail: String? = nil) -> Response {
         switch check {
         case .passing:

@@ -43,6 +43,9 @@ final class PostgresLease: StoreOwnership {
         self.fence = fence
     }
 
+    /// The epoch this storage holds, if it took the lease.
+    var heldEpoch: Int64? { fence.heldEpoch }
+
     /// The columns a ``Holder`` is read from, the last one judged on the database's clock against `lifetime`.
     static func columns(lifetime: Duration) -> String {
         "epoch, owner, renewals, renewed_at, released, abs(extract(epoch FROM now() - renewed_at)) < \(lifetime.seconds) AS fresh"

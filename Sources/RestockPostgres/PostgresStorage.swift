@@ -19,6 +19,9 @@ package struct PostgresStorage: StoreStorageBackend {
     /// `postgresql://user@host:port/database`.
     package var location: String { settings.location }
 
+    /// `postgresql`.
+    package var engine: String { "postgresql" }
+
     /// Opens the storage of `store`, taking its lease as `claim` says; `now` is not used (the database's clock judges).
     /// - Throws: ``RestockMQTTError/dataDirectoryLeased(_:owner:)`` when another instance renewed the lease within its
     ///   lifetime; a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` when a takeover's `seen` is no longer the

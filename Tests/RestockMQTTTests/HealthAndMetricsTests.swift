@@ -48,6 +48,12 @@ struct HealthAndMetricsTests {
         #expect(try await prometheus.query(#"restock_requests_applied_total{kind="stock"}"#) == 1)
         #expect(try await prometheus.query("restock_requests_journaled_total") == 4)
         #expect(try await prometheus.query(#"restock_broker_connected{connection="session"}"#) == 1)
+        // Where the state is, and the lease held there (issue 34).
+        #expect(try await prometheus.query(#"restock_storage_info{engine="sqlite"}"#) == 1)
+        #expect(try await prometheus.query("restock_lease_epoch") == 1)
+        #expect(try await prometheus.query("restock_lease_age_seconds") ?? 99 < 5)
+        let ready = try await httpGet(url + "/readyz").body
+        #expect(ready.contains("; state in \(store.dataDirectory.path), lease epoch 1 renewed "), "\(ready)")
         #expect(store.exitStatus == nil)
     }
 

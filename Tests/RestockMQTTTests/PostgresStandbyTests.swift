@@ -31,7 +31,7 @@ struct PostgresStandbyTests {
             try await live.start()
             let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
             let first = try #require(try await client.status()?.instance)
-            let standby = try StoreProcess(broker: broker, database: database, extraArguments: ["--standby"])
+            let standby = try StoreProcess(broker: broker, database: database, extraArguments: ["--standby", "--http", "127.0.0.1:0"])
             _ = try standby.launch()
             try await waitUntil("the standby to wait", within: 30) { standby.log.contains("standby for store apple") }
             #expect(standby.log.contains("postgres://postgres@") && !standby.log.contains(live.dataDirectory.path))
@@ -44,6 +44,13 @@ struct PostgresStandbyTests {
             try live.launchedProcess().send(SIGKILL)
             let second = try await Self.newOnline(other: first, client: client)
             #expect(standby.log.contains("has not renewed its lease"), "\(standby.log.suffix(600))")
+            // /readyz and /metrics name the database (never its password) and the lease the new owner holds.
+            let epoch = try await server.psql("SELECT epoch FROM restock_lease WHERE store = 'apple'")
+            let http = try await standby.httpURL()
+            let ready = try await httpGet(http + "/readyz").body
+            #expect(ready.contains("state in postgres://postgres@127.0.0.1:\(server.port)/") && ready.contains("lease epoch \(epoch) renewed "), "\(ready)")
+            let metrics = try await httpGet(http + "/metrics").body
+            #expect(metrics.contains(#"restock_storage_info{engine="postgresql"} 1"#) && metrics.contains("restock_lease_epoch \(epoch)"), "\(metrics.prefix(3_000))")
 
             // Frozen in the middle of a fan-out to 3,000 customers: a third store, standing by, takes over.
             let third = try StoreProcess(broker: broker, database: database, extraArguments: ["--standby"])

@@ -47,12 +47,18 @@ struct StandbyLauncherTests {
         #expect(standby.log.text.contains("on \(volume.name)"), "\(standby.log.text)")
         #expect(volume.lease.owner != "" && !standby.log.text.contains("online"))
         let firstEpoch = volume.lease.epoch
+        // /readyz names where the state is and the lease this process holds (issue 34: it named neither).
+        let detail = try #require(live.health.storageDetail)
+        #expect(detail.hasPrefix("state in \(volume.name), lease epoch \(firstEpoch) renewed "), "\(detail)")
+        #expect(try #require(live.health.leaseAge) < LeaseHolder.lifetime.seconds)
+        #expect(standby.health.storageDetail == nil, "a standby holds no lease")
 
         await live.group.triggerGracefulShutdown()
         try await live.run.value
         try await withDeadline(30, waitingFor: "the standby online") { try await standby.health.waitUntilOnline() }
         #expect(standby.log.text.contains("the live store process stopped: this standby takes over"), "\(standby.log.text)")
         #expect(volume.lease.epoch == firstEpoch + 1)
+        #expect(standby.health.storageDetail?.contains("lease epoch \(firstEpoch + 1) renewed") == true, "\(standby.health.storageDetail ?? "nil")")
         await standby.group.triggerGracefulShutdown()
         try await standby.run.value
     }

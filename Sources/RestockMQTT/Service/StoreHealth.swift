@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Synchronization
 
@@ -39,6 +40,41 @@ public final class StoreHealth: Sendable {
     }
 
     func watching(_ figures: @escaping @Sendable () -> (watches: Int, maximum: Int?)) { fill.withLock { $0 = figures } }
+
+    /// Where the state is kept, the epoch of the lease held there, when it was last renewed, and the clock that times it.
+    private struct Lease {
+        let location: String
+        var epoch: Int64?
+        var renewedAt: ContinuousClock.Instant
+        let now: @Sendable () -> ContinuousClock.Instant
+    }
+    private let lease = Mutex<Lease?>(nil)
+
+    /// Where the store keeps its state and its lease there, for `/readyz`:
+    /// `state in postgres://restock@db:5432/restock, lease epoch 3 renewed 0.4 s ago`; `nil` before the store opened it.
+    public var storageDetail: String? {
+        guard let lease = lease.withLock({ $0 }) else { return nil }
+        let age = (lease.now() - lease.renewedAt).seconds
+        let epoch = lease.epoch.map { "lease epoch \($0) renewed \((age * 10).rounded(.down) / 10) s ago" } ?? "no lease held"
+        return "state in \(lease.location), \(epoch)"
+    }
+
+    /// Seconds since the store's lease was last renewed, for `restock_lease_age_seconds`; `nil` before it was taken.
+    var leaseAge: Double? { lease.withLock { $0.map { ($0.now() - $0.renewedAt).seconds } } }
+
+    /// The store keeps its state in `location`, where it took the lease at `epoch` just now, timed by `now`.
+    func storing(in location: String, epoch: Int64?, now: @escaping @Sendable () -> ContinuousClock.Instant) {
+        lease.withLock { $0 = Lease(location: location, epoch: epoch, renewedAt: now(), now: now) }
+    }
+
+    /// The lease held at `epoch` was renewed just now.
+    func leaseRenewed(epoch: Int64?) {
+        lease.withLock { lease in
+            guard let now = lease?.now() else { return }
+            lease?.epoch = epoch
+            lease?.renewedAt = now
+        }
+    }
 
     /// The broker of the `--broker` list the store's session is on, or last was; `nil` before it first connects.
     public var broker: String? { currentBroker.withLock { $0 } }

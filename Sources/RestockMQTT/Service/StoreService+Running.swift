@@ -64,7 +64,9 @@ extension StoreService {
     private func stages(_ wiring: Wiring, processor: RequestProcessor) -> [any Service] {
         [
             // First, so that it stops last: the lease is renewed through the drain.
-            LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger),
+            LeaseRenewal(
+                storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger,
+                health: health, metrics: metrics),
             wiring.heartbeat,
             JournalLagWatch(
                 mark: wiring.journalMark, applied: { processor.appliedThrough }, threshold: Self.lagWarningThreshold,
@@ -72,7 +74,8 @@ extension StoreService {
             GaugeSampler(
                 metrics: metrics, mark: wiring.journalMark, applied: { processor.appliedThrough }, store: core, storage: storage,
                 lifecycle: wiring.lifecycle, fence: wiring.fence, interval: timing.gaugeSampling,
-                maximumWatches: configuration.maximumWatches, fullReportEvery: timing.pauseReport, logger: logger),
+                maximumWatches: configuration.maximumWatches, fullReportEvery: timing.pauseReport, logger: logger,
+                health: health),
             OutboxPublisher(
                 client: wiring.publisher, storage: storage, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,

@@ -198,6 +198,9 @@ public final class StoreService: Service, Sendable {
         self.formerOwner = takeover.flatMap { $0.ownerEnded ? nil : $0.seen?.owner }.flatMap { $0.isEmpty ? nil : $0 }
         let (store, maximum) = (self.store, configuration.maximumWatches)
         health.watching { (store.watchCount, maximum) }
+        health.storing(in: backend.location, epoch: storage.ownership.heldEpoch, now: { [clock = timing.clock] in clock.now })
+        metrics.recordStorage(engine: backend.engine)
+        if let epoch = storage.ownership.heldEpoch { metrics.leaseEpoch.record(epoch) }
     }
 
     /// How many journaled requests, and how many committed messages, wait in memory at most for the next stage;
@@ -289,7 +292,9 @@ public final class StoreService: Service, Sendable {
     /// Renews the lease every ``StoreTiming/leaseRenewal`` until cancelled; throws ``StorageError/Kind/leaseLost`` once a
     /// newer owner holds it.
     private func renewWhileStarting(_ wiring: Wiring) async throws {
-        let renewal = LeaseRenewal(storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger)
+        let renewal = LeaseRenewal(
+            storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger,
+            health: health, metrics: metrics)
         // On a queue of its own, as the stage's: the restore holds the pipeline's queue for seconds with a million watches.
         try await withTaskExecutorPreference(PipelineExecutor(label: "restock.lease")) {
             while true {
@@ -321,6 +326,7 @@ public final class StoreService: Service, Sendable {
         // lifetime) stops this one before it says online.
         if let lost = wiring.lifecycle.leaseLost { throw lost }
         try await storage.withExecutor { try self.storage.ownership.renew(at: Date()) }
+        health.leaseRenewed(epoch: storage.ownership.heldEpoch)
         wiring.lifecycle.sessionConnected()
         wiring.liveness.wentOnline(own: instance)
         // At QoS 0, as every online status (Heartbeat): written now, never sent again after a reconnect. A connection

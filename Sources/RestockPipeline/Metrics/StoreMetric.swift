@@ -63,7 +63,7 @@ public struct StoreMetric: Sendable, Hashable {
         "restock_apply_duration_seconds", .histogram, "Time to apply one batch of requests to the store, before its commit.")
     /// How long committing a batch took.
     public static let commitDuration = StoreMetric(
-        "restock_commit_duration_seconds", .histogram, "Time to commit one batch (state, outbox, progress) to store.sqlite.")
+        "restock_commit_duration_seconds", .histogram, "Time to commit one batch (state, outbox, progress) to store.sqlite, or to the database.")
     /// How long the broker took to acknowledge a round of publishes.
     public static let acknowledgementDuration = StoreMetric(
         "restock_publish_acknowledgement_duration_seconds", .histogram,
@@ -133,6 +133,19 @@ public struct StoreMetric: Sendable, Hashable {
         "restock_http_connections_timed_out_total", .counter,
         "HTTP connections the endpoint closed: idle past the keep-alive timeout, too slow to send a request's head, or left half-open after their answer.")
 
+    /// The epoch of the store's lease this process holds.
+    public static let leaseEpoch = StoreMetric(
+        "restock_lease_epoch", .gauge,
+        "The epoch of the store's lease this process holds: it rises by one with every new owner (a standby's takeover).")
+    /// Seconds since this process last renewed the store's lease.
+    public static let leaseAge = StoreMetric(
+        "restock_lease_age_seconds", .gauge,
+        "Seconds since this process last renewed the store's lease (every second); a standby takes the store over past 5.")
+    /// What keeps the store's state.
+    public static let storageInfo = StoreMetric(
+        "restock_storage_info", .gauge, label: "engine",
+        "1 for what keeps the store's state: the engine label is sqlite (the data directory) or postgresql (--database).")
+
     /// Every metric the store reports.
     public static let all: [StoreMetric] = [
         requestsJournaled, requestsApplied, requestsRefused, alertsRaised, alertsPublished, alertsAcknowledged, outboxDepth,
@@ -140,6 +153,6 @@ public struct StoreMetric: Sendable, Hashable {
         brokerCurrent, watches, watchesMaximum, customers,
         deadLetters, pausedSeconds, watchesExpired, customersForgotten, reportAlertsRaised,
         reportAlertsAcknowledged, reportCustomers, observerAlertsDropped, observerFailures, httpConnections, httpConnectionsRefused,
-        httpConnectionsTimedOut,
+        httpConnectionsTimedOut, leaseEpoch, leaseAge, storageInfo,
     ]
 }

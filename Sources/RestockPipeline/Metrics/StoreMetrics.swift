@@ -56,6 +56,8 @@ package final class StoreMetrics: Sendable {
     package let brokerConnected: [Connection: Gauge]
     package let brokerReconnects: [Connection: Counter]
     package let pausedSeconds: [PausedStage: FloatingPointCounter]
+    package let leaseEpoch: Gauge
+    package let leaseAge: Gauge
 
     /// The handles, from the factory swift-metrics was bootstrapped with.
     package init() {
@@ -90,7 +92,15 @@ package final class StoreMetrics: Sendable {
         brokerConnected = labelled(.brokerConnected) { Gauge(label: $0, dimensions: $1) }
         brokerReconnects = labelled(.brokerReconnects) { Counter(label: $0, dimensions: $1) }
         pausedSeconds = labelled(.pausedSeconds) { FloatingPointCounter(label: $0, dimensions: $1) }
+        leaseEpoch = Gauge(label: StoreMetric.leaseEpoch.name)
+        leaseAge = Gauge(label: StoreMetric.leaseAge.name)
         for gauge in brokerConnected.values { gauge.record(0) }
+    }
+
+    /// Shows what keeps the store's state (`sqlite`, `postgresql`).
+    package func recordStorage(engine: String) {
+        let metric = StoreMetric.storageInfo
+        Gauge(label: metric.name, dimensions: [(metric.label ?? "", engine)]).record(1)
     }
 
     /// Shows that the store's session is on `broker` now, and no longer on `previous`.

@@ -154,6 +154,9 @@ extension StoreStorage {
 /// Who owns a store's storage: a lease with an epoch that rises with every new owner (docs/architecture.md, "Ownership:
 /// the lease"). Taken when the storage is opened; every write of the storage is fenced by it.
 package protocol StoreOwnership: Sendable {
+    /// The epoch this process holds, the one its writes are fenced by; `nil` before it took the lease.
+    var heldEpoch: Int64? { get }
+
     /// Renews the lease at `now`, if this process still holds it.
     /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` once a newer owner holds it.
     func renew(at now: Date) throws(StorageError)
@@ -171,6 +174,9 @@ package protocol StoreOwnership: Sendable {
 package protocol StoreStorageBackend: Sendable {
     /// Where the storage is, for logs: a path, or a database's name.
     var location: String { get }
+
+    /// What keeps the state, as `restock_storage_info`'s `engine` label names it: `sqlite`, `postgresql`, `memory`.
+    var engine: String { get }
 
     /// Opens the storage of `store`, taking it as `claim` says (a normal start, or a standby's takeover).
     /// - Throws: ``RestockMQTTError`` when another process owns it or it belongs to another store; a ``StorageError``.

@@ -27,6 +27,8 @@ struct GaugeSampler: Service {
     /// How often a store that stays full says so again.
     let fullReportEvery: Duration
     let logger: Logger
+    /// Where the lease's age is read (``StoreHealth/leaseAge``).
+    let health: StoreHealth
 
     func run() async throws {
         metrics.watchesMaximum.record(maximumWatches ?? 0)
@@ -53,6 +55,7 @@ struct GaugeSampler: Service {
             metrics.watches.record(watches)
             metrics.customers.record(store.customerCount)
             lifecycle.countPausedTime()
+            if let age = health.leaseAge { metrics.leaseAge.record(age) }
             try await Task.sleep(for: interval)
         }
     }

@@ -21,6 +21,10 @@ struct LeaseRenewal: Service {
     /// The clock ``interval`` is measured by (``StoreTiming/clock``).
     let clock: ServiceClock
     let logger: Logger
+    /// Told of each renewal, for `/readyz` (``StoreHealth/storageDetail``) and `restock_lease_age_seconds`.
+    var health: StoreHealth? = nil
+    /// Where `restock_lease_epoch` is recorded.
+    var metrics: StoreMetrics? = nil
 
     var lease: any StoreOwnership { storage.ownership }
 
@@ -72,6 +76,8 @@ struct LeaseRenewal: Service {
     func renew() throws(StorageError) {
         do {
             try lease.renew(at: Date())
+            health?.leaseRenewed(epoch: lease.heldEpoch)
+            if let epoch = lease.heldEpoch { metrics?.leaseEpoch.record(epoch) }
         } catch where error.kind == .leaseLost {
             lifecycle.loseLease(error)
             throw error

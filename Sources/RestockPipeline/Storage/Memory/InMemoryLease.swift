@@ -19,6 +19,9 @@ final class InMemoryLease: StoreOwnership {
         self.epoch = epoch
     }
 
+    /// The epoch this storage holds.
+    var heldEpoch: Int64? { epoch }
+
     /// Runs `body` on the volume's contents under its lock, if this storage still holds the lease: one fenced write.
     /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` once a newer owner holds it; what `body`
     ///   throws.

@@ -14,6 +14,9 @@ package struct InMemoryStorageBackend: StoreStorageBackend {
     /// The volume's name.
     package var location: String { volume.name }
 
+    /// `memory`.
+    package var engine: String { "memory" }
+
     /// Opens a storage on the volume, taking its lease as `claim` says (``InMemoryVolume/open(for:claim:)``); `now` is
     /// not needed: no clock judges a lease in memory.
     package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {

@@ -12,6 +12,8 @@ package struct SQLiteStorage: StoreStorageBackend {
 
     package var location: String { directory.path }
 
+    package var engine: String { "sqlite" }
+
     package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {
         switch claim {
         case .exclusive(let instance):

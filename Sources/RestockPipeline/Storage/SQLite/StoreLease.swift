@@ -37,6 +37,9 @@ package final class StoreLease: StoreOwnership {
         self.fence = fence
     }
 
+    /// The epoch this process holds, if it took the lease.
+    package var heldEpoch: Int64? { fence.heldEpoch }
+
     /// The lease as the file holds it now.
     package func holder() throws(StorageError) -> Holder {
         try state.read { db in try Self.holder(in: db) }
