@@ -126,7 +126,7 @@ let package = Package(
         // The PostgreSQL backend against a private PostgreSQL (RestockTestSupport's PrivatePostgres), and against SQLite.
         .testTarget(
             name: "RestockPostgresTests",
-            dependencies: ["RestockPostgres", "RestockPipeline", "RestockCore", "RestockTestSupport", "SeededRandom", "Deadlines"]),
+            dependencies: ["RestockPostgres", "RestockPipeline", "RestockCore", "RestockTestSupport", "LocalBroker", "SeededRandom", "Deadlines"]),
         // Integration tests against a real mosquitto.
         .testTarget(
             name: "RestockMQTTTests",

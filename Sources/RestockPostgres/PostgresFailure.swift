@@ -1,3 +1,4 @@
+import Foundation
 import PostgresNIO
 import RestockPipeline
 
@@ -35,15 +36,17 @@ struct PostgresFailure: StorageFailure {
             } else {
                 storageKind = Self.kind(ofClientCode: error.code)
                 code = -1
-                reason = "\(error.code.description)\(error.underlying.map { ": \($0)" } ?? "")"
+                reason = error.underlying.map(Self.plain) ?? error.code.description
             }
         } else if let error = error as? NoServerTakesWrites {
             (storageKind, code, reason) = (.unavailable, -4, error.description)
+        } else if let error = error as? RootCertificatesUnreadable {
+            (storageKind, code, reason) = (.corrupt, -5, error.description)
         } else if error is PostgresDecodingError {
             (storageKind, code, reason) = (.corrupt, -2, "a value PostgreSQL returned is not of the type this version expects (\(error))")
         } else {
             // SwiftNIO's: the connection refused, reset or timed out before postgres-nio had one.
-            (storageKind, code, reason) = (.unavailable, -3, "cannot reach PostgreSQL (\(error))")
+            (storageKind, code, reason) = (.unavailable, -3, "cannot reach PostgreSQL: \(Self.plain(error))")
         }
     }
 
@@ -52,6 +55,37 @@ struct PostgresFailure: StorageFailure {
     struct NoServerTakesWrites: Error, CustomStringConvertible {
         let location: String
         var description: String { "no server of \(location) takes writes now: each is unreachable or a read-only replica" }
+    }
+
+    /// The file of `sslrootcert` cannot be read: nothing can be verified, and trying again cannot help.
+    struct RootCertificatesUnreadable: Error, CustomStringConvertible {
+        let file: String
+        let reason: String
+        var description: String { "cannot read sslrootcert \(file): \(reason)" }
+    }
+
+    /// A connection's failure in a few plain words, as an operator reads it: `connection refused by 127.0.0.1:1`,
+    /// `cannot resolve db.example: …` — not the types of SwiftNIO (an outside reader found
+    /// `SingleConnectionFailure(target: [IPv4]127.0.0.1/127.0.0.1:1, error: connection reset (error set): …)`).
+    static func plain(_ error: any Error) -> String {
+        switch error {
+        case let error as NIOConnectionError:
+            let failures = error.connectionErrors.map { failure in
+                "\(plain(failure.error)) (\(failure.target.ipAddress ?? error.host):\(failure.target.port ?? error.port))"
+            }
+            if !failures.isEmpty { return failures.joined(separator: "; ") }
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "cannot resolve the host name \(error.host)" }
+            return "cannot connect to \(error.host):\(error.port)"
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case let error as ChannelError:
+            if case .connectTimeout(let after) = error { return "no answer within \(after.nanoseconds / 1_000_000_000) s" }
+            return "\(error)"
+        case let error as PSQLError:
+            return error.serverInfo?[.message] ?? error.underlying.map(plain) ?? error.code.description
+        default:
+            return "\(error)"
+        }
     }
 
     static func noServerTakesWrites(_ location: String) -> NoServerTakesWrites { NoServerTakesWrites(location: location) }

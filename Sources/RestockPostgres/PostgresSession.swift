@@ -138,8 +138,20 @@ final class PostgresSession: @unchecked Sendable {
         case .verifyCA: tls.certificateVerification = .noHostnameVerification
         case .verifyFull: tls.certificateVerification = .fullVerification
         }
-        if let file = settings.rootCertificates { tls.trustRoots = .file(file) }
-        return .require(try NIOSSLContext(configuration: tls))
+        if let file = settings.rootCertificates {
+            // Read first: NIOSSL's own failure names no file ("noSuchFilesystemObject", found trying it).
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                let reason = FileManager.default.fileExists(atPath: file) ? "permission denied" : "no such file"
+                throw PostgresFailure.RootCertificatesUnreadable(file: file, reason: reason)
+            }
+            tls.trustRoots = .file(file)
+        }
+        do {
+            return .require(try NIOSSLContext(configuration: tls))
+        } catch {
+            guard let file = settings.rootCertificates else { throw error }
+            throw PostgresFailure.RootCertificatesUnreadable(file: file, reason: "it holds no PEM certificate that can be loaded")
+        }
     }
 
     private func dropConnection() {

@@ -1,30 +1,76 @@
 import ArgumentParser
 import Foundation
+import RestockCore
 import RestockMQTT
+import RestockPipeline
+import RestockPostgres
 
 extension Restock {
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write a store's watches as JSON Lines, from its data directory; safe while the store runs (it only reads).")
+            abstract: "Write a store's watches as JSON Lines, from its data directory or its database; safe while the store runs (it only reads).")
 
         @Option(help: "The store's data directory (env RESTOCK_DATA).")
-        var data: String
+        var data: String?
+
+        @Option(help: "The store's PostgreSQL database instead of --data, as for serve; the password in RESTOCK_DATABASE_PASSWORD (env RESTOCK_DATABASE).")
+        var database: String?
+
+        @Option(help: "With --database: the store whose watches to write; default apple (env RESTOCK_STORE).")
+        var store: String?
 
         @Option(help: "Write to this file (made anew) instead of standard output (env RESTOCK_TO).")
         var to: String?
 
+        func validate() throws {
+            switch (data, database) {
+            case (nil, nil): throw ValidationError("give --data DIR (SQLite) or --database URL (PostgreSQL): where the store keeps its state")
+            case (.some, .some): throw ValidationError("--data and --database both say where the store keeps its state: give one")
+            case (.some, nil): break  // a data directory holds one store: --store (RESTOCK_STORE) says nothing more
+            case (nil, .some): _ = try source()
+            }
+        }
+
+        /// Where the watches are read: the data directory, or the database and the store in it.
+        private func source() throws -> (database: PostgresStorage, store: StoreID)? {
+            guard let database else { return nil }
+            let url: DatabaseURL
+            do {
+                url = try DatabaseURL(parsing: database)
+            } catch {
+                throw ValidationError(error.description)
+            }
+            let store: StoreID
+            do {
+                store = try StoreID(self.store ?? "apple")
+            } catch {
+                throw ValidationError("--store: \(error)")
+            }
+            let settings = PostgresSettings(url, password: ProcessInfo.processInfo.environment["RESTOCK_DATABASE_PASSWORD"])
+            return (PostgresStorage(settings: settings), store)
+        }
+
         func run() async throws {
-            let source = URL(fileURLWithPath: data)
-            guard let to else {
-                _ = try await StoreExport.watches(from: source, to: FileHandle.standardOutput)
-                return
+            let output: FileHandle
+            if let to {
+                guard FileManager.default.createFile(atPath: to, contents: nil), let file = FileHandle(forWritingAtPath: to) else {
+                    throw ValidationError("cannot write \(to): \(String(cString: strerror(errno)))")
+                }
+                output = file
+            } else {
+                output = FileHandle.standardOutput
             }
-            guard FileManager.default.createFile(atPath: to, contents: nil), let output = FileHandle(forWritingAtPath: to) else {
-                throw ValidationError("cannot write \(to): \(String(cString: strerror(errno)))")
+            defer { if to != nil { try? output.close() } }
+            let count: Int
+            let from: String
+            if let (database, store) = try source() {
+                count = try await WatchExportLine.buffered(to: output) { write in try await database.exportWatches(of: store, write) }
+                from = "store \(store) of \(database.location)"
+            } else {
+                count = try await StoreExport.watches(from: URL(fileURLWithPath: data ?? ""), to: output)
+                from = data ?? ""
             }
-            defer { try? output.close() }
-            let count = try await StoreExport.watches(from: source, to: output)
-            StandardStreams.printError("exported \(count) watches of \(data) to \(to)")
+            if let to { StandardStreams.printError("exported \(count) watches of \(from) to \(to)") }
         }
     }
 }

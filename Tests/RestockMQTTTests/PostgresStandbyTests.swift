@@ -1,5 +1,6 @@
 import Deadlines
 import Foundation
+import LocalBroker
 import RestockCore
 import RestockMQTT
 import RestockTestSupport
@@ -114,6 +115,63 @@ struct PostgresStandbyTests {
             try await waitUntil("every customer alerted", within: 60) { collector.customers == 200 }
             #expect(live.log.contains("resumed journaling requests"), "\(live.log.suffix(800))")
             try await live.send(SIGTERM)
+        }
+    }
+
+    @Test("restock export --database writes the same lines as from a data directory for the same requests (but for when each took them), while the store runs; restock backup says to use the database's own tools; odd uses are one line")
+    func exportMatchesSQLite() async throws {
+        try await PrivatePostgres.with { server in
+            let broker = try await MosquittoBroker.start()
+            let onDisk = try StoreProcess(broker: broker)
+            try await onDisk.start()
+            let pearBroker = try await MosquittoBroker.start()
+            let inDatabase = try StoreProcess(broker: pearBroker, database: Self.url(server))
+            try await inDatabase.start()
+            let requests = [
+                ("alice", #"{"sku":"tv","mode":"every","minQuantity":2}"#), ("bob", #"{"sku":"radio","expiresAt":"2999-01-01T00:00:00Z"}"#),
+                ("carol", "lamp"), ("alice", "lamp"),
+            ]
+            for target in [broker, pearBroker] {
+                for (who, body) in requests { try await mosquittoPub(target, "restock/apple/subscribe/\(who)", body) }
+            }
+            try await waitUntil("4 watches in the database", within: 60) {
+                (try? await server.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "4"
+            }
+            try await waitUntil("4 watches on disk", within: 60) { storedWatches(onDisk.dataDirectory) == 4 }
+            func lines(_ arguments: [String]) async throws -> [ExportTests.Line] {
+                let result = try await ChildProcess.run(restockExecutable, ["export"] + arguments, within: 60)
+                #expect(result.status == 0, "\(result.standardError)")
+                return try result.standardOutput.split(separator: "\n").map { try JSONDecoder().decode(ExportTests.Line.self, from: Data($0.utf8)) }
+            }
+            // `since`, and the default lifetime's end that follows from it, differ by when each store took the request.
+            func withoutSince(_ lines: [ExportTests.Line]) -> [ExportTests.Line] {
+                lines.map { var line = $0; line.since = ""; if line.customer != "bob" { line.expiresAt = nil }; return line }
+            }
+            let fromDatabase = try await lines(["--database", Self.url(server)])
+            let fromDisk = try await lines(["--data", onDisk.dataDirectory.path])
+            #expect(fromDatabase.count == 4)
+            #expect(withoutSince(fromDatabase) == withoutSince(fromDisk))
+
+            let pear = try await ChildProcess.run(restockExecutable, ["export", "--database", Self.url(server), "--store", "pear"], within: 60)
+            #expect(pear.status != 0 && pear.standardError.split(separator: "\n").count == 1, "\(pear.standardError)")
+            #expect(pear.standardError.contains("holds no state of store pear"), "\(pear.standardError)")
+            let both = try await ChildProcess.run(
+                restockExecutable, ["export", "--database", Self.url(server), "--data", onDisk.dataDirectory.path], within: 60)
+            #expect(both.status != 0 && both.standardError.contains("give one"), "\(both.standardError)")
+            let neither = try await ChildProcess.run(restockExecutable, ["export"], within: 60)
+            #expect(neither.status != 0 && neither.standardError.contains("give --data DIR"), "\(neither.standardError)")
+            // restock backup copies a data directory; on PostgreSQL it says what to use, and writes nothing.
+            let copy = FileManager.default.temporaryDirectory.appendingPathComponent("restock-backup-\(UUID().uuidString)")
+            let backup = try await ChildProcess.run(restockExecutable, ["backup", "--database", Self.url(server), "--to", copy.path], within: 60)
+            #expect(backup.status != 0 && backup.standardError.split(separator: "\n").count == 1, "\(backup.standardError)")
+            #expect(backup.standardError.contains("pg_dump") && !FileManager.default.fileExists(atPath: copy.path), "\(backup.standardError)")
+            // A password given in the URL is never printed, even when the server refuses it.
+            let closed = try await ChildProcess.run(
+                restockExecutable, ["export", "--database", "postgres://postgres:s3cret-pw@127.0.0.1:1/restock"], within: 60)
+            #expect(closed.status != 0 && !closed.standardError.contains("s3cret-pw"), "\(closed.standardError)")
+            #expect(closed.standardError.split(separator: "\n").count == 1, "\(closed.standardError)")
+            try await inDatabase.send(SIGTERM)
+            try await onDisk.send(SIGTERM)
         }
     }
 }

@@ -24,7 +24,7 @@ struct OptionSourcesTests {
         "expires-at": "2999-01-01T00:00:00Z", "expires-in": "2h", "replay": "3", "drop": "4",
     ]
     /// Options that cannot go with another the command needs otherwise: that one is left out.
-    static let excludes = ["all": "sku", "add": "set"]
+    static let excludes = ["all": "sku", "add": "set", "database": "data"]
     /// Options that need another: the TLS files an mqtts:// broker.
     static let needs = Dictionary(uniqueKeysWithValues: ["cafile", "cert", "key"].map { ($0, ["--broker", "mqtts://127.0.0.1:8883"]) })
 

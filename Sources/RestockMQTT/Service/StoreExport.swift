@@ -10,15 +10,6 @@ public enum StoreExport {
     /// - Throws: ``RestockMQTTError/backupRefused(_:)`` when `source` holds no store; a ``StorageError`` naming the file
     ///   that could not be read; the error of a write to `output`.
     public static func watches(from source: URL, to output: FileHandle) async throws -> Int {
-        var buffer = Data()
-        let count = try await SQLiteStorage.exportWatches(from: source) { line in
-            buffer.append(line)
-            if buffer.count >= 1 << 16 {
-                try output.write(contentsOf: buffer)
-                buffer.removeAll(keepingCapacity: true)
-            }
-        }
-        try output.write(contentsOf: buffer)
-        return count
+        try await WatchExportLine.buffered(to: output) { line in try await SQLiteStorage.exportWatches(from: source, line) }
     }
 }

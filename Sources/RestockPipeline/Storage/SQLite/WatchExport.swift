@@ -7,19 +7,6 @@ import RestockCore
 /// directory's lock: a running store is neither blocked nor changed, and the lines are one consistent snapshot (one read
 /// transaction), in position order.
 package enum WatchExport {
-    /// One line: a watch, with its store.
-    package struct Line: Encodable {
-        var store: String
-        var customer: String
-        var sku: String
-        var mode: String
-        var minQuantity: Int
-        var position: UInt64
-        var since: String
-        var expiresAt: String?
-        var waiting: Bool
-    }
-
     /// Writes every watch of the data directory `directory` through `write`, a line (with its newline) at a time.
     /// - Returns: How many watches it wrote.
     /// - Throws: ``RestockMQTTError/backupRefused(_:)``-like one-line errors through ``StorageError`` when the directory
@@ -29,24 +16,13 @@ package enum WatchExport {
             throw RestockMQTTError.backupRefused("\(directory.path) holds no store's state (\(DataDirectory.stateFileName)): is it a data directory of `restock serve`?")
         }
         let pool = try DataDirectory(directory).openStateReadOnly()
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try storageAccess(.read, pool.path) {
             try pool.read { db in
                 let store = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store'") ?? ""
                 var skipped: [String] = []
                 // The restore's own reading: a row that holds no valid watch is left out, as the store leaves it out.
                 let watches = try WatchTable.load(db, skipped: &skipped)
-                for watch in watches {
-                    let line = Line(
-                        store: store, customer: watch.customer.rawValue, sku: watch.sku.rawValue, mode: watch.mode.rawValue,
-                        minQuantity: watch.minQuantity, position: watch.position, since: Timestamp.string(from: watch.since),
-                        expiresAt: watch.expiresAt.map(Timestamp.string(from:)), waiting: watch.isWaiting)
-                    var data = try encoder.encode(line)
-                    data.append(0x0A)
-                    try write(data)
-                }
-                return watches.count
+                return try WatchExportLine.write(watches, of: store, to: write)
             }
         }
     }

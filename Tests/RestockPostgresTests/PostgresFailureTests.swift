@@ -1,0 +1,48 @@
+import Foundation
+import LocalBroker
+import RestockCore
+import RestockPipeline
+import Testing
+
+@testable import RestockPostgres
+
+/// What an operator reads when the database cannot be reached or its TLS cannot be set up: one plain line naming the
+/// database (never its password) and the reason, not SwiftNIO's types (issue 34: `connectionError: Connection errors:
+/// SingleConnectionFailure(target: [IPv4]127.0.0.1/127.0.0.1:1, …)` and `cannot reach PostgreSQL (noSuchFilesystemObject)`).
+@Suite("Errors of a database that cannot be used")
+struct PostgresFailureTests {
+    /// The error of reading the watches of store apple from `url`, as the store and the command line print it.
+    func failure(_ url: String) async throws -> String {
+        let storage = PostgresStorage(settings: PostgresSettings(try DatabaseURL(parsing: url), password: nil))
+        do {
+            _ = try await storage.exportWatches(of: try StoreID("apple")) { _ in }
+        } catch {
+            return "\(error)"
+        }
+        Issue.record("reading \(url) did not fail")
+        return ""
+    }
+
+    @Test("a closed port, an unknown host, a missing or bad sslrootcert: each says so in a few plain words")
+    func plainReasons() async throws {
+        let port = try freeLoopbackPort()
+        let refused = try await failure("postgres://restock:s3cret@127.0.0.1:\(port)/restock")
+        #expect(refused == "cannot open postgres://restock@127.0.0.1:\(port)/restock: connection refused (127.0.0.1:\(port))", "\(refused)")
+
+        let unknown = try await failure("postgres://restock@no-such-host.invalid:5432/restock")
+        #expect(unknown.hasSuffix(": cannot resolve the host name no-such-host.invalid"), "\(unknown)")
+
+        let missing = try await failure("postgres://restock@127.0.0.1:\(port)/restock?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")
+        #expect(missing.hasSuffix(": cannot read sslrootcert /nonexistent/ca.pem: no such file"), "\(missing)")
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-pem-\(UUID().uuidString)")
+        try Data("not a certificate\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let bad = try await failure("postgres://restock@127.0.0.1:\(port)/restock?sslmode=verify-ca&sslrootcert=\(file.path)")
+        #expect(bad.hasSuffix(": cannot read sslrootcert \(file.path): it holds no PEM certificate that can be loaded"), "\(bad)")
+
+        for text in [refused, unknown, missing, bad] {
+            #expect(!text.contains("s3cret") && !text.contains("\n") && !text.contains("NIO") && !text.contains("Failure("), "\(text)")
+        }
+    }
+}
