@@ -40,6 +40,8 @@ struct PostgresFailure: StorageFailure {
             }
         } else if let error = error as? NoServerTakesWrites {
             (storageKind, code, reason) = (.unavailable, -4, error.description)
+        } else if let error = error as? NoAnswer {
+            (storageKind, code, reason) = (.unavailable, -6, error.description)
         } else if let error = error as? RootCertificatesUnreadable {
             (storageKind, code, reason) = (.corrupt, -5, error.description)
         } else if error is PostgresDecodingError {
@@ -55,6 +57,14 @@ struct PostgresFailure: StorageFailure {
     struct NoServerTakesWrites: Error, CustomStringConvertible {
         let location: String
         var description: String { "no server of \(location) takes writes now: each is unreachable or a read-only replica" }
+    }
+
+    /// The server did not answer within the bound (``PostgresSettings/answerTimeout``): the connection is closed and
+    /// made again, to this server or another of the list. ``StorageError/Kind/unavailable``: it may pass.
+    struct NoAnswer: Error, CustomStringConvertible {
+        let what: String
+        let timeout: Duration
+        var description: String { "no answer to \(what) within \(timeout.components.seconds) s: the connection is closed and made again" }
     }
 
     /// The file of `sslrootcert` cannot be read: nothing can be verified, and trying again cannot help.

@@ -19,6 +19,8 @@ final class PostgresSession: @unchecked Sendable {
     private let lock = NSLock()
     private var connection: PostgresConnection?
     private var nextID = 1
+    /// Whether a connection was made before: the next one is logged (after a failover, it names the promoted server).
+    private var hasConnected = false
 
     /// A session with the database of `settings`; it connects at its first call.
     init(settings: PostgresSettings, logger: Logger = Logger(label: "restock.postgres")) {
@@ -27,7 +29,7 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     deinit {
-        if let connection { _ = try? connection.close().wait() }
+        if let connection { Self.close(connection) }
         group.shutdownGracefully { _ in }
     }
 
@@ -45,12 +47,17 @@ final class PostgresSession: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         do {
-            return try body(Statements(connection: try connected(), logger: logger))
+            return try body(Statements(connection: try connected(), logger: logger, answerTimeout: settings.answerTimeout))
         } catch let error as StorageError {
             throw error
         } catch {
             let failure = PostgresFailure(error)
-            if failure.losesTheConnection { dropConnection() }
+            if failure.losesTheConnection, connection != nil {
+                dropConnection()
+                // The store's own log says what it does about it (it pauses, or tries again); this says why, once.
+                logger.warning(
+                    "the connection to PostgreSQL was lost: \(failure.reason); it is made again, to the server of \(settings.location) that takes writes")
+            }
             throw StorageError(action, settings.location, cause: failure)
         }
     }
@@ -81,7 +88,11 @@ final class PostgresSession: @unchecked Sendable {
     /// writes — a read-only replica (`pg_is_in_recovery()`) is passed over, so that after a failover the store finds the
     /// promoted one. Throws the last server's failure when none does.
     private func connected() throws -> PostgresConnection {
-        if let connection, !connection.isClosed { return connection }
+        if let connection {
+            if !connection.isClosed { return connection }
+            logger.warning(
+                "the connection to PostgreSQL was lost: the server closed it; it is made again, to the server of \(settings.location) that takes writes")
+        }
         dropConnection()
         var failure: any Error = PostgresFailure.noServerTakesWrites(settings.location)
         for server in settings.servers {
@@ -89,21 +100,24 @@ final class PostgresSession: @unchecked Sendable {
             do {
                 let made = try PostgresConnection.connect(
                     on: group.next(), configuration: try Self.configuration(of: settings, server: server), id: nextID, logger: logger
-                ).wait()
+                ).wait(atMost: settings.connectTimeout + settings.answerTimeout, for: "connecting to \(server)")
                 // Closed before it is released, whatever happens (postgres-nio traps otherwise).
                 let replica: Bool
                 do {
-                    replica = try made.query("SELECT pg_is_in_recovery()", logger: logger).wait().rows.first?.decode(Bool.self) ?? false
+                    replica = try made.query("SELECT pg_is_in_recovery()", logger: logger)
+                        .wait(atMost: settings.answerTimeout, for: "SELECT pg_is_in_recovery()").rows.first?.decode(Bool.self) ?? false
                 } catch {
-                    _ = try? made.close().wait()
+                    Self.close(made)
                     throw error
                 }
                 guard !replica else {
-                    _ = try? made.close().wait()
+                    Self.close(made)
                     failure = PostgresFailure.noServerTakesWrites(settings.location)
                     continue
                 }
                 connection = made
+                if hasConnected { logger.notice("connected to PostgreSQL at \(server), which takes writes") }
+                hasConnected = true
                 return made
             } catch {
                 failure = error
@@ -155,8 +169,13 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     private func dropConnection() {
-        if let connection { _ = try? connection.close().wait() }
+        if let connection { Self.close(connection) }
         connection = nil
+    }
+
+    /// Closes `connection`, waiting a moment at most: closing is local, but its future must not hold a store for ever.
+    static func close(_ connection: PostgresConnection) {
+        _ = try? connection.close().wait(atMost: .seconds(2), for: "closing the connection")
     }
 }
 
@@ -164,17 +183,19 @@ final class PostgresSession: @unchecked Sendable {
 struct Statements {
     let connection: PostgresConnection
     let logger: Logger
+    /// How long an answer may take (``PostgresSettings/answerTimeout``).
+    let answerTimeout: Duration
 
     /// Runs `query` and returns its rows.
     @discardableResult
     func query(_ query: PostgresQuery) throws -> [PostgresRow] {
-        try connection.query(query, logger: logger).wait().rows
+        try connection.query(query, logger: logger).wait(atMost: answerTimeout, for: "a statement").rows
     }
 
     /// Runs `query` and returns how many rows it changed.
     @discardableResult
     func execute(_ query: PostgresQuery) throws -> Int {
-        try connection.query(query, logger: logger).wait().metadata.rows ?? 0
+        try connection.query(query, logger: logger).wait(atMost: answerTimeout, for: "a statement").metadata.rows ?? 0
     }
 }
 

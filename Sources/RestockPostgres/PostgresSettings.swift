@@ -21,6 +21,9 @@ package struct PostgresSettings: Sendable, Hashable {
     package var leaseLifetime = LeaseHolder.lifetime
     /// How long a connection may take to be made before it counts as failed.
     package var connectTimeout: Duration = .seconds(5)
+    /// How long a statement's answer may take before the connection is given up (closed, and made again): a lost
+    /// server may leave a connection unanswered for ever (``PostgresFailure/NoAnswer``).
+    package var answerTimeout: Duration = .seconds(15)
     /// How long a statement waits for a lock another session holds before it fails as ``StorageError/Kind/locked``.
     package var lockTimeout: Duration = .seconds(5)
 

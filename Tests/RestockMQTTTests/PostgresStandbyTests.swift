@@ -174,4 +174,46 @@ struct PostgresStandbyTests {
             try await onDisk.send(SIGTERM)
         }
     }
+
+    @Test("a failover: the primary lost and its synchronous replica promoted, the store given both finds the promoted one by itself; every request it had acknowledged is there, and every customer is alerted")
+    func failoverToAPromotedReplica() async throws {
+        try await PrivatePostgres.with { primary in
+            try await primary.withReplica(synchronous: true) { replica in
+                let broker = try await MosquittoBroker.start()
+                // The replica first: a server that takes no writes is passed over.
+                let database = "postgres://\(primary.user)@\(replica.host):\(replica.port),\(primary.host):\(primary.port)/\(primary.database)"
+                let store = try StoreProcess(broker: broker, database: database)
+                try await store.start()
+                let collector = try await AlertCollector(broker: broker)
+                let before = Requests.customers(300, prefix: "b"), after = Requests.customers(300, prefix: "a")
+                try await Requests.publish(Requests.subscriptions(before, to: "switch-2"), to: broker.url)
+                try await waitUntil("300 watches on the primary", within: 60) {
+                    (try? await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "300"
+                }
+                // Lost at once, as a crash; the replica promoted, as an operator or a failover manager does.
+                try await primary.stop()
+                let sending = Task { try await Requests.publish(Requests.subscriptions(after, to: "switch-2"), to: broker.url) }
+                try await replica.promote()
+                try await sending.value
+                do {
+                    try await waitUntil("600 watches on the promoted replica", within: 90) {
+                        (try? await replica.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "600"
+                    }
+                } catch {
+                    let count = (try? await replica.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) ?? "?"
+                    Issue.record("\(error): \(count) watches; the store's log ends: \(store.log.suffix(3_000))")
+                    throw error
+                }
+                try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":1000}"#)
+                try await waitUntil("every customer alerted", within: 90) { collector.customers == 600 }
+                #expect(Set(collector.idsByCustomer.keys) == Set(before + after))
+                #expect(collector.total == 600, "duplicates: \(collector.total - 600)")
+                #expect(store.exitStatus == nil, "\(store.log.suffix(1_000))")
+                // It says it lost the primary and found the promoted one (it also pauses when a request comes meanwhile).
+                #expect(store.log.contains("the connection to PostgreSQL was lost"), "\(store.log.suffix(1_500))")
+                #expect(store.log.contains("connected to PostgreSQL at \(replica.host):\(replica.port), which takes writes"), "\(store.log.suffix(1_500))")
+                try await store.send(SIGTERM)
+            }
+        }
+    }
 }

@@ -61,6 +61,11 @@ public final class PrivatePostgres: Sendable {
 
     /// Makes a data directory and starts a server on it on a free loopback port.
     public static func launch() async throws -> PrivatePostgres {
+        try await launch { try await $0.initialize() }
+    }
+
+    /// Makes a data directory with `initialize` and starts a server on it on a free loopback port.
+    private static func launch(initialize: (PrivatePostgres) async throws -> Void) async throws -> PrivatePostgres {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("restock-postgres-\(UUID().uuidString)")
         try FileManager.default.createDirectory(
             at: directory.appendingPathComponent("socket"), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -69,7 +74,7 @@ public final class PrivatePostgres: Sendable {
         for attempt in 0..<5 {
             let server = PrivatePostgres(port: try freeLoopbackPort(), directory: directory, binaries: try binaryDirectory())
             do {
-                if attempt == 0 { try await server.initialize() }
+                if attempt == 0 { try await initialize(server) }
                 try await server.start()
                 return server
             } catch {
@@ -137,6 +142,46 @@ public final class PrivatePostgres: Sendable {
         child.send(SIGQUIT)
         try await child.waitForExit(within: 30)
         process.withLock { $0 = nil }
+    }
+
+    /// Starts a streaming replica of this server (`pg_basebackup -R`: a hot standby following it), runs `body` with it,
+    /// and stops it, whether `body` threw or not. A `synchronous` one is waited for by every commit of this server
+    /// (`synchronous_standby_names = '*'`): what this server acknowledged, the replica has.
+    public func withReplica<T>(synchronous: Bool, _ body: (PrivatePostgres) async throws -> T) async throws -> T {
+        let primary = self
+        let replica = try await Self.launch { replica in
+            if geteuid() == 0 {
+                let owned = try await ChildProcess.run("chown", ["-R", "postgres:postgres", replica.directory.path])
+                guard owned.status == 0 else { throw PostgresUnavailable(reason: "chown: \(owned.standardError)") }
+            }
+            let (command, arguments) = replica.asServerUser(
+                "pg_basebackup",
+                ["-h", primary.host, "-p", String(primary.port), "-U", primary.user, "-D", replica.dataDirectory.path, "-R", "-X", "stream", "--no-sync"])
+            let made = try await ChildProcess.run(command, arguments, within: 120)
+            guard made.status == 0 else { throw PostgresUnavailable(reason: "pg_basebackup failed: \(made.standardOutput)\(made.standardError)") }
+        }
+        do {
+            if synchronous {
+                _ = try await psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+                _ = try await psql("SELECT pg_reload_conf()")
+                try await waitUntil("the replica to stream synchronously", within: 60, pollEvery: .milliseconds(200)) {
+                    (try? await self.psql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync' AND state = 'streaming'")) == "1"
+                }
+            }
+            let value = try await body(replica)
+            try await replica.stop()
+            return value
+        } catch {
+            try? await replica.stop()
+            throw error
+        }
+    }
+
+    /// Promotes a replica to a server that takes writes (`pg_ctl promote -w`), as a failover does.
+    public func promote() async throws {
+        let (command, arguments) = asServerUser("pg_ctl", ["promote", "-D", dataDirectory.path, "-w", "-t", "60"])
+        let promoted = try await ChildProcess.run(command, arguments, within: 70)
+        guard promoted.status == 0 else { throw PostgresUnavailable(reason: "pg_ctl promote failed: \(promoted.standardOutput)\(promoted.standardError)") }
     }
 
     /// Runs `sql` with `psql` as the superuser, on the unix socket; returns what it printed (unaligned, tuples only).
