@@ -36,6 +36,9 @@ struct BenchRun {
                 let result = try await bench.run(say: say)
                 sections.append(
                     EndToEndSections.subscribeThroughput(result.rate, ceiling: result.ceiling, requests: bench.requestsPerRun, runs: runs))
+                let onPostgres = try await bench.runOnPostgres(say: say)
+                sections.append(
+                    EndToEndSections.subscribeThroughputOnPostgres(onPostgres, sqlite: result.rate, requests: bench.requestsPerRun, runs: runs))
             }
             if options.includes("B6") {
                 // Fewer runs: NATS carries about a hundred alerts a second (docs/operations.md, "Past one broker").

@@ -101,6 +101,28 @@ enum EndToEndSections {
         return section
     }
 
+    /// B5 on PostgreSQL beside SQLite's B5 of the same run.
+    static func subscribeThroughputOnPostgres(_ rate: Samples, sqlite: Samples, requests: Int, runs: Int) -> BenchSection {
+        var section = BenchSection(
+            id: "B5-PG", title: "B5 on PostgreSQL: subscribe requests, processed durably",
+            method: """
+                B5's workload (\(Figure.grouped(requests)) subscribe requests per run, \(runs) runs, each adding to the same \
+                store) on a store whose state is in PostgreSQL (`--database`): a private server of the run's own on \
+                loopback (Debian's, fsync on, one connection from the store), timed until every request is a watch \
+                committed in the database; against B5 on SQLite in the same run.
+                """)
+        let toSQLite = rate.ratio(to: sqlite)
+        section.table = MarkdownTable(header: ["requests", "requests/s on PostgreSQL", "requests/s on SQLite", "PostgreSQL ÷ SQLite"])
+        section.table.add([Figure.grouped(requests), rate.formatted(), sqlite.formatted(), toSQLite.formatted()])
+        section.goals = [
+            Goal(
+                text: "B5 on PostgreSQL: ≥ 0.3 of SQLite's rate",
+                figure: "\(ratioFigure(toSQLite)): \(Figure.format(rate.median)) against \(Figure.format(sqlite.median)) requests/s",
+                isMet: toSQLite.median >= 0.3)
+        ]
+        return section
+    }
+
     /// A goal's ratio: "0.71× (0.58–0.84)", the median and its spread across runs.
     private static func ratioFigure(_ ratio: Samples) -> String {
         "\(Figure.format(ratio.median))× (\(Figure.format(ratio.minimum))–\(Figure.format(ratio.maximum)))"
