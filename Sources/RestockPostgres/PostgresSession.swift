@@ -186,10 +186,10 @@ struct Statements {
     /// How long an answer may take (``PostgresSettings/answerTimeout``).
     let answerTimeout: Duration
 
-    /// Runs `query` and returns its rows.
+    /// Runs `query` and returns its rows; its answer may take `within` (by default ``answerTimeout``).
     @discardableResult
-    func query(_ query: PostgresQuery) throws -> [PostgresRow] {
-        try connection.query(query, logger: logger).wait(atMost: answerTimeout, for: "a statement").rows
+    func query(_ query: PostgresQuery, within: Duration? = nil) throws -> [PostgresRow] {
+        try connection.query(query, logger: logger).wait(atMost: within ?? answerTimeout, for: "a statement").rows
     }
 
     /// Runs `query` and returns how many rows it changed.

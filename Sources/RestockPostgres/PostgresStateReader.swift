@@ -10,6 +10,10 @@ struct PostgresStateReader {
     let statements: Statements
     let store: String
 
+    /// How long the watches of a snapshot may take to arrive: every watch of the store, millions of rows for a big one,
+    /// not one statement's answer (``PostgresSettings/answerTimeout``, which would stop such a store from ever starting).
+    static let snapshotTimeout = Duration.seconds(600)
+
     /// Everything the store needs to carry on, and a description of each row left out.
     func snapshot() throws -> (snapshot: StoreSnapshot, skipped: [String]) {
         var skipped: [String] = []
@@ -19,7 +23,7 @@ struct PostgresStateReader {
             """
             SELECT customer, sku, mode, min_quantity, position, since, waiting, expires_at FROM restock_watch
             WHERE store = \(store) ORDER BY position
-            """)
+            """, within: Self.snapshotTimeout)
         {
             let (customer, sku, mode, minQuantity, position, since, waiting, expiresAt) = try row.decode(
                 (String, String, String, Int64, Int64, Double, Bool, Double?).self)
