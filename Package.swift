@@ -111,7 +111,7 @@ let package = Package(
         // Unit tests of the pipeline: no broker, no libmosquitto.
         .testTarget(
             name: "RestockPipelineTests",
-            dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", "StorageDifferential", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         // Unit tests of the store service over a broker in memory (RestockTestSupport's InMemoryBroker): takeover,
         // draining, stage failure and reconnection in milliseconds.
         .testTarget(
@@ -126,7 +126,9 @@ let package = Package(
         // The PostgreSQL backend against a private PostgreSQL (RestockTestSupport's PrivatePostgres), and against SQLite.
         .testTarget(
             name: "RestockPostgresTests",
-            dependencies: ["RestockPostgres", "RestockPipeline", "RestockCore", "RestockTestSupport", "LocalBroker", "SeededRandom", "Deadlines"]),
+            dependencies: ["RestockPostgres", "RestockPipeline", "RestockCore", "RestockTestSupport", "LocalBroker", "StorageDifferential", "SeededRandom", "Deadlines"]),
+        // The differential test's generator, shared by the backends held to SQLite (memory, PostgreSQL).
+        .target(name: "StorageDifferential", dependencies: ["RestockPipeline", "RestockCore", "SeededRandom"], path: "Tests/StorageDifferential"),
         // Integration tests against a real mosquitto.
         .testTarget(
             name: "RestockMQTTTests",
