@@ -36,7 +36,9 @@ struct PostgresFailure: StorageFailure {
             } else {
                 storageKind = Self.kind(ofClientCode: error.code)
                 code = -1
-                reason = error.underlying.map(Self.plain) ?? error.code.description
+                reason = error.code == .sslUnsupported
+                    ? "the server does not accept TLS connections (the URL's sslmode asks for TLS)"
+                    : error.underlying.map(Self.plain) ?? error.code.description
             }
         } else if let error = error as? NoServerTakesWrites {
             (storageKind, code, reason) = (.unavailable, -4, error.description)

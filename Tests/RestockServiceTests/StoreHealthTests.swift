@@ -1,8 +1,10 @@
 import Deadlines
 import Foundation
-import RestockMQTT
+import Logging
 import RestockTestSupport
 import Testing
+
+@testable import RestockMQTT
 
 /// What `/livez` and `/readyz` answer from (``StoreHealth``), through a store's phases on a broker in memory.
 @Suite("Store health")
@@ -51,5 +53,24 @@ struct StoreHealthTests {
         try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         #expect(health.liveness == .passing)
         await store.stop()
+    }
+
+    @Test("not ready once its lease has gone unrenewed for the lease's lifetime, with the reason; ready again once renewed (an idle store on a stopped database said ok for 20 s)")
+    func leaseUnrenewed() {
+        let time = ManualTime()
+        let health = StoreHealth()
+        let lifecycle = StoreLifecycle(logger: Logger(label: "test"))
+        health.storing(in: "postgres://restock@db:5432/restock", epoch: 3, now: { time.now })
+        health.running(lifecycle)
+        lifecycle.sessionConnected()
+        #expect(health.readiness == .passing)
+        time.advance(by: .seconds(4))
+        #expect(health.readiness == .passing, "within the lifetime")
+        #expect(health.storageDetail == "state in postgres://restock@db:5432/restock, lease epoch 3 renewed 4.0 s ago")
+        time.advance(by: .seconds(2))
+        let reason = reason(health.readiness)
+        #expect(reason == "the store's lease has not been renewed for 6 s: its storage does not answer (see the log); a standby may take the store over")
+        health.leaseRenewed(epoch: 3)
+        #expect(health.readiness == .passing)
     }
 }

@@ -1,5 +1,6 @@
 import Deadlines
 import Foundation
+import RestockPipeline
 import Synchronization
 
 /// Whether a store process is alive, and whether it takes requests, for `/livez` and `/readyz` (docs/operations.md,
@@ -100,7 +101,15 @@ public final class StoreHealth: Sendable {
         switch phase.withLock({ $0 }) {
         case .starting: return .failing("starting: restoring the state and claiming the store id on the broker")
         case .standby(let location): return .failing("standby: waiting for the live store process on \(location) to stop")
-        case .running(let lifecycle): return lifecycle.notReadyReason.map(Check.failing) ?? .passing
+        case .running(let lifecycle):
+            if let reason = lifecycle.notReadyReason { return .failing(reason) }
+            // An idle store whose storage does not answer takes no request that would pause it: its lease tells (found
+            // by an outside trial: 200 for 20 s with the database stopped, the lease 21 s old).
+            if let age = leaseAge, age >= LeaseHolder.lifetime.seconds {
+                return .failing(
+                    "the store's lease has not been renewed for \(Int(age)) s: its storage does not answer (see the log); a standby may take the store over")
+            }
+            return .passing
         case .draining: return .failing("draining: stopping on a signal, publishing what the outbox holds")
         case .stopped(let reason): return .failing(reason)
         }

@@ -67,7 +67,14 @@ public struct StoreLauncher: Service {
             } catch RestockMQTTError.dataDirectoryInUse {
                 continue  // another standby was quicker
             } catch let error as StorageError where error.kind == .leaseLost {
-                logger.notice("another standby took the lease first: \(error)")
+                // The owner renewed it at the last moment (its storage came back), or another standby was quicker.
+                logger.notice("the lease was renewed or taken before this standby could take it: \(error); it goes on waiting")
+                continue
+            } catch let error as StorageError where error.isRetriable {
+                // A storage that cannot be written now (a read-only database, a full disk): the standby keeps its cover
+                // and tries again, never exits (found by an outside trial: a standby exited on a read-only database).
+                logger.warning("cannot take the store over now: \(error); this standby goes on waiting")
+                try? await timing.clock.sleep(for: LeaseHolder.renewalInterval)
                 continue
             }
             guard let service = opened else { return }
