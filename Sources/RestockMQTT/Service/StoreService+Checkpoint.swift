@@ -10,7 +10,9 @@ extension StoreService {
             do {
                 try storage.checkpoint()
             } catch {
-                logger.warning("cannot checkpoint the data directory's write-ahead logs as the store stops", metadata: [StoreLoggingKeys.error: "\(error)"])
+                logger.warning(
+                    "cannot tidy the store's storage as it stops (SQLite: checkpoint the write-ahead logs; PostgreSQL: vacuum the tables): nothing is lost",
+                    metadata: [StoreLoggingKeys.error: "\(error)"])
             }
         }
     }
