@@ -42,6 +42,8 @@ struct PostgresFailure: StorageFailure {
             }
         } else if let error = error as? NoServerTakesWrites {
             (storageKind, code, reason) = (.unavailable, -4, error.description)
+        } else if let error = error as? BehindTheStore {
+            (storageKind, code, reason) = (.unavailable, -7, error.description)
         } else if let error = error as? NoAnswer {
             (storageKind, code, reason) = (.unavailable, -6, error.description)
         } else if let error = error as? RootCertificatesUnreadable {
@@ -59,6 +61,19 @@ struct PostgresFailure: StorageFailure {
     struct NoServerTakesWrites: Error, CustomStringConvertible {
         let location: String
         var description: String { "no server of \(location) takes writes now: each is unreachable or a read-only replica" }
+    }
+
+    /// A server that takes writes lacks requests the store committed: a former primary started again on its own after a
+    /// replica was promoted. It is passed over; ``StorageError/Kind/unavailable``: the promoted server may answer again.
+    struct BehindTheStore: Error, CustomStringConvertible {
+        let server: String
+        /// How far the store's journal goes on that server.
+        let place: Int64
+        /// How far the store committed it.
+        let committed: Int64
+        var description: String {
+            "\(server) takes writes but lacks requests this store committed (its journal ends at \(place), the store's at \(committed)): a former primary started again on its own? It is passed over; it must follow the promoted server (docs/operations.md, \"Failover\")"
+        }
     }
 
     /// The server did not answer within the bound (``PostgresSettings/answerTimeout``): the connection is closed and

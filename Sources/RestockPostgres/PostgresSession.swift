@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import RestockPipeline
+import Synchronization
 
 /// One connection to PostgreSQL, used by one call at a time, for the seam's blocking calls: postgres-nio runs on an
 /// event loop of this session's own (one thread), and the caller — the storage's executor, or libmosquitto's network
@@ -21,11 +22,37 @@ final class PostgresSession: @unchecked Sendable {
     private var nextID = 1
     /// Whether a connection was made before: the next one is logged (after a failover, it names the promoted server).
     private var hasConnected = false
+    private let continuityState: Mutex<Continuity?>
 
-    /// A session with the database of `settings`; it connects at its first call.
-    init(settings: PostgresSettings, logger: Logger = Logger(label: "restock.postgres")) {
+    /// What a server must hold to be connected to, for a session of one store: its journal at least as far as this
+    /// session saw it committed. A former primary started again on its own after a replica was promoted takes writes too,
+    /// but lacks what the store committed on the promoted one: writing there would lose it (found by an outside trial:
+    /// 2 acknowledged requests lost).
+    struct Continuity: Sendable {
+        /// The store whose journal is compared.
+        let store: String
+        /// The journal's last place this session committed or found at its first connection; `nil` before.
+        var committed: Int64?
+    }
+
+    /// A session with the database of `settings`; it connects at its first call. A session of `store` connects only to a
+    /// server that holds all it committed there (``Continuity``).
+    init(settings: PostgresSettings, store: String? = nil, logger: Logger = Logger(label: "restock.postgres")) {
         self.settings = settings
         self.logger = logger
+        continuityState = Mutex(store.map { Continuity(store: $0) })
+    }
+
+    /// What a server must hold to be connected to (``Continuity``), for a session of one store.
+    var continuity: Continuity? { continuityState.withLock { $0 } }
+
+    /// Records that the store's journal holds `place` on the server of this session: no server that holds less is
+    /// connected to after this.
+    func committed(through place: Int64) {
+        continuityState.withLock { state in
+            guard let current = state else { return }
+            state?.committed = max(current.committed ?? place, place)
+        }
     }
 
     deinit {
@@ -84,9 +111,10 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    /// The connection, made now when there is none (or it was closed): to the first server that answers and takes
-    /// writes — a read-only replica (`pg_is_in_recovery()`) is passed over, so that after a failover the store finds the
-    /// promoted one. Throws the last server's failure when none does.
+    /// The connection, made now when there is none (or it was closed): to a server of the list that answers and takes
+    /// writes — a read-only replica (`pg_is_in_recovery()`) or a server set read only is passed over, so that after a
+    /// failover the store finds the promoted one — and that holds everything this session's store committed
+    /// (``Continuity``). Throws the last server's failure when none does.
     private func connected() throws -> PostgresConnection {
         if let connection {
             if !connection.isClosed { return connection }
@@ -95,6 +123,11 @@ final class PostgresSession: @unchecked Sendable {
         }
         dropConnection()
         var failure: any Error = PostgresFailure.noServerTakesWrites(settings.location)
+        let committed = continuity?.committed
+        // Without a mark yet (the store's first connection) and with several servers, every writable one is asked how
+        // far its journal goes, and the furthest is taken: a former primary started again on its own also takes writes.
+        let compareAll = continuity != nil && committed == nil && settings.servers.count > 1
+        var writable: [(server: DatabaseURL.Server, connection: PostgresConnection, place: Int64)] = []
         for server in settings.servers {
             defer { nextID += 1 }
             do {
@@ -102,29 +135,62 @@ final class PostgresSession: @unchecked Sendable {
                     on: group.next(), configuration: try Self.configuration(of: settings, server: server), id: nextID, logger: logger
                 ).wait(atMost: settings.connectTimeout + settings.answerTimeout, for: "connecting to \(server)")
                 // Closed before it is released, whatever happens (postgres-nio traps otherwise).
-                let replica: Bool
+                let place: Int64?
                 do {
-                    replica = try made.query("SELECT pg_is_in_recovery()", logger: logger)
-                        .wait(atMost: settings.answerTimeout, for: "SELECT pg_is_in_recovery()").rows.first?.decode(Bool.self) ?? false
+                    place = try probe(made)
                 } catch {
                     Self.close(made)
                     throw error
                 }
-                guard !replica else {
+                guard let place else {
                     Self.close(made)
                     failure = PostgresFailure.noServerTakesWrites(settings.location)
                     continue
                 }
-                connection = made
-                if hasConnected { logger.notice("connected to PostgreSQL at \(server), which takes writes") }
-                hasConnected = true
-                return made
+                if let committed, place < committed {
+                    Self.close(made)
+                    let behind = PostgresFailure.BehindTheStore(server: "\(server)", place: place, committed: committed)
+                    logger.error("\(behind.description)")
+                    failure = behind
+                    continue
+                }
+                writable.append((server, made, place))
+                if !compareAll { break }
             } catch {
                 failure = error
             }
         }
-        throw failure
+        guard let chosen = writable.max(by: { $0.place < $1.place }) else { throw failure }
+        for other in writable where other.server != chosen.server { Self.close(other.connection) }
+        if writable.count > 1 {
+            let others = writable.filter { $0.server != chosen.server }.map { "\($0.server) (through \($0.place))" }
+            logger.error(
+                "more than one server of \(settings.location) takes writes: the store uses \(chosen.server), whose journal goes furthest (through \(chosen.place)), not \(others.joined(separator: ", ")); a former primary must follow the promoted server, not run on its own (docs/operations.md, \"Failover\")")
+        }
+        connection = chosen.connection
+        if hasConnected { logger.notice("connected to PostgreSQL at \(chosen.server), which takes writes") }
+        hasConnected = true
+        return chosen.connection
     }
+
+    /// Whether the server of `connection` takes writes and, if so, how far the journal of this session's store goes
+    /// there (0 without the store's row, or for a session of no store): `nil` for a read-only replica or a server set
+    /// read only (`default_transaction_read_only`).
+    private func probe(_ connection: PostgresConnection) throws -> Int64? {
+        let takesWrites = try connection.query(Self.takesWrites, logger: logger)
+            .wait(atMost: settings.answerTimeout, for: "whether the server takes writes").rows.first?.decode(Bool.self) ?? false
+        guard takesWrites else { return nil }
+        guard let store = continuity?.store else { return 0 }
+        let schema = try connection.query("SELECT to_regclass('restock_store') IS NOT NULL", logger: logger)
+            .wait(atMost: settings.answerTimeout, for: "whether the schema exists").rows
+        guard try schema.first?.decode(Bool.self) == true else { return 0 }
+        let rows = try connection.query("SELECT journal_place FROM restock_store WHERE store = \(store)", logger: logger)
+            .wait(atMost: settings.answerTimeout, for: "how far the journal goes").rows
+        return try rows.first?.decode(Int64.self) ?? 0
+    }
+
+    /// Whether a server takes writes: neither a replica in recovery nor set read only.
+    static let takesWrites: PostgresQuery = "SELECT NOT (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool)"
 
     /// How postgres-nio connects to `server` of `settings`: its TLS, the connect and lock timeouts.
     static func configuration(of settings: PostgresSettings, server: DatabaseURL.Server) throws -> PostgresConnection.Configuration {

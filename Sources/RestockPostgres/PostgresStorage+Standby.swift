@@ -66,7 +66,7 @@ extension PostgresStorage {
         return try outcome.get()
     }
 
-    /// A connection to the first server of the list that answers and takes writes (the lease is read where it is
+    /// A connection to the first server of the list that answers and takes writes, not a replica nor read only (the lease is read where it is
     /// written: a replica's copy may be behind).
     private func connectToAWritableServer(on group: MultiThreadedEventLoopGroup, logger: Logger) async throws -> PostgresConnection {
         var failure: any Error = PostgresFailure.noServerTakesWrites(location)
@@ -75,14 +75,14 @@ extension PostgresStorage {
                 let connection = try await Self.result(of: PostgresConnection.connect(
                     on: group.next(), configuration: PostgresSession.configuration(of: settings, server: server), id: number + 1, logger: logger))
                 // Closed before it is released, whatever happens (postgres-nio traps otherwise).
-                let replica: Bool
+                let takesWrites: Bool
                 do {
-                    replica = try await Self.result(of: connection.query("SELECT pg_is_in_recovery()", logger: logger)).rows.first?.decode(Bool.self) ?? false
+                    takesWrites = try await Self.result(of: connection.query(PostgresSession.takesWrites, logger: logger)).rows.first?.decode(Bool.self) ?? false
                 } catch {
                     Self.close(connection)
                     throw error
                 }
-                if !replica { return connection }
+                if takesWrites { return connection }
                 Self.close(connection)
             } catch {
                 failure = error

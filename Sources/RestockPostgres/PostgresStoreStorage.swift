@@ -34,7 +34,7 @@ package final class PostgresStoreStorage: StoreStorage {
     /// `claim` says (``PostgresStorage/open(for:claim:now:)``).
     init(settings: PostgresSettings, store: StoreID, claim: StorageClaim) throws {
         self.store = store
-        session = PostgresSession(settings: settings)
+        session = PostgresSession(settings: settings, store: store.rawValue)
         schemaChange = try PostgresSchema.prepare(session)
         let fence = PostgresFence(store: store)
         lease = PostgresLease(session: session, store: store, fence: fence)
@@ -50,6 +50,8 @@ package final class PostgresStoreStorage: StoreStorage {
                     SELECT value FROM restock_counter WHERE store = \(store.rawValue) AND name = 'processedThrough'), 0))
                 WHERE store = \(store.rawValue)
                 """)
+            let place = try statements.query("SELECT journal_place FROM restock_store WHERE store = \(store.rawValue)")
+            session.committed(through: try place.first?.decode(Int64.self) ?? 0)
             let rows = try statements.query(
                 """
                 SELECT GREATEST(outbox_place, COALESCE((SELECT MAX(seq) FROM restock_outbox WHERE store = \(store.rawValue)), 0))

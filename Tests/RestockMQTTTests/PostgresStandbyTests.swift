@@ -175,7 +175,7 @@ struct PostgresStandbyTests {
         }
     }
 
-    @Test("a failover: the primary lost and its synchronous replica promoted, the store given both finds the promoted one by itself; every request it had acknowledged is there, and every customer is alerted")
+    @Test("a failover: the primary lost and its synchronous replica promoted, the store given both finds the promoted one by itself; every request it had acknowledged is there, and every customer is alerted; the former primary started again on its own is passed over, whether the store is running or starts anew")
     func failoverToAPromotedReplica() async throws {
         try await PrivatePostgres.with { primary in
             try await primary.withReplica(synchronous: true) { replica in
@@ -212,7 +212,43 @@ struct PostgresStandbyTests {
                 // It says it lost the primary and found the promoted one (it also pauses when a request comes meanwhile).
                 #expect(store.log.contains("the connection to PostgreSQL was lost"), "\(store.log.suffix(1_500))")
                 #expect(store.log.contains("connected to PostgreSQL at \(replica.host):\(replica.port), which takes writes"), "\(store.log.suffix(1_500))")
+
+                // The former primary started again on its own (not as a replica of the promoted one): it takes writes but
+                // lacks the 300 requests acknowledged since. The promoted server lost, the store must not move there.
+                try await primary.start()
+                _ = try await primary.psql("ALTER SYSTEM RESET synchronous_standby_names")
+                _ = try await primary.psql("SELECT pg_reload_conf()")
+                try await replica.stop()
+                let later = Requests.customers(100, prefix: "l")
+                try await Requests.publish(Requests.subscriptions(later, to: "switch-3"), to: broker.url)
+                try await waitUntil("the store to pass the former primary over", within: 60) {
+                    store.log.contains("\(primary.host):\(primary.port) takes writes but lacks requests this store committed")
+                }
+                #expect(try await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'") == "300")
+                try await replica.start()
+                // The 600 watches were `once`: the restock ended them. The 100 sent since land on the promoted server, back.
+                try await waitUntil("100 watches on the promoted server, back", within: 90) {
+                    (try? await replica.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "100"
+                }
+                #expect(try await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'") == "300")
+                #expect(store.exitStatus == nil, "\(store.log.suffix(1_000))")
                 try await store.send(SIGTERM)
+
+                // A store started anew, given the former primary first: both take writes, and it takes the one whose journal
+                // goes furthest, and says so.
+                let restarted = try StoreProcess(
+                    broker: broker, dataDirectory: store.dataDirectory,
+                    database: "postgres://\(primary.user)@\(primary.host):\(primary.port),\(replica.host):\(replica.port)/\(primary.database)")
+                try await restarted.start()
+                #expect(restarted.log.contains("more than one server of"), "\(restarted.log.suffix(1_500))")
+                #expect(restarted.log.contains("the store uses \(replica.host):\(replica.port)"), "\(restarted.log.suffix(1_500))")
+                try await Requests.publish(Requests.subscriptions(["n-1"], to: "switch-3"), to: broker.url)
+                try await waitUntil("101 watches on the promoted server", within: 60) {
+                    (try? await replica.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "101"
+                }
+                #expect(try await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'") == "300")
+                try await restarted.send(SIGTERM)
+                try await primary.stop()
             }
         }
     }

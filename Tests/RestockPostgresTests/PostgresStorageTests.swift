@@ -103,5 +103,27 @@ extension PostgresServerTests {
                 try storage.ownership.renew(at: Date())
             }
         }
+
+        @Test("a server set read only (default_transaction_read_only) is not taken as one that takes writes: the error says none does, and may pass; once it takes writes again, the storage works")
+        func readOnlyServer() async throws {
+            try await PrivatePostgres.with { server in
+                let storage = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                #expect(try storage.journal(batch: [request()]).map(\.seq) == [1])
+                _ = try await server.psql("ALTER SYSTEM SET default_transaction_read_only = on")
+                _ = try await server.psql("SELECT pg_reload_conf()")
+                // A new connection reads the setting: the one open is dropped, as a failover does.
+                (storage as! PostgresStoreStorage).session.disconnect()
+                do {
+                    _ = try storage.journal(batch: [request()])
+                    Issue.record("a read-only server took a write")
+                } catch let error as StorageError {
+                    #expect(error.kind == .unavailable && error.isRetriable, "\(error)")
+                    #expect("\(error)".contains("takes writes now"), "\(error)")
+                }
+                _ = try await server.psql("ALTER SYSTEM RESET default_transaction_read_only")
+                _ = try await server.psql("SELECT pg_reload_conf()")
+                #expect(try storage.journal(batch: [request()]).map(\.seq) == [2])
+            }
+        }
     }
 }
