@@ -1,7 +1,7 @@
 # RestockAlerter — `make demo` and `make test` do all the set-up on a fresh Debian machine with Swift.
 SHELL := /bin/bash
 
-APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitto-dev libsqlite3-dev openssl coreutils faketime prometheus postgresql
+APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitto-dev libsqlite3-dev openssl coreutils faketime prometheus postgresql iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
@@ -73,7 +73,8 @@ contract-deps:
 	@$(CONTRACT_VENV)/bin/python -c 'import jsonschema, referencing, yaml, pytest' 2>/dev/null || \
 		$(CONTRACT_VENV)/bin/python -m pip install -q --disable-pip-version-check -r Tests/Contract/requirements.txt
 
-## reliability: faults and attacks on real processes (R1–R15, S1–S5); prints the table, fails on any loss or
+## reliability: faults and attacks on real processes (R1–R15, S1–S5, P1–P5 on PostgreSQL: P3 and P4 on test hosts in network
+## namespaces of their own, which need root); prints the table, fails on any loss or
 ## intrusion. RECORD=docs/reliability.md writes the table there too.
 reliability: build
 	timeout --kill-after=30 1800 $$($(SWIFT) build --show-bin-path)/restock-reliability $(if $(RECORD),--record $(RECORD))

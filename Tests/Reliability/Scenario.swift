@@ -35,5 +35,10 @@ struct Scenario: Sendable {
         Scenario(id: "S4", title: "50,000 generated hostile requests, then restarts", timeLimit: 600) { [try await HostileStreamScenario.run()] },
         Scenario(id: "S2", title: "production ACL and passwords", timeLimit: 240) { try await Authorization.run() },
         Scenario(id: "S3", title: "TLS with the shipped config", timeLimit: 240) { [try await TransportSecurity.run()] },
+        Scenario(id: "P1", title: "PostgreSQL: live store SIGKILLed mid fan-out, standby takes over", timeLimit: 300) { [try await OnPostgres.storeKilled()] },
+        Scenario(id: "P2", title: "PostgreSQL stopped (immediate) mid fan-out, started again", timeLimit: 300) { [try await OnPostgres.databaseRestarted()] },
+        Scenario(id: "P3", title: "PostgreSQL: live store's host cut off, standby on another host", timeLimit: 300) { [try await OnPostgres.hostLost(frozen: false)] },
+        Scenario(id: "P4", title: "PostgreSQL: live store's process frozen, standby on another host", timeLimit: 300) { [try await OnPostgres.hostLost(frozen: true)] },
+        Scenario(id: "P5", title: "PostgreSQL primary lost, streaming replica promoted", timeLimit: 300) { [try await OnPostgres.promotion()] },
     ]
 }

@@ -23,6 +23,9 @@ public final class MosquittoBroker: Sendable {
         public var files: [String: Data] = [:]
         /// Lines appended to the configuration as they are.
         public var extraConfiguration = ""
+        /// Addresses besides 127.0.0.1 the plain listener's port is opened on too: the host side of a test host's link
+        /// (a network namespace of the test's own).
+        public var listenAddresses: [String] = []
         /// A configuration file to use instead of generating one; `PORT`, `TLSPORT` and `DIR` in it are
         /// replaced by the listener ports and the broker's directory.
         public var configurationTemplate: String?
@@ -30,8 +33,9 @@ public final class MosquittoBroker: Sendable {
         public init(
             persistence: Bool = false, users: [String: String] = [:], acl: String? = nil, tls: Bool = false,
             dynamicSecurity: DynamicSecurity? = nil, files: [String: Data] = [:], extraConfiguration: String = "",
-            configurationTemplate: String? = nil
+            configurationTemplate: String? = nil, listenAddresses: [String] = []
         ) {
+            self.listenAddresses = listenAddresses
             self.files = files
             self.dynamicSecurity = dynamicSecurity
             self.persistence = persistence
@@ -151,6 +155,7 @@ public final class MosquittoBroker: Sendable {
             "user root",
             "per_listener_settings false",
             "listener \(port) 127.0.0.1",
+        ] + options.listenAddresses.map { "listener \(port) \($0)" } + [
             "log_dest file \(directory.path)/mosquitto.log",
             "log_type error", "log_type warning", "log_type notice", "log_type information",
             "connection_messages true",

@@ -24,13 +24,16 @@ public final class PrivatePostgres: Sendable {
     public let directory: URL
     private let binaries: URL
     private let process = Mutex<ChildProcess?>(nil)
+    /// Addresses besides 127.0.0.1 it listens on, trusted as its own (`samenet`): the host side of test hosts' links.
+    public let listenAddresses: [String]
 
     private var dataDirectory: URL { directory.appendingPathComponent("data") }
     private var socketDirectory: URL { directory.appendingPathComponent("socket") }
     /// Everything the server logged.
     public var log: String { (try? String(contentsOf: directory.appendingPathComponent("postgres.log"), encoding: .utf8)) ?? "" }
 
-    private init(port: Int, directory: URL, binaries: URL) {
+    private init(port: Int, directory: URL, binaries: URL, listenAddresses: [String]) {
+        self.listenAddresses = listenAddresses
         self.port = port
         self.directory = directory
         self.binaries = binaries
@@ -60,19 +63,23 @@ public final class PrivatePostgres: Sendable {
     }
 
     /// Makes a data directory and starts a server on it on a free loopback port.
-    public static func launch() async throws -> PrivatePostgres {
-        try await launch { try await $0.initialize() }
+    /// - Parameter listenAddresses: Addresses besides 127.0.0.1 to listen on (``listenAddresses``).
+    public static func launch(listenAddresses: [String] = []) async throws -> PrivatePostgres {
+        try await launch(listenAddresses: listenAddresses) { try await $0.initialize() }
     }
 
     /// Makes a data directory with `initialize` and starts a server on it on a free loopback port.
-    private static func launch(initialize: (PrivatePostgres) async throws -> Void) async throws -> PrivatePostgres {
+    private static func launch(
+        listenAddresses: [String] = [], initialize: (PrivatePostgres) async throws -> Void
+    ) async throws -> PrivatePostgres {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("restock-postgres-\(UUID().uuidString)")
         try FileManager.default.createDirectory(
             at: directory.appendingPathComponent("socket"), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         var lastError: (any Error)?
         // The kernel's free port can be taken again before postgres binds it; then try another.
         for attempt in 0..<5 {
-            let server = PrivatePostgres(port: try freeLoopbackPort(), directory: directory, binaries: try binaryDirectory())
+            let server = PrivatePostgres(
+                port: try freeLoopbackPort(), directory: directory, binaries: try binaryDirectory(), listenAddresses: listenAddresses)
             do {
                 if attempt == 0 { try await initialize(server) }
                 try await server.start()
@@ -113,6 +120,14 @@ public final class PrivatePostgres: Sendable {
             "initdb", ["-D", dataDirectory.path, "--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-locale", "--no-sync"])
         let result = try await ChildProcess.run(command, arguments, within: 120)
         guard result.status == 0 else { throw PostgresUnavailable(reason: "initdb failed: \(result.standardOutput)\(result.standardError)") }
+        if !listenAddresses.isEmpty {
+            // The test hosts' links: subnets of this machine's own interfaces.
+            let rules = dataDirectory.appendingPathComponent("pg_hba.conf")
+            let handle = try FileHandle(forWritingTo: rules)
+            defer { try? handle.close() }
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("host all all samenet trust\n".utf8))
+        }
     }
 
     /// Starts the server on its port and data (again, after ``stop()``), and waits until it accepts connections.
@@ -120,7 +135,7 @@ public final class PrivatePostgres: Sendable {
         let (command, arguments) = asServerUser(
             "postgres",
             [
-                "-D", dataDirectory.path, "-p", String(port), "-k", socketDirectory.path, "-c", "listen_addresses=127.0.0.1",
+                "-D", dataDirectory.path, "-p", String(port), "-k", socketDirectory.path, "-c", "listen_addresses=\((["127.0.0.1"] + listenAddresses).joined(separator: ","))",
                 "-c", "fsync=on", "-c", "max_connections=40",
             ])
         let log = directory.appendingPathComponent("postgres.log")

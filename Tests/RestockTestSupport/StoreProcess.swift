@@ -19,26 +19,31 @@ public final class StoreProcess: Sendable {
     private let logFile: URL
 
     private let ownsDataDirectory: Bool
+    /// What the command runs under (`ip netns exec NAME`: a test host of the test's own); empty for none.
+    public let commandPrefix: [String]
 
     /// A store on `broker`, with a fresh data directory of its own that is removed with it, or on
     /// `dataDirectory` when given (left in place). It connects to `brokerURL` when given (a proxy, a TLS
     /// listener), to the broker's plain listener otherwise.
     public convenience init(
         broker: MosquittoBroker, brokerURL: String? = nil, dataDirectory: URL? = nil, database: String? = nil, extraArguments: [String] = [],
-        environment: [String: String] = [:], clockOffset: String? = nil
+        environment: [String: String] = [:], clockOffset: String? = nil, commandPrefix: [String] = []
     ) throws {
         try self.init(
             brokerList: brokerURL ?? broker.url, statusBroker: try BrokerSettings(url: broker.url), dataDirectory: dataDirectory,
-            database: database, extraArguments: extraArguments, environment: environment, clockOffset: clockOffset)
+            database: database, extraArguments: extraArguments, environment: environment, clockOffset: clockOffset,
+            commandPrefix: commandPrefix)
     }
 
     /// A store given `brokerList` (`--broker`: one URL or a list), whose start reads the status from `statusBroker`;
-    /// its state in PostgreSQL when `database` is given (`--database`: the data directory then holds only its log).
+    /// its state in PostgreSQL when `database` is given (`--database`: the data directory then holds only its log). It
+    /// runs under `commandPrefix` when given (``commandPrefix``).
     public init(
         brokerList: String, statusBroker: BrokerSettings, dataDirectory: URL? = nil, database: String? = nil, extraArguments: [String] = [],
-        environment: [String: String] = [:], clockOffset: String? = nil
+        environment: [String: String] = [:], clockOffset: String? = nil, commandPrefix: [String] = []
     ) throws {
         self.clockOffset = clockOffset
+        self.commandPrefix = commandPrefix
         self.ownsDataDirectory = dataDirectory == nil
         let dataDirectory = try dataDirectory ?? temporaryDirectory()
         self.environment = environment
@@ -81,8 +86,11 @@ public final class StoreProcess: Sendable {
     /// Starts the process without waiting for anything.
     @discardableResult
     public func launch(extraEnvironment: [String: String] = [:]) throws -> ChildProcess {
-        let (executable, arguments) = FakeTime.command(
+        var (executable, arguments) = FakeTime.command(
             restockExecutable, self.arguments + ScrapedStores.arguments(adding: self.arguments), offset: clockOffset)
+        if let wrapper = commandPrefix.first {
+            (executable, arguments) = (wrapper, Array(commandPrefix.dropFirst()) + [executable] + arguments)
+        }
         let child = try ChildProcess(
             executable, arguments, outputFile: logFile,
             environment: environment.merging(extraEnvironment) { $1 }.merging(FakeTime.environment(offset: clockOffset)) { $1 },
