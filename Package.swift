@@ -96,7 +96,8 @@ let package = Package(
         // A seeded random number generator, so that a generated stream replays from its seed.
         .target(name: "SeededRandom", path: "Tests/SeededRandom"),
         .target(
-            name: "RestockTestSupport", dependencies: ["SeededRandom", "LocalBroker", "Deadlines", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore"],
+            name: "RestockTestSupport",
+            dependencies: ["SeededRandom", "LocalBroker", "Deadlines", "RestockMQTT", "RestockPipeline", "RestockPostgres", "Mosquitto", "RestockCore"],
             path: "Tests/RestockTestSupport"),
         // `make reliability`: faults and attacks on real processes, and the table of what came of them.
         .executableTarget(
@@ -117,7 +118,7 @@ let package = Package(
         .testTarget(
             name: "RestockServiceTests",
             dependencies: [
-                "RestockMQTT", "RestockPipeline", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines", "SeededRandom",
+                "RestockMQTT", "RestockPipeline", "RestockPostgres", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines", "SeededRandom",
                 .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),

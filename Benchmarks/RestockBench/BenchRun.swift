@@ -1,4 +1,5 @@
 import Foundation
+import RestockTestSupport
 
 /// `make bench`: runs B1–B6, prints the tables, and writes docs/benchmarks.md and the scaling plot.
 @main
@@ -26,10 +27,19 @@ struct BenchRun {
             if options.includes("B3") {
                 var endToEnd = EndToEndBench(runs: runs)
                 if let customers = options.customers { endToEnd.customerCounts = [customers] }
-                sections.append(EndToEndSections.throughput(try await endToEnd.run(say: say), runs: runs))
+                let rows = try await endToEnd.run(say: say)
+                sections.append(EndToEndSections.throughput(rows, runs: runs))
+                let onPostgres = try await PrivatePostgres.with { try await endToEnd.run(say: say, postgres: $0) }
+                sections.append(EndToEndSections.throughputOnPostgres(onPostgres, sqlite: rows, runs: runs))
             }
             if options.includes("B4") {
-                sections.append(EndToEndSections.latency(try await LatencyBench(runs: runs).run(say: say), runs: runs))
+                let latency = LatencyBench(runs: runs)
+                let result = try await latency.run(say: say)
+                sections.append(EndToEndSections.latency(result, runs: runs))
+                let (onPostgres, takeover) = try await PrivatePostgres.with { server in
+                    (try await latency.run(say: say, postgres: server).store, try await TakeoverBench(runs: runs).run(say: say, postgres: server))
+                }
+                sections.append(EndToEndSections.latencyOnPostgres(onPostgres, sqlite: result.store, takeover: takeover, runs: runs))
             }
             if options.includes("B5") {
                 let bench = SubscribeThroughputBench(runs: runs)

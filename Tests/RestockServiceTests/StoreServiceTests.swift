@@ -10,7 +10,7 @@ import Testing
 
 /// The store service over a broker in memory, with the contract's intervals a hundred times shorter: what the
 /// integration tests show against a real mosquitto in seconds, here in milliseconds.
-@Suite("The store service, over a broker in memory")
+@Suite("The store service, over a broker in memory", .postgresServer)
 struct StoreServiceTests {
     static func subscribe(_ customer: String, _ sku: String) -> (topic: String, payload: [UInt8]) {
         ("restock/apple/subscribe/\(customer)", Array(sku.utf8))
@@ -51,14 +51,14 @@ struct StoreServiceTests {
     static func waitForStock(_ sku: String, _ quantity: Int, in store: RunningStore) async throws {
         let item = try SKU(sku)
         try await waitUntil("\(sku) at \(quantity), committed", within: 60, pollEvery: .milliseconds(5)) {
-            (try? store.storage.snapshot().inventory[item]) == quantity
+            (try? await store.storage.snapshot().inventory[item]) == quantity
         }
     }
 
-    @Test("requests in, mirrors and alerts out; a graceful stop says offline")
-    func requestsAndAlerts() async throws {
+    @Test("requests in, mirrors and alerts out; a graceful stop says offline", arguments: Engine.allCases)
+    func requestsAndAlerts(on engine: Engine) async throws {
         let broker = InMemoryBroker()
-        let store = try await Self.started(on: broker)
+        let store = try await Self.started(on: broker, storage: try await engine.storage())
         let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
         broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
         try await waitUntil("alice's mirror", within: 60, pollEvery: .milliseconds(5)) {
@@ -83,7 +83,7 @@ struct StoreServiceTests {
         #expect(broker.status?.instance == "newer0000000", "the old instance said something over the winner's status")
         // A request now goes to the newer session, not to the old store.
         broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/late")
-        #expect(try store.queueLengths().inbox == 0)
+        #expect(try await store.queueLengths().inbox == 0)
         #expect(store.log.text.contains("took over"))
     }
 
@@ -97,7 +97,7 @@ struct StoreServiceTests {
         let inventory = try await Subscriber(broker, filter: appleTopics.inventoryFilter)
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         try await waitUntil("alice's watch, its mirror acknowledged", within: 60, pollEvery: .milliseconds(5)) {
-            let queues = try? store.queueLengths()
+            let queues = try? await store.queueLengths()
             return queues?.watches == 1 && queues?.outbox == 0
         }
         // The publisher waits for the acknowledgements of the first change while the second commits behind it.
@@ -117,7 +117,7 @@ struct StoreServiceTests {
         }
         broker.releaseAcknowledgements()
         try await waitUntil("the first change acknowledged", within: 60, pollEvery: .milliseconds(5)) {
-            (try? store.queueLengths().outbox).map { $0 <= 1 } ?? false
+            (try? await store.queueLengths().outbox).map { $0 <= 1 } ?? false
         }
         broker.releaseSubscriptionAnswers()
         let result = try await takeover
@@ -185,7 +185,7 @@ struct StoreServiceTests {
         broker.holdProbeAnswers(of: session)
         broker.publish(Array(#"{"sku":"ipad","set":3}"#.utf8), to: "restock/apple/admin/stock")
         try await Self.waitForStock("ipad", 3, in: store)
-        #expect(try store.queueLengths().outbox == 1, "committed, held")
+        #expect(try await store.queueLengths().outbox == 1, "committed, held")
         // The session's connection ends (another connection of its client id, gone at once): the probe is never answered.
         let intruder = try broker.connection(clientID: session, session: .persistent)
         _ = try await intruder.connect()
@@ -250,15 +250,15 @@ struct StoreServiceTests {
         #expect(broker.retainedMessage(on: appleTopics.claim)?.payload == newer.payloadBytes(), "the newer claim was withdrawn")
     }
 
-    @Test("a graceful stop drains the outbox while the broker holds its acknowledgements, then says offline")
-    func drains() async throws {
+    @Test("a graceful stop drains the outbox while the broker holds its acknowledgements, then says offline", arguments: Engine.allCases)
+    func drains(on engine: Engine) async throws {
         let broker = InMemoryBroker()
-        let store = try await Self.started(on: broker)
+        let store = try await Self.started(on: broker, storage: try await engine.storage())
         let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
         let customers = (0..<300).map { "c\($0)" }
         for customer in customers { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
         try await waitUntil("300 watches, their mirrors acknowledged", within: 60, pollEvery: .milliseconds(5)) {
-            let queues = try? store.queueLengths()
+            let queues = try? await store.queueLengths()
             return queues?.watches == 300 && queues?.outbox == 0
         }
         // The broker holds every acknowledgement from now on: the publisher waits for zed's mirror's, having found
@@ -279,7 +279,7 @@ struct StoreServiceTests {
         broker.releaseAcknowledgements()
         try await stopping.value.get()
         #expect(Set(alerts.messages.map(\.topic)).count == 300)
-        #expect(try store.queueLengths().outbox == 0)
+        #expect(try await store.queueLengths().outbox == 0)
         #expect(broker.status?.reason == .stopped)
         #expect(store.log.text.contains("the outbox is empty"))
     }
@@ -299,7 +299,7 @@ struct StoreServiceTests {
         try await waitUntil("the store online", within: 60, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) {
-            (try? store.queueLengths().watches) == 1
+            (try? await store.queueLengths().watches) == 1
         }
         #expect(!store.log.text.contains("misuse"), "\(store.log.text.suffix(800))")
         try await store.stop().get()
@@ -311,7 +311,7 @@ struct StoreServiceTests {
         let store = try await Self.started(on: broker, drainTimeout: .milliseconds(50))
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) {
-            (try? store.queueLengths().watches) == 1
+            (try? await store.queueLengths().watches) == 1
         }
         broker.holdAcknowledgements()
         broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
@@ -325,27 +325,27 @@ struct StoreServiceTests {
         broker.releaseAcknowledgements()
     }
 
-    @Test("a store started again on the same volume in memory finds its watches, its stock and what its outbox kept")
-    func restartOnTheVolume() async throws {
+    @Test("a store started again on the same state finds its watches, its stock and what its outbox kept", arguments: Engine.allCases)
+    func restartOnTheSameState(on engine: Engine) async throws {
         let broker = InMemoryBroker()
-        let volume = InMemoryVolume()
-        let first = try await Self.started(on: broker, storage: .memory(volume), drainTimeout: .milliseconds(50))
+        let storage = try await engine.storage()
+        let first = try await Self.started(on: broker, storage: storage, drainTimeout: .milliseconds(50))
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         broker.publish(Self.subscribe("bob", "mac").payload, to: Self.subscribe("bob", "mac").topic)
-        try await waitUntil("both watches", within: 60, pollEvery: .milliseconds(5)) { (try? first.queueLengths().watches) == 2 }
+        try await waitUntil("both watches", within: 60, pollEvery: .milliseconds(5)) { (try? await first.queueLengths().watches) == 2 }
         // Alice's alert stays in the outbox: the broker acknowledges nothing until the next start.
         broker.holdAcknowledgements()
         broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
         try await Self.waitForStock("ipad", 1, in: first)
         await first.stop()
-        #expect(volume.lease.owner.isEmpty, "the lease was released")
-        #expect(volume.queueLengths().outbox > 0, "nothing was left in the outbox")
+        if case .memory(let volume) = storage { #expect(volume.lease.owner.isEmpty, "the lease was released") }
+        #expect(try await storage.queueLengths().outbox > 0, "nothing was left in the outbox")
         broker.releaseAcknowledgements()
         let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
-        let second = try await Self.started(on: broker, storage: .memory(volume))
-        #expect(volume.lease.epoch == 2)
+        let second = try await Self.started(on: broker, storage: storage)
+        if case .memory(let volume) = storage { #expect(volume.lease.epoch == 2) }
         #expect(second.service.store.watchCount == 1, "bob's watch is restored; alice's once watch ended with its alert")
-        #expect(volume.snapshot().inventory[try SKU("ipad")] == 1)
+        #expect(try await storage.snapshot().inventory[try SKU("ipad")] == 1)
         try await waitUntil("alice's alert, sent by the second store", within: 60, pollEvery: .milliseconds(5)) {
             !alerts.payloads(RestockAlert.self, on: "restock/apple/customers/alice/alerts").isEmpty
         }
@@ -382,10 +382,10 @@ struct StoreServiceTests {
         #expect(broker.status?.isOnline == false)
     }
 
-    @Test("a broker restarted without persistence gets the status, the mirrors and the inventory back")
-    func brokerLostEverything() async throws {
+    @Test("a broker restarted without persistence gets the status, the mirrors and the inventory back", arguments: Engine.allCases)
+    func brokerLostEverything(on engine: Engine) async throws {
         let broker = InMemoryBroker()
-        let store = try await Self.started(on: broker)
+        let store = try await Self.started(on: broker, storage: try await engine.storage())
         broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
         broker.publish(Array(#"{"sku":"pencil","set":7}"#.utf8), to: "restock/apple/admin/stock")
         try await waitUntil("alice's mirror and the pencil", within: 60, pollEvery: .milliseconds(5)) {
@@ -403,16 +403,16 @@ struct StoreServiceTests {
         await store.stop()
     }
 
-    @Test("requests sent while the broker is away from the store wait in its session and are applied when it is back")
-    func requestsWaitInTheSession() async throws {
+    @Test("requests sent while the broker is away from the store wait in its session and are applied when it is back", arguments: Engine.allCases)
+    func requestsWaitInTheSession(on engine: Engine) async throws {
         let broker = InMemoryBroker()
-        let store = try await Self.started(on: broker)
+        let store = try await Self.started(on: broker, storage: try await engine.storage())
         broker.stop()
         // The store's session keeps what is published for it meanwhile (a client on another node, say).
         broker.start()
         for customer in ["a", "b", "c"] { broker.publish(Self.subscribe(customer, "ipad").payload, to: Self.subscribe(customer, "ipad").topic) }
         try await waitUntil("3 watches", within: 60, pollEvery: .milliseconds(5)) {
-            (try? store.queueLengths().watches) == 3
+            (try? await store.queueLengths().watches) == 3
         }
         await store.stop()
     }

@@ -5,9 +5,11 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 import RestockPipeline
+import RestockPostgres
 import RestockTestSupport
 import ServiceLifecycle
 import Synchronization
+import Testing
 
 let apple = try! StoreID("apple")
 let appleTopics = try! RestockTopics(store: apple)
@@ -17,12 +19,15 @@ func sku(_ raw: String) -> SKU { try! SKU(raw) }
 let fast = StoreTiming.contract.scaled(down: 100)
 
 /// Where a test's store keeps its state: a volume in memory (the default: no disk, and a store started again on the same
-/// volume finds its state), or SQLite in a data directory, for tests that look at or change its files.
+/// volume finds its state), SQLite in a data directory, for tests that look at or change its files, or a database of
+/// the suite's PostgreSQL server (``Engine``: the tests that run on both backends).
 enum TestStorage: Sendable {
     /// The memory backend, on this volume.
     case memory(InMemoryVolume)
     /// SQLite in this data directory, which the test owns (and removes).
     case sqlite(URL)
+    /// PostgreSQL, in this database (of ``SuitePostgres``'s server).
+    case postgres(PostgresSettings)
 
     /// A new, empty volume in memory.
     static func memory() -> TestStorage { .memory(InMemoryVolume()) }
@@ -32,6 +37,7 @@ enum TestStorage: Sendable {
         switch self {
         case .memory(let volume): InMemoryStorageBackend(volume: volume)
         case .sqlite(let directory): SQLiteStorage(directory: directory)
+        case .postgres(let settings): PostgresStorage(settings: settings)
         }
     }
 
@@ -41,21 +47,76 @@ enum TestStorage: Sendable {
         return URL(filePath: "/nonexistent/restock-memory")
     }
 
-    /// The state as a store would restore it, read while a store may run on it.
-    func snapshot() throws -> StoreSnapshot {
+    /// The state as a store would restore it, read while a store may run on it (on PostgreSQL, off Swift's cooperative
+    /// pool: it blocks on the database).
+    func snapshot() async throws -> StoreSnapshot {
         switch self {
         case .memory(let volume): volume.snapshot()
         case .sqlite(let directory): try StoreDatabase.snapshot(readingOnly: directory)
+        case .postgres(let settings):
+            try await withTaskExecutorPreference(Self.reader) { try PostgresStorage(settings: settings).snapshot(of: apple) ?? StoreSnapshot() }
         }
     }
 
     /// How many requests wait in the journal, messages in the outbox, and watches in the state, read as ``snapshot()``.
-    func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) {
+    func queueLengths() async throws -> (inbox: Int, outbox: Int, watches: Int) {
         switch self {
         case .memory(let volume): volume.queueLengths()
         case .sqlite(let directory): try StoreDatabase.queueLengths(readingOnly: directory)
+        case .postgres(let settings):
+            try await withTaskExecutorPreference(Self.reader) { try PostgresStorage(settings: settings).queueLengths(of: apple) ?? (0, 0, 0) }
         }
     }
+
+    /// The thread the tests' reads of PostgreSQL block on.
+    private static let reader = PipelineExecutor(label: "restock.test-reader")
+}
+
+/// The backends the tests that run on each of them take as their argument.
+enum Engine: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, postgresql
+
+    var testDescription: String { "on \(rawValue)" }
+
+    /// A new, empty state on this backend: a volume, or a database of its own on the suite's server (``SuitePostgres``).
+    func storage() async throws -> TestStorage {
+        switch self {
+        case .memory: return .memory()
+        case .postgresql: return .postgres(try await SuitePostgres.newDatabase())
+        }
+    }
+}
+
+/// One PostgreSQL server for a suite whose tests run on ``Engine/postgresql`` (the trait ``Trait/postgresServer``),
+/// started before its first test and stopped after its last; each test takes a database of its own.
+struct SuitePostgres: SuiteTrait, TestScoping {
+    @TaskLocal static var server: PrivatePostgres?
+
+    var isRecursive: Bool { false }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let server = try await PrivatePostgres.launch()
+        do {
+            try await Self.$server.withValue(server) { try await function() }
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        try await server.stop()
+    }
+
+    /// A new database on the suite's server, and the settings of a store on it.
+    static func newDatabase() async throws -> PostgresSettings {
+        guard let server else { throw PostgresUnavailable(reason: "the suite has no PostgreSQL server: give it the trait .postgresServer") }
+        let name = "test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
+        _ = try await server.psql("CREATE DATABASE \(name)")
+        return PostgresSettings(host: server.host, port: server.port, user: server.user, database: name)
+    }
+}
+
+extension SuiteTrait where Self == SuitePostgres {
+    /// A PostgreSQL server for the suite's tests on ``Engine/postgresql``.
+    static var postgresServer: Self { SuitePostgres() }
 }
 
 /// A store service running in this process on an ``InMemoryBroker``, in a `ServiceGroup` of its own (so a test can
@@ -101,7 +162,7 @@ final class RunningStore: Sendable {
     var dataDirectory: URL { storage.dataDirectory }
 
     /// How many requests wait in the journal, messages in the outbox, and watches in its state, read while it runs.
-    func queueLengths() throws -> (inbox: Int, outbox: Int, watches: Int) { try storage.queueLengths() }
+    func queueLengths() async throws -> (inbox: Int, outbox: Int, watches: Int) { try await storage.queueLengths() }
 
     /// Stops it gracefully (SIGTERM) and waits for it to end, for at most 120 s; returns how its run ended (a failure
     /// with the timeout when it did not: a store that goes on fails the test instead of hanging the whole run).

@@ -212,5 +212,6 @@ public final class PrivatePostgres: Sendable {
 /// PostgreSQL could not be started or used for a test; `reason` says why.
 public struct PostgresUnavailable: Error, CustomStringConvertible {
     public let reason: String
+    public init(reason: String) { self.reason = reason }
     public var description: String { reason }
 }

@@ -27,20 +27,22 @@ struct EndToEndBench {
         var toolsLost = 0
     }
 
-    func run(say: (String) -> Void) async throws -> [Row] {
+    /// The rows, the store's state in `postgres`' database when given (then without the anchors: its rows are compared
+    /// with SQLite's of the same run).
+    func run(say: (String) -> Void, postgres: PrivatePostgres? = nil) async throws -> [Row] {
         var rows: [Row] = []
         for count in customerCounts {
-            rows.append(try await measure(customers: count, say: say))
+            rows.append(try await measure(customers: count, postgres: postgres, say: say))
         }
         return rows
     }
 
-    private func measure(customers count: Int, say: (String) -> Void) async throws -> Row {
+    private func measure(customers count: Int, postgres: PrivatePostgres?, say: (String) -> Void) async throws -> Row {
         let broker = try await BenchBroker.start()
         let sku = "bench-\(count)"
-        let data = try SeededStore.directory(watches: count, of: sku, mode: .every, customerPrefix: "b")
-        defer { try? FileManager.default.removeItem(at: data) }
-        let store = try StoreProcess(broker: broker, dataDirectory: data)
+        let state = try BenchState.seeded(watches: count, of: sku, mode: .every, customerPrefix: "b", on: postgres)
+        defer { state.remove() }
+        let store = try state.store(on: broker)
         try await store.start()
 
         let alerts = try await Subscriber(
@@ -84,7 +86,7 @@ struct EndToEndBench {
             say("  B3 N=\(Figure.grouped(count)) run \(run): store \(Figure.format(row.store.values.last!)) alerts/s (first after \(Figure.format(row.firstAlert.values.last!)) ms) · C ceiling \(Figure.format(row.ceiling.values.last!)) · mosquitto_pub -l → mosquitto_sub \(Figure.format(row.tools.values.last!)) messages/s")
         }
         // Nothing more may arrive, and nothing may be missing.
-        try await StoreQueues.waitUntilDrained(data, within: 120)
+        try await state.waitUntilDrained(within: 120)
         row.lost = count * runs - alerts.log.distinct
         row.duplicates = alerts.log.deliveries - alerts.log.distinct
         row.toolsLost = cSent + cChecks - tools.log.distinct

@@ -123,6 +123,50 @@ enum EndToEndSections {
         return section
     }
 
+    /// B3 on PostgreSQL beside SQLite's B3 of the same run.
+    static func throughputOnPostgres(_ rows: [EndToEndBench.Row], sqlite: [EndToEndBench.Row], runs: Int) -> BenchSection {
+        var section = BenchSection(
+            id: "B3-PG", title: "B3 on PostgreSQL: MQTT end to end",
+            method: """
+                B3's workload (N customers watching one SKU, mode every, seeded once through the storage; `{"set":1}`                 timed to the N-th distinct alert) on a store whose state is in PostgreSQL (`--database`: a private server                 of the run's own on loopback, Debian's, fsync on), against B3 on SQLite in the same run. \(runs) runs.
+                """)
+        section.table = MarkdownTable(header: ["N customers", "alerts/s on PostgreSQL", "alerts/s on SQLite", "PostgreSQL ÷ SQLite", "lost", "duplicates"])
+        var goals: [Goal] = []
+        for (row, base) in zip(rows, sqlite) {
+            let toSQLite = row.store.ratio(to: base.store)
+            section.table.add([
+                Figure.grouped(row.customers), row.store.formatted(), base.store.formatted(), toSQLite.formatted(), "\(row.lost)", "\(row.duplicates)",
+            ])
+            guard row.customers == 100_000 else { continue }
+            goals.append(
+                Goal(
+                    text: "B3 on PostgreSQL N = 100,000: ≥ 0.7 of SQLite's rate, 0 lost",
+                    figure: "\(ratioFigure(toSQLite)): \(Figure.format(row.store.median)) against \(Figure.format(base.store.median)) alerts/s, \(row.lost) lost",
+                    isMet: toSQLite.median >= 0.7 && row.lost == 0))
+        }
+        section.goals = goals
+        return section
+    }
+
+    /// B4 on PostgreSQL beside SQLite's B4 of the same run, and the takeover's time.
+    static func latencyOnPostgres(_ store: LatencyBench.Percentiles, sqlite: LatencyBench.Percentiles, takeover: Samples, runs: Int) -> BenchSection {
+        var section = BenchSection(
+            id: "B4-PG", title: "B4 on PostgreSQL: latency, and the takeover",
+            method: """
+                B4's workload (one customer, \(Figure.grouped(LatencyBench.restocks)) restocks, one every \(LatencyBench.period / 1_000_000) ms,                 timed from the stock command to the alert at the customer's `mosquitto_sub`) on a store whose state is in                 PostgreSQL, against B4 on SQLite in the same run. The takeover: a live store and a standby on the same                 database (`--standby --database`, nothing else shared), the live one SIGKILLed, timed until the standby's                 retained status says online; the standby is the next run's live store. \(runs) runs.
+                """)
+        section.table = MarkdownTable(header: ["figure", "on PostgreSQL", "on SQLite", "PostgreSQL ÷ SQLite"])
+        section.table.add(["stock command → alert, p50 µs", store.p50.formatted(), sqlite.p50.formatted(), store.p50.ratio(to: sqlite.p50).formatted()])
+        section.table.add(["stock command → alert, p99 µs", store.p99.formatted(), sqlite.p99.formatted(), store.p99.ratio(to: sqlite.p99).formatted()])
+        section.table.add(["stock command → alert, max µs", store.max.formatted(), sqlite.max.formatted(), store.max.ratio(to: sqlite.max).formatted()])
+        section.table.add(["standby online after the live store's SIGKILL, s", takeover.formatted(), "–", "–"])
+        section.notes = [
+            "The takeover waits for the lease to lapse: 5 s without a renewal by the database's clock (docs/operations.md, "
+                + "\"Running on PostgreSQL\"), then the standby opens the storage, restores the registry and connects."
+        ]
+        return section
+    }
+
     /// A goal's ratio: "0.71× (0.58–0.84)", the median and its spread across runs.
     private static func ratioFigure(_ ratio: Samples) -> String {
         "\(Figure.format(ratio.median))× (\(Figure.format(ratio.minimum))–\(Figure.format(ratio.maximum)))"

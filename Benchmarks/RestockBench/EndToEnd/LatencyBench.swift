@@ -24,12 +24,15 @@ struct LatencyBench {
         }
     }
 
-    func run(say: (String) -> Void) async throws -> (store: Percentiles, tools: Percentiles) {
+    /// The store's percentiles and the C tools', the store's state in `postgres`' database when given.
+    func run(say: (String) -> Void, postgres: PrivatePostgres? = nil) async throws -> (store: Percentiles, tools: Percentiles) {
         let broker = try await BenchBroker.start()
-        let store = try StoreProcess(broker: broker)
+        let state = try BenchState(on: postgres)
+        defer { state.remove() }
+        let store = try state.store(on: broker)
         try await store.start()
         try await mosquittoPub(broker, "restock/apple/subscribe/latency", #"{"sku":"latency-1","mode":"every"}"#)
-        try await StoreQueues.waitForWatches(1, in: store.dataDirectory, within: 30)
+        try await state.waitForWatches(1, within: 30)
 
         let customer = try await Subscriber(
             broker: broker, filter: "restock/apple/customers/latency/alerts", probeTopic: "restock/apple/customers/latency/alerts",
@@ -52,7 +55,7 @@ struct LatencyBench {
             let toolsRun = try await measure(echo.log, send: { index in pinger.write(line: "ping-\(run)-\(index)") })
             result.store.append(storeRun)
             result.tools.append(toolsRun)
-            say("  B4 run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs")
+            say("  B4\(postgres == nil ? "" : " on PostgreSQL") run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs")
         }
         await admin.disconnect()
         pinger.stop()
