@@ -59,6 +59,9 @@ struct LeaseClaim {
             expected = (current.epoch, current.currentOwner, current.renewals)
         }
         let holder: PostgresLease.Holder? = try session.transaction(.open) { statements in
+            // `FOR UPDATE` first: it waits for the owner's fenced write under way (`FOR KEY SHARE`), which the update alone
+            // (no key changed) would not.
+            _ = try PostgresLease.holder(of: store, in: statements, lifetime: session.settings.leaseLifetime, locking: true)
             let changed = try statements.execute(
                 """
                 UPDATE restock_lease SET epoch = \(expected.epoch + 1), owner = \(instance), renewals = 0, renewed_at = now(),

@@ -9,8 +9,10 @@ import Synchronization
 /// process's (docs/architecture.md, "Ownership: the lease").
 ///
 /// The epoch is the fencing token, as in SQLite's ``StoreLease``: it rises by one with every new owner, and every writing
-/// transaction of the storage first reads it, locking the row `FOR SHARE` (``PostgresFence``): a takeover's update of the
-/// row waits for the write to end, and a write that waited for a takeover reads the new epoch and is refused.
+/// transaction of the storage first reads it, locking the row `FOR KEY SHARE` (``PostgresFence``): a takeover locks the
+/// row `FOR UPDATE` before it changes it, so it waits for the write to end, and a write that waited for a takeover reads
+/// the new epoch and is refused. A renewal's update (no key changed) takes a lock that `FOR KEY SHARE` lets through: on
+/// a connection of its own, it never waits behind a long commit (a fan-out to 100,000 customers).
 final class PostgresLease: StoreOwnership {
     /// The lease's row as the database holds it.
     struct Holder: Sendable, Equatable {
@@ -45,6 +47,9 @@ final class PostgresLease: StoreOwnership {
 
     /// The epoch this storage holds, if it took the lease.
     var heldEpoch: Int64? { fence.heldEpoch }
+
+    /// Closes the lease's connection (the next call makes a new one).
+    func disconnect() { session.disconnect() }
 
     /// The columns a ``Holder`` is read from, the last one judged on the database's clock against `lifetime`.
     static func columns(lifetime: Duration) -> String {
@@ -137,12 +142,13 @@ final class PostgresFence: Sendable {
         return StorageError.leaseLost(path, owner: lost.owner, epoch: lost.epoch)
     }
 
-    /// Refuses the transaction of `statements` when a newer owner's epoch is in the lease: reads it `FOR SHARE`, inside
-    /// the transaction and before its writes, so that no takeover can commit between the check and the commit.
+    /// Refuses the transaction of `statements` when a newer owner's epoch is in the lease: reads it `FOR KEY SHARE`, inside
+    /// the transaction and before its writes, so that no takeover (which locks the row `FOR UPDATE` first) can commit
+    /// between the check and the commit, while a renewal passes.
     func check(_ statements: Statements, path: String) throws {
         guard let epoch = try self.epoch(path: path) else { return }
         let rows = try statements.query(
-            "SELECT \(unescaped: PostgresLease.columns(lifetime: LeaseHolder.lifetime)) FROM restock_lease WHERE store = \(store.rawValue) FOR SHARE")
+            "SELECT \(unescaped: PostgresLease.columns(lifetime: LeaseHolder.lifetime)) FROM restock_lease WHERE store = \(store.rawValue) FOR KEY SHARE")
         guard let holder = try rows.first.map(PostgresLease.holder(from:)), holder.epoch != epoch else { return }
         throw lose(to: holder, path: path)
     }

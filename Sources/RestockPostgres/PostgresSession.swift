@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import PostgresNIO
 import RestockPipeline
-import Synchronization
 
 /// One connection to PostgreSQL, used by one call at a time, for the seam's blocking calls: postgres-nio runs on an
 /// event loop of this session's own (one thread), and the caller — the storage's executor, or libmosquitto's network
@@ -22,37 +21,15 @@ final class PostgresSession: @unchecked Sendable {
     private var nextID = 1
     /// Whether a connection was made before: the next one is logged (after a failover, it names the promoted server).
     private var hasConnected = false
-    private let continuityState: Mutex<Continuity?>
+    /// What a server must hold to be connected to, for a session of one store (``JournalMark``); `nil` for any other.
+    let continuity: JournalMark?
 
-    /// What a server must hold to be connected to, for a session of one store: its journal at least as far as this
-    /// session saw it committed. A former primary started again on its own after a replica was promoted takes writes too,
-    /// but lacks what the store committed on the promoted one: writing there would lose it (found by an outside trial:
-    /// 2 acknowledged requests lost).
-    struct Continuity: Sendable {
-        /// The store whose journal is compared.
-        let store: String
-        /// The journal's last place this session committed or found at its first connection; `nil` before.
-        var committed: Int64?
-    }
-
-    /// A session with the database of `settings`; it connects at its first call. A session of `store` connects only to a
-    /// server that holds all it committed there (``Continuity``).
-    init(settings: PostgresSettings, store: String? = nil, logger: Logger = Logger(label: "restock.postgres")) {
+    /// A session with the database of `settings`; it connects at its first call. A session of a store's storage connects
+    /// only to a server that holds all its store committed there (`continuity`).
+    init(settings: PostgresSettings, continuity: JournalMark? = nil, logger: Logger = Logger(label: "restock.postgres")) {
         self.settings = settings
         self.logger = logger
-        continuityState = Mutex(store.map { Continuity(store: $0) })
-    }
-
-    /// What a server must hold to be connected to (``Continuity``), for a session of one store.
-    var continuity: Continuity? { continuityState.withLock { $0 } }
-
-    /// Records that the store's journal holds `place` on the server of this session: no server that holds less is
-    /// connected to after this.
-    func committed(through place: Int64) {
-        continuityState.withLock { state in
-            guard let current = state else { return }
-            state?.committed = max(current.committed ?? place, place)
-        }
+        self.continuity = continuity
     }
 
     deinit {
@@ -114,7 +91,7 @@ final class PostgresSession: @unchecked Sendable {
     /// The connection, made now when there is none (or it was closed): to a server of the list that answers and takes
     /// writes — a read-only replica (`pg_is_in_recovery()`) or a server set read only is passed over, so that after a
     /// failover the store finds the promoted one — and that holds everything this session's store committed
-    /// (``Continuity``). Throws the last server's failure when none does.
+    /// (``JournalMark``). Throws the last server's failure when none does.
     private func connected() throws -> PostgresConnection {
         if let connection {
             if !connection.isClosed { return connection }

@@ -26,7 +26,7 @@ extension PostgresStoreStorage {
                 """
             ).map { try $0.decode(Int64.self) }.sorted()
         }
-        session.committed(through: places.last ?? 0)
+        journalMark.advance(to: places.last ?? 0)
         return zip(places, requests).map { seq, request in
             JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
         }

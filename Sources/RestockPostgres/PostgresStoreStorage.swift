@@ -18,7 +18,9 @@ package final class PostgresStoreStorage: StoreStorage {
     /// The store whose rows these are.
     package let store: StoreID
     let session: PostgresSession
-    /// The lease this storage took (``ownership``).
+    /// How far the store's journal goes, as its sessions saw it committed.
+    let journalMark: JournalMark
+    /// The lease this storage took (``ownership``), on a session of its own.
     let lease: PostgresLease
     /// The migration that ran when it was opened, if any.
     let schemaChange: PostgresSchema.Change?
@@ -34,10 +36,14 @@ package final class PostgresStoreStorage: StoreStorage {
     /// `claim` says (``PostgresStorage/open(for:claim:now:)``).
     init(settings: PostgresSettings, store: StoreID, claim: StorageClaim) throws {
         self.store = store
-        session = PostgresSession(settings: settings, store: store.rawValue)
+        let mark = JournalMark(store: store.rawValue)
+        journalMark = mark
+        session = PostgresSession(settings: settings, continuity: mark)
         schemaChange = try PostgresSchema.prepare(session)
         let fence = PostgresFence(store: store)
-        lease = PostgresLease(session: session, store: store, fence: fence)
+        // The lease on a connection of its own: its renewal never waits behind a long commit (the fence's row lock lets
+        // it through: ``PostgresFence``).
+        lease = PostgresLease(session: PostgresSession(settings: settings, continuity: mark), store: store, fence: fence)
         try Self.makeRows(of: store, in: session)
         let epoch = try LeaseClaim(session: session, store: store).take(claim)
         fence.hold(epoch)
@@ -51,7 +57,7 @@ package final class PostgresStoreStorage: StoreStorage {
                 WHERE store = \(store.rawValue)
                 """)
             let place = try statements.query("SELECT journal_place FROM restock_store WHERE store = \(store.rawValue)")
-            session.committed(through: try place.first?.decode(Int64.self) ?? 0)
+            mark.advance(to: try place.first?.decode(Int64.self) ?? 0)
             let rows = try statements.query(
                 """
                 SELECT GREATEST(outbox_place, COALESCE((SELECT MAX(seq) FROM restock_outbox WHERE store = \(store.rawValue)), 0))
@@ -74,7 +80,10 @@ package final class PostgresStoreStorage: StoreStorage {
         }
     }
 
-    deinit { session.disconnect() }
+    deinit {
+        session.disconnect()
+        lease.disconnect()
+    }
 
     // MARK: Transactions
 
@@ -115,7 +124,10 @@ package final class PostgresStoreStorage: StoreStorage {
 
     /// Closes the connection: the lease was released by ``PostgresLease/release()``, and nothing else holds the store. A
     /// call of a task of the ended run that comes later connects again.
-    package func releaseDirectory() { session.disconnect() }
+    package func releaseDirectory() {
+        session.disconnect()
+        lease.disconnect()
+    }
 
     /// The migration that ran when the storage was opened, if any (the service logs it).
     package var migrations: [SchemaVersion] {

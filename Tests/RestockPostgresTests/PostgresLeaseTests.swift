@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import RestockCore
 import RestockTestSupport
+import Synchronization
 import Testing
 
 @testable import RestockPipeline
@@ -189,6 +190,52 @@ extension PostgresServerTests {
                 _ = try? await frozen.close().get()
                 try await group.shutdownGracefully()
                 #expect((try takeover.get() as? PostgresStoreStorage)?.lease.fence.heldEpoch == 2)
+            }
+        }
+
+        @Test("a renewal passes a long fenced write (its own connection, a lock the fence lets through), while a takeover waits for the write to end, and the write it waited for commits")
+        func renewalPassesALongWrite() async throws {
+            try await PrivatePostgres.with { server in
+                let owner = try Self.open(server, as: "aaaaaaaaaaaa")
+                let inside = Mutex(false), done = Mutex(false)
+                // A write that holds the lease's row for 3 s, as a fan-out's commit to very many customers does.
+                let longWrite = { @Sendable () throws -> Void in
+                    try owner.write { statements in
+                        inside.withLock { $0 = true }
+                        try statements.execute("SELECT pg_sleep(3)")
+                        try statements.execute("UPDATE restock_store SET journal_place = journal_place + 1 WHERE store = 'apple'")
+                    }
+                    done.withLock { $0 = true }
+                }
+                let writing = Self.inBackground(longWrite)
+                try await waitUntil("the write inside its transaction", within: 30) { inside.withLock { $0 } }
+                try owner.ownership.renew(at: Date())
+                #expect(!done.withLock { $0 }, "the renewal waited for the write to end")
+                try await writing.value
+
+                // A takeover while another long write is under way waits for it; the write commits, the next is refused.
+                inside.withLock { $0 = false }
+                done.withLock { $0 = false }
+                let place = try await server.psql("SELECT journal_place FROM restock_store WHERE store = 'apple'")
+                let seen = try Self.seen(owner)
+                let second = Self.inBackground(longWrite)
+                try await waitUntil("the second write inside its transaction", within: 30) { inside.withLock { $0 } }
+                let standby = try server.backend.open(
+                    for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: seen)), now: Date())
+                #expect(done.withLock { $0 }, "the takeover did not wait for the write under way")
+                try await second.value
+                #expect(try await server.psql("SELECT journal_place FROM restock_store WHERE store = 'apple'") == String(Int(place)! + 1))
+                Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, "a write after the takeover") { _ = try owner.journal(batch: [request()]) }
+                withExtendedLifetime(standby) {}
+            }
+        }
+
+        /// Runs `body` on a thread of its own (it blocks on the database), as a task whose value is its end.
+        static func inBackground(_ body: @escaping @Sendable () throws -> Void) -> Task<Void, any Error> {
+            Task {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+                }
             }
         }
     }

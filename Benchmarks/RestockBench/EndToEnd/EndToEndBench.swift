@@ -67,7 +67,11 @@ struct EndToEndBench {
             row.store.append(Double(count) / (Double(last - start) / 1e9))
             row.firstAlert.append(Double((alerts.log.arrival(before + 1) ?? last) - start) / 1e6)
             try await admin.publish(Array(#"{"sku":"\#(sku)","set":0}"#.utf8), to: "restock/apple/admin/stock", qos: .atLeastOnce)
-            try await StoreQueues.waitUntilDrained(data, within: 120)
+            try await state.waitUntilDrained(within: 120)
+            guard postgres == nil else {
+                say("  B3 on PostgreSQL N=\(Figure.grouped(count)) run \(run): store \(Figure.format(row.store.values.last!)) alerts/s (first after \(Figure.format(row.firstAlert.values.last!)) ms)")
+                continue
+            }
 
             // The C tools: as many messages, in runs of at most 50,000.
             var elapsed: UInt64 = 0
