@@ -1,5 +1,4 @@
 import Foundation
-import RestockTestSupport
 
 /// `make bench`: runs B1–B6, prints the tables, and writes docs/benchmarks.md and the scaling plot.
 @main
@@ -29,16 +28,14 @@ struct BenchRun {
                 if let customers = options.customers { endToEnd.customerCounts = [customers] }
                 let rows = try await endToEnd.run(say: say)
                 sections.append(EndToEndSections.throughput(rows, runs: runs))
-                let onPostgres = try await PrivatePostgres.with { try await endToEnd.run(say: say, postgres: $0) }
+                let onPostgres = try await endToEnd.runOnPostgres(say: say)
                 sections.append(EndToEndSections.throughputOnPostgres(onPostgres, sqlite: rows, runs: runs))
             }
             if options.includes("B4") {
                 let latency = LatencyBench(runs: runs)
                 let result = try await latency.run(say: say)
                 sections.append(EndToEndSections.latency(result, runs: runs))
-                let (onPostgres, takeover) = try await PrivatePostgres.with { server in
-                    (try await latency.run(say: say, postgres: server).store, try await TakeoverBench(runs: runs).run(say: say, postgres: server))
-                }
+                let (onPostgres, takeover) = try await latency.runOnPostgres(say: say)
                 sections.append(EndToEndSections.latencyOnPostgres(onPostgres, sqlite: result.store, takeover: takeover, runs: runs))
             }
             if options.includes("B5") {

@@ -199,11 +199,12 @@ public final class PrivatePostgres: Sendable {
         guard promoted.status == 0 else { throw PostgresUnavailable(reason: "pg_ctl promote failed: \(promoted.standardOutput)\(promoted.standardError)") }
     }
 
-    /// Runs `sql` with `psql` as the superuser, on the unix socket; returns what it printed (unaligned, tuples only).
-    public func psql(_ sql: String) async throws -> String {
+    /// Runs `sql` with `psql` as the superuser, in `database` (by default ``database``); returns what it printed
+    /// (unaligned, tuples only).
+    public func psql(_ sql: String, in database: String? = nil) async throws -> String {
         let result = try await ChildProcess.run(
             binaries.appendingPathComponent("psql").path,
-            ["-h", host, "-p", String(port), "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+            ["-h", host, "-p", String(port), "-U", user, "-d", database ?? self.database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
         guard result.status == 0 else { throw PostgresUnavailable(reason: "psql: \(result.standardError)") }
         return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
     }

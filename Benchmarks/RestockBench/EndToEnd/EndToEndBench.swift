@@ -37,10 +37,15 @@ struct EndToEndBench {
         return rows
     }
 
+    /// The rows on a private PostgreSQL server of their own.
+    func runOnPostgres(say: (String) -> Void) async throws -> [Row] {
+        try await PrivatePostgres.with { server in try await run(say: say, postgres: server) }
+    }
+
     private func measure(customers count: Int, postgres: PrivatePostgres?, say: (String) -> Void) async throws -> Row {
         let broker = try await BenchBroker.start()
         let sku = "bench-\(count)"
-        let state = try BenchState.seeded(watches: count, of: sku, mode: .every, customerPrefix: "b", on: postgres)
+        let state = try await BenchState.seeded(watches: count, of: sku, mode: .every, customerPrefix: "b", on: postgres)
         defer { state.remove() }
         let store = try state.store(on: broker)
         try await store.start()

@@ -27,7 +27,7 @@ struct LatencyBench {
     /// The store's percentiles and the C tools', the store's state in `postgres`' database when given.
     func run(say: (String) -> Void, postgres: PrivatePostgres? = nil) async throws -> (store: Percentiles, tools: Percentiles) {
         let broker = try await BenchBroker.start()
-        let state = try BenchState(on: postgres)
+        let state = try await BenchState.make(on: postgres)
         defer { state.remove() }
         let store = try state.store(on: broker)
         try await store.start()
@@ -62,6 +62,14 @@ struct LatencyBench {
         try await store.send(SIGTERM)
         try await broker.stop()
         return result
+    }
+
+    /// The store's percentiles on a private PostgreSQL server of their own, and then the takeover's time there
+    /// (``TakeoverBench``), in seconds.
+    func runOnPostgres(say: (String) -> Void) async throws -> (store: Percentiles, takeover: Samples) {
+        try await PrivatePostgres.with { server in
+            (try await run(say: say, postgres: server).store, try await TakeoverBench(runs: runs).run(say: say, postgres: server))
+        }
     }
 
     private func tool(_ broker: MosquittoBroker, topic: String) throws -> PipedProcess {

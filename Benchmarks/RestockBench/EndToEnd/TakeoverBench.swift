@@ -13,13 +13,13 @@ struct TakeoverBench {
     /// Seconds from the SIGKILL to the standby online, one per run.
     func run(say: (String) -> Void, postgres: PrivatePostgres) async throws -> Samples {
         let broker = try await BenchBroker.start()
-        let database = BenchState.url(of: postgres)
+        let state = try await BenchState.make(on: postgres)
         let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
-        var live = try StoreProcess(broker: broker, database: database)
+        var live = try state.store(on: broker)
         try await live.start()
         var took = Samples()
         for run in 1...runs {
-            let standby = try StoreProcess(broker: broker, database: database, extraArguments: ["--standby"])
+            let standby = try state.store(on: broker, extraArguments: ["--standby"])
             try standby.launch()
             try await waitUntil("the standby to wait", within: 60) {
                 if let status = standby.exitStatus { throw StoreExited(status: status, log: standby.log) }
