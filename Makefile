@@ -113,11 +113,12 @@ demo: deps
 fuzz: deps
 	SWIFT=$(SWIFT) Fuzz/run.sh
 
-## compose-check: validate docker-compose.yml and deploy/cluster/docker-compose.yml (quick; make compose-test runs them under podman)
+## compose-check: validate docker-compose.yml, deploy/cluster/ and deploy/postgres/docker-compose.yml (quick; make compose-test runs them under podman)
 compose-check:
 	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose; }
 	docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
 	docker-compose -f deploy/cluster/docker-compose.yml config -q && echo "deploy/cluster/docker-compose.yml: valid"
+	docker-compose -f deploy/postgres/docker-compose.yml config -q && echo "deploy/postgres/docker-compose.yml: valid"
 
 ## compose-test: run docker-compose.yml for real without Docker — podman, Debian's docker-compose through
 ## `podman system service`, local stand-ins for the images no registry can give us here (deploy/compose-test);
