@@ -106,7 +106,10 @@ struct PostgresFailure: StorageFailure {
         case let error as IOError:
             return String(cString: strerror(error.errnoCode)).lowercased()
         case let error as ChannelError:
-            if case .connectTimeout(let after) = error { return "no answer within \(after.nanoseconds / 1_000_000_000) s" }
+            if case .connectTimeout(let after) = error {
+                // Found in containers: a host name whose resolution hung read as this alone.
+                return "no answer within \(after.nanoseconds / 1_000_000_000) s (a host down, a port filtered, or a host name that does not resolve)"
+            }
             return "\(error)"
         case let error as PSQLError:
             return error.serverInfo?[.message] ?? error.underlying.map(plain) ?? error.code.description

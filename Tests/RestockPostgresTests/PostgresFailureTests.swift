@@ -2,6 +2,7 @@ import Foundation
 import LocalBroker
 import RestockCore
 import RestockPipeline
+import PostgresNIO
 import Testing
 
 @testable import RestockPostgres
@@ -44,5 +45,11 @@ struct PostgresFailureTests {
         for text in [refused, unknown, missing, bad] {
             #expect(!text.contains("s3cret") && !text.contains("\n") && !text.contains("NIO") && !text.contains("Failure("), "\(text)")
         }
+    }
+
+    @Test("a connection nothing answered within the connect timeout names what may cause it, a host name that does not resolve among them (found in containers: a resolution that hung read as 'no answer within 5 s' alone)")
+    func connectTimeoutSaysWhy() {
+        let text = PostgresFailure.plain(ChannelError.connectTimeout(.seconds(5)))
+        #expect(text == "no answer within 5 s (a host down, a port filtered, or a host name that does not resolve)", "\(text)")
     }
 }

@@ -100,7 +100,7 @@ public final class StoreHealth: Sendable {
     public var readiness: Check {
         switch phase.withLock({ $0 }) {
         case .starting: return .failing("starting: restoring the state and claiming the store id on the broker")
-        case .standby(let location): return .failing("standby: waiting for the live store process on \(location) to stop")
+        case .standby(let location): return .failing("standby: waiting for the live store process on \(location) to stop, or to leave its lease unrenewed")
         case .running(let lifecycle):
             if let reason = lifecycle.notReadyReason { return .failing(reason) }
             // An idle store whose storage does not answer takes no request that would pause it: its lease tells (found
