@@ -1,23 +1,83 @@
+import Logging
+import RestockCore
 import Synchronization
 
-/// How far a store's journal goes, as the sessions of its storage saw it committed: a server that holds less is not
-/// connected to (``PostgresSession``). A former primary started again on its own after a replica was promoted takes
-/// writes too, but lacks what the store committed on the promoted one: writing there would lose it (found by an outside
-/// trial: 2 acknowledged requests lost). Shared by the storage's sessions (its statements', its lease's), so that the
-/// lease is not renewed on a server the journal would not be written to.
+/// How far a store's journal goes, as the sessions of its storage (its statements', its lease's) and its standby's looks
+/// saw it: a server that takes writes but holds less is not used. A former primary started again on its own after a
+/// replica was promoted takes writes too, but lacks what the store committed on the promoted one: writing there would
+/// lose it (found by outside trials: 2 acknowledged requests lost; a standby that took the lease there).
+///
+/// One per store and backend (``JournalMarks``), so that a standby's takeover keeps what its looks saw.
 final class JournalMark: Sendable {
     /// The store whose journal it follows.
     let store: String
-    private let place = Mutex<Int64?>(nil)
+    private struct State {
+        var place: Int64?
+        /// When each complaint was last logged: once a minute at most (an outside trial saw 3.5 a second while paused).
+        var logged: [String: ContinuousClock.Instant] = [:]
+    }
+    private let state = Mutex(State())
 
     /// A mark of `store` with nothing seen yet.
     init(store: String) { self.store = store }
 
-    /// The journal's last place committed, or found at the storage's first connection; `nil` before.
-    var committed: Int64? { place.withLock { $0 } }
+    /// The journal's last place committed or seen; `nil` before.
+    var committed: Int64? { state.withLock { $0.place } }
 
     /// Records that the store's journal holds `seq`.
     func advance(to seq: Int64) {
-        place.withLock { $0 = max($0 ?? seq, seq) }
+        state.withLock { $0.place = max($0.place ?? seq, seq) }
+    }
+
+    /// Whether every server of a list of `servers` that takes writes must be asked how far its journal goes before one
+    /// is chosen: with nothing seen yet and several servers (``furthest(of:place:name:location:logger:)``). Otherwise the
+    /// first that holds all ``committed`` is taken.
+    func needsComparing(servers: Int) -> Bool { committed == nil && servers > 1 }
+
+    /// Whether a server that takes writes, its journal at `place`, may be used; when not, the reason, logged.
+    func refusal(of server: String, place: Int64, logger: Logger) -> PostgresFailure.BehindTheStore? {
+        guard let committed, place < committed else { return nil }
+        let behind = PostgresFailure.BehindTheStore(server: server, place: place, committed: committed)
+        if shouldLog("behind \(server)") { logger.error("\(behind.description) (said again once a minute)") }
+        return behind
+    }
+
+    /// Of servers that take writes, the one whose journal goes furthest (the first of those that go as far); more than
+    /// one is logged as the operator's mistake it is.
+    func furthest<Server>(
+        of writable: [Server], place: (Server) -> Int64, name: (Server) -> String, location: String, logger: Logger
+    ) -> Server? {
+        guard let chosen = writable.max(by: { place($0) < place($1) }) else { return nil }
+        if writable.count > 1, shouldLog("several") {
+            let others = writable.filter { name($0) != name(chosen) }.map { "\(name($0)) (through \(place($0)))" }
+            logger.error(
+                "more than one server of \(location) takes writes: the store uses \(name(chosen)), whose journal goes furthest (through \(place(chosen))), not \(others.joined(separator: ", ")); a former primary must follow the promoted server, not run on its own (docs/operations.md, \"Failover\"; said again once a minute)")
+        }
+        return chosen
+    }
+
+    private func shouldLog(_ what: String) -> Bool {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            if let last = state.logged[what], now - last < .seconds(60) { return false }
+            state.logged[what] = now
+            return true
+        }
+    }
+}
+
+/// The journal marks of a backend's stores (``JournalMark``), one per store: the standby's wait and the storage it then
+/// opens share it.
+final class JournalMarks: Sendable {
+    private let marks = Mutex<[String: JournalMark]>([:])
+
+    /// The mark of `store`, made at the first call.
+    func mark(of store: StoreID) -> JournalMark {
+        marks.withLock { marks in
+            if let mark = marks[store.rawValue] { return mark }
+            let mark = JournalMark(store: store.rawValue)
+            marks[store.rawValue] = mark
+            return mark
+        }
     }
 }

@@ -60,7 +60,9 @@ struct PostgresFailure: StorageFailure {
     /// under way: a replica is about to be promoted). ``StorageError/Kind/unavailable``: it may pass.
     struct NoServerTakesWrites: Error, CustomStringConvertible {
         let location: String
-        var description: String { "no server of \(location) takes writes now: each is unreachable or a read-only replica" }
+        var description: String {
+            "no server of \(location) takes writes now: each is unreachable, a replica, set read only, or behind what this store committed"
+        }
     }
 
     /// A server that takes writes lacks requests the store committed: a former primary started again on its own after a

@@ -59,8 +59,8 @@ final class PostgresSession: @unchecked Sendable {
             if failure.losesTheConnection, connection != nil {
                 dropConnection()
                 // The store's own log says what it does about it (it pauses, or tries again); this says why, once.
-                logger.warning(
-                    "the connection to PostgreSQL was lost: \(failure.reason); it is made again, to the server of \(settings.location) that takes writes")
+                let what = failure.code > 0 ? "PostgreSQL answered: \(failure.reason)" : "the connection to PostgreSQL was lost: \(failure.reason)"
+                logger.warning("\(what); the connection is made again, to the server of \(settings.location) that takes writes")
             }
             throw StorageError(action, settings.location, cause: failure)
         }
@@ -100,10 +100,9 @@ final class PostgresSession: @unchecked Sendable {
         }
         dropConnection()
         var failure: any Error = PostgresFailure.noServerTakesWrites(settings.location)
-        let committed = continuity?.committed
         // Without a mark yet (the store's first connection) and with several servers, every writable one is asked how
         // far its journal goes, and the furthest is taken: a former primary started again on its own also takes writes.
-        let compareAll = continuity != nil && committed == nil && settings.servers.count > 1
+        let compareAll = continuity?.needsComparing(servers: settings.servers.count) ?? false
         var writable: [(server: DatabaseURL.Server, connection: PostgresConnection, place: Int64)] = []
         for server in settings.servers {
             defer { nextID += 1 }
@@ -124,10 +123,8 @@ final class PostgresSession: @unchecked Sendable {
                     failure = PostgresFailure.noServerTakesWrites(settings.location)
                     continue
                 }
-                if let committed, place < committed {
+                if let behind = continuity?.refusal(of: "\(server)", place: place, logger: logger) {
                     Self.close(made)
-                    let behind = PostgresFailure.BehindTheStore(server: "\(server)", place: place, committed: committed)
-                    logger.error("\(behind.description)")
                     failure = behind
                     continue
                 }
@@ -137,15 +134,15 @@ final class PostgresSession: @unchecked Sendable {
                 failure = error
             }
         }
-        guard let chosen = writable.max(by: { $0.place < $1.place }) else { throw failure }
+        let furthest = continuity?.furthest(of: writable, place: \.place, name: { "\($0.server)" }, location: settings.location, logger: logger)
+        guard let chosen = furthest ?? writable.first else { throw failure }
         for other in writable where other.server != chosen.server { Self.close(other.connection) }
-        if writable.count > 1 {
-            let others = writable.filter { $0.server != chosen.server }.map { "\($0.server) (through \($0.place))" }
-            logger.error(
-                "more than one server of \(settings.location) takes writes: the store uses \(chosen.server), whose journal goes furthest (through \(chosen.place)), not \(others.joined(separator: ", ")); a former primary must follow the promoted server, not run on its own (docs/operations.md, \"Failover\")")
-        }
         connection = chosen.connection
-        if hasConnected { logger.notice("connected to PostgreSQL at \(chosen.server), which takes writes") }
+        if hasConnected {
+            logger.notice("connected to PostgreSQL at \(chosen.server), which takes writes")
+        } else {
+            logger.info("connected to PostgreSQL at \(chosen.server), which takes writes")
+        }
         hasConnected = true
         return chosen.connection
     }

@@ -32,12 +32,15 @@ extension PostgresStorage {
     private func waitForTheLeaseToGo(of store: StoreID) async throws -> LeaseHolder? {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let logger = Logger(label: "restock.postgres.standby")
+        let mark = journalMarks.mark(of: store)
         var connection: PostgresConnection?
         let outcome: Result<LeaseHolder?, any Error>
         while true {
             do {
                 try Task.checkCancellation()
-                if connection == nil { connection = try await connectToAWritableServer(on: group, logger: logger) }
+                if connection == nil { connection = try await connectToAWritableServer(mark: mark, on: group, logger: logger) }
+                // How far the journal goes where the lease is looked at: the takeover's storage uses no server behind it.
+                mark.advance(to: try await journalPlace(of: store.rawValue, on: connection!, logger: logger))
                 if case .gone(let holder) = try await look(at: store, on: connection!, logger: logger) {
                     outcome = .success(holder)
                     break
@@ -66,29 +69,56 @@ extension PostgresStorage {
         return try outcome.get()
     }
 
-    /// A connection to the first server of the list that answers and takes writes, not a replica nor read only (the lease is read where it is
-    /// written: a replica's copy may be behind).
-    private func connectToAWritableServer(on group: MultiThreadedEventLoopGroup, logger: Logger) async throws -> PostgresConnection {
+    /// A connection to a server of the list that answers and takes writes, not a replica nor read only, chosen as the
+    /// storage's sessions choose (``JournalMark``: never one behind what `mark` saw; with nothing seen yet, the one whose
+    /// journal goes furthest). The lease is read where it is written: a replica's copy may be behind, and a former
+    /// primary started again on its own holds a lease of its own (found by an outside trial: a standby took it there).
+    private func connectToAWritableServer(mark: JournalMark, on group: MultiThreadedEventLoopGroup, logger: Logger) async throws -> PostgresConnection {
         var failure: any Error = PostgresFailure.noServerTakesWrites(location)
+        let compareAll = mark.needsComparing(servers: settings.servers.count)
+        var writable: [(server: DatabaseURL.Server, connection: PostgresConnection, place: Int64)] = []
         for (number, server) in settings.servers.enumerated() {
             do {
                 let connection = try await Self.result(of: PostgresConnection.connect(
                     on: group.next(), configuration: PostgresSession.configuration(of: settings, server: server), id: number + 1, logger: logger))
                 // Closed before it is released, whatever happens (postgres-nio traps otherwise).
-                let takesWrites: Bool
+                let place: Int64?
                 do {
-                    takesWrites = try await Self.result(of: connection.query(PostgresSession.takesWrites, logger: logger)).rows.first?.decode(Bool.self) ?? false
+                    let takesWrites = try await Self.result(of: connection.query(PostgresSession.takesWrites, logger: logger)).rows.first?.decode(Bool.self) ?? false
+                    place = takesWrites ? try await journalPlace(of: mark.store, on: connection, logger: logger) : nil
                 } catch {
                     Self.close(connection)
                     throw error
                 }
-                if takesWrites { return connection }
-                Self.close(connection)
+                guard let place else {
+                    Self.close(connection)
+                    continue
+                }
+                if let behind = mark.refusal(of: "\(server)", place: place, logger: logger) {
+                    Self.close(connection)
+                    failure = behind
+                    continue
+                }
+                writable.append((server, connection, place))
+                if !compareAll { break }
             } catch {
                 failure = error
             }
         }
-        throw failure
+        guard let chosen = mark.furthest(of: writable, place: \.place, name: { "\($0.server)" }, location: location, logger: logger) else {
+            throw failure
+        }
+        for other in writable where other.server != chosen.server { Self.close(other.connection) }
+        mark.advance(to: chosen.place)
+        return chosen.connection
+    }
+
+    /// How far the journal of `store` goes on the server of `connection`; 0 before the schema or the store's row exist.
+    private func journalPlace(of store: String, on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        let exists = try await Self.result(of: connection.query("SELECT to_regclass('restock_store') IS NOT NULL", logger: logger)).rows
+        guard try exists.first?.decode(Bool.self) == true else { return 0 }
+        let rows = try await Self.result(of: connection.query("SELECT journal_place FROM restock_store WHERE store = \(store)", logger: logger)).rows
+        return try rows.first?.decode(Int64.self) ?? 0
     }
 
     /// The value of `future`, waited for at most `limit`, or until the task is cancelled: a future of a connection whose

@@ -12,6 +12,8 @@ import RestockPipeline
 package struct PostgresStorage: StoreStorageBackend {
     /// Where the database is.
     package let settings: PostgresSettings
+    /// How far each store's journal goes, as this backend's storages and standby looks saw it (``JournalMark``).
+    let journalMarks = JournalMarks()
 
     /// The backend of the database of `settings`.
     package init(settings: PostgresSettings) { self.settings = settings }
@@ -28,6 +30,6 @@ package struct PostgresStorage: StoreStorageBackend {
     ///   lease; ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)`` for a newer schema; a
     ///   ``StorageError`` when the database cannot be used.
     package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {
-        try PostgresStoreStorage(settings: settings, store: store, claim: claim)
+        try PostgresStoreStorage(settings: settings, store: store, claim: claim, mark: journalMarks.mark(of: store))
     }
 }

@@ -33,10 +33,10 @@ package final class PostgresStoreStorage: StoreStorage {
     var location: String { session.settings.location }
 
     /// Opens the storage of `store` in the database of `settings`: makes the schema ready, then takes the lease as
-    /// `claim` says (``PostgresStorage/open(for:claim:now:)``).
-    init(settings: PostgresSettings, store: StoreID, claim: StorageClaim) throws {
+    /// `claim` says (``PostgresStorage/open(for:claim:now:)``). Its sessions use only servers that hold what `mark` says
+    /// the store's journal holds (a standby's looks advanced it).
+    init(settings: PostgresSettings, store: StoreID, claim: StorageClaim, mark: JournalMark) throws {
         self.store = store
-        let mark = JournalMark(store: store.rawValue)
         journalMark = mark
         session = PostgresSession(settings: settings, continuity: mark)
         schemaChange = try PostgresSchema.prepare(session)

@@ -215,11 +215,35 @@ struct PostgresStandbyTests {
                 try await primary.start()
                 _ = try await primary.psql("ALTER SYSTEM RESET synchronous_standby_names")
                 _ = try await primary.psql("SELECT pg_reload_conf()")
+                // A standby given the former primary first: its lease there lapsed long ago, but the standby must look at the
+                // lease where the journal goes furthest, and never take the store over on the former primary (found by an
+                // outside trial: it took the lease there, and restored 17 watches of 3,200).
+                let staleLease = try await primary.psql("SELECT epoch || ' ' || owner FROM restock_lease WHERE store = 'apple'")
+                try await waitUntil("the lease on the former primary lapsed by its clock", within: 60) {
+                    (try? await primary.psql("SELECT now() - renewed_at > interval '6 seconds' FROM restock_lease WHERE store = 'apple'")) == "t"
+                }
+                let standby = try StoreProcess(
+                    broker: broker,
+                    database: "postgres://\(primary.user)@\(primary.host):\(primary.port),\(replica.host):\(replica.port)/\(primary.database)",
+                    extraArguments: ["--standby"])
+                try standby.launch()
+                try await waitUntil("the standby to wait", within: 60) { standby.log.contains("standby for store") }
+                // Its first look made, on the promoted server: the store's two connections and the standby's. (A standby that
+                // first looks while only the former primary answers has nothing to compare it with: docs/operations.md.)
+                try await waitUntil("the standby's look on the promoted server", within: 60) {
+                    (try? await replica.psql("SELECT count(*) FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()")) == "3"
+                }
                 try await replica.stop()
                 let later = Requests.customers(100, prefix: "l")
                 try await Requests.publish(Requests.subscriptions(later, to: "switch-3"), to: broker.url)
-                try await waitUntil("the store to pass the former primary over", within: 60) {
-                    store.log.contains("\(primary.host):\(primary.port) takes writes but lacks requests this store committed")
+                do {
+                    try await waitUntil("the store and the standby to pass the former primary over", within: 60) {
+                        store.log.contains("\(primary.host):\(primary.port) takes writes but lacks requests this store committed")
+                            && standby.log.contains("\(primary.host):\(primary.port) takes writes but lacks requests this store committed")
+                    }
+                } catch {
+                    Issue.record("the standby's log ends: \(standby.log.suffix(2_000))")
+                    throw error
                 }
                 #expect(try await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'") == "300")
                 try await replica.start()
@@ -229,6 +253,10 @@ struct PostgresStandbyTests {
                 }
                 #expect(try await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'") == "300")
                 #expect(store.exitStatus == nil, "\(store.log.suffix(1_000))")
+                #expect(try await primary.psql("SELECT epoch || ' ' || owner FROM restock_lease WHERE store = 'apple'") == staleLease)
+                #expect(!standby.log.contains("takes over") && standby.exitStatus == nil, "\(standby.log.suffix(1_500))")
+                #expect(standby.log.components(separatedBy: "renewed or taken before this standby").count <= 2, "\(standby.log.suffix(1_500))")
+                try await standby.send(SIGTERM)
                 try await store.send(SIGTERM)
 
                 // A store started anew, given the former primary first: both take writes, and it takes the one whose journal

@@ -69,6 +69,8 @@ public struct StoreLauncher: Service {
             } catch let error as StorageError where error.kind == .leaseLost {
                 // The owner renewed it at the last moment (its storage came back), or another standby was quicker.
                 logger.notice("the lease was renewed or taken before this standby could take it: \(error); it goes on waiting")
+                // Its next look a renewal later, never at once (an outside trial saw 10 a second while two servers disagreed).
+                try? await timing.clock.sleep(for: LeaseHolder.renewalInterval)
                 continue
             } catch let error as StorageError where error.isRetriable {
                 // A storage that cannot be written now (a read-only database, a full disk): the standby keeps its cover
