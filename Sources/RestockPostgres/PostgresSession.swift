@@ -138,9 +138,11 @@ final class PostgresSession: @unchecked Sendable {
         guard let chosen = furthest ?? writable.first else { throw failure }
         for other in writable where other.server != chosen.server { Self.close(other.connection) }
         connection = chosen.connection
+        // A store's storage says where it went, at the first connection too (an outside trial missed it); a command's
+        // session (export, the standby's schema check) only after a failover: a command prints one line, if any.
         if hasConnected {
             logger.notice("connected to PostgreSQL at \(chosen.server), which takes writes")
-        } else {
+        } else if continuity != nil {
             logger.info("connected to PostgreSQL at \(chosen.server), which takes writes")
         }
         hasConnected = true
