@@ -1,5 +1,6 @@
 import Logging
 import RestockCore
+import RestockPipeline
 import Synchronization
 
 /// How far a store's journal goes, as the sessions of its storage (its statements', its lease's) and its standby's looks
@@ -13,6 +14,8 @@ final class JournalMark: Sendable {
     let store: String
     private struct State {
         var place: Int64?
+        /// The broker's witness (``JournalWitness``): its place, and the topic it is retained on.
+        var witness: (place: Int64, topic: String)?
         /// When each complaint was last logged: once a minute at most (an outside trial saw 3.5 a second while paused).
         var logged: [String: ContinuousClock.Instant] = [:]
     }
@@ -29,6 +32,14 @@ final class JournalMark: Sendable {
         state.withLock { $0.place = max($0.place ?? seq, seq) }
     }
 
+    /// Records that the broker's witness, retained on `topic`, says the store's journal holds `seq`.
+    func witnessed(_ seq: Int64, on topic: String) {
+        state.withLock { state in
+            state.place = max(state.place ?? seq, seq)
+            if seq >= state.witness?.place ?? 0 { state.witness = (seq, topic) }
+        }
+    }
+
     /// Whether every server of a list of `servers` that takes writes must be asked how far its journal goes before one
     /// is chosen: with nothing seen yet and several servers (``furthest(of:place:name:location:logger:)``). Otherwise the
     /// first that holds all ``committed`` is taken.
@@ -36,8 +47,10 @@ final class JournalMark: Sendable {
 
     /// Whether a server that takes writes, its journal at `place`, may be used; when not, the reason, logged.
     func refusal(of server: String, place: Int64, logger: Logger) -> PostgresFailure.BehindTheStore? {
+        let (committed, witness) = state.withLock { ($0.place, $0.witness) }
         guard let committed, place < committed else { return nil }
-        let behind = PostgresFailure.BehindTheStore(server: server, place: place, committed: committed)
+        let behind = PostgresFailure.BehindTheStore(
+            server: server, place: place, committed: committed, witnessTopic: witness.flatMap { $0.place == committed ? $0.topic : nil })
         if shouldLog("behind \(server)") { logger.error("\(behind.description) (said again once a minute)") }
         return behind
     }
@@ -68,7 +81,7 @@ final class JournalMark: Sendable {
 
 /// The journal marks of a backend's stores (``JournalMark``), one per store: the standby's wait and the storage it then
 /// opens share it.
-final class JournalMarks: Sendable {
+final class JournalMarks: JournalWitness, Sendable {
     private let marks = Mutex<[String: JournalMark]>([:])
 
     /// The mark of `store`, made at the first call.
@@ -80,4 +93,10 @@ final class JournalMarks: Sendable {
             return mark
         }
     }
+
+    /// The broker's witness: the mark of `store` goes through `seq` at least.
+    func witnessed(_ seq: Int64, of store: StoreID, on topic: String) { mark(of: store).witnessed(seq, on: topic) }
+
+    /// How far the mark of `store` goes.
+    func place(of store: StoreID) -> Int64? { mark(of: store).committed }
 }

@@ -73,8 +73,12 @@ struct PostgresFailure: StorageFailure {
         let place: Int64
         /// How far the store committed it.
         let committed: Int64
+        /// The topic of the broker's journal witness, when that is what says how far the store committed.
+        var witnessTopic: String? = nil
         var description: String {
-            "\(server) takes writes but lacks requests this store committed (its journal ends at \(place), the store's at \(committed)): a former primary started again on its own? It is passed over; it must follow the promoted server (docs/operations.md, \"Failover\")"
+            let source = witnessTopic.map { ", as the broker's journal witness \($0) says" } ?? ""
+            let restored = witnessTopic.map { " If the database was restored on purpose and those requests are lost, clear the witness (mosquitto_pub -r -n -t \($0))" } ?? ""
+            return "\(server) takes writes but lacks requests this store committed (its journal ends at \(place), the store's at \(committed)\(source)): a former primary started again on its own? It is passed over; it must follow the promoted server (docs/operations.md, \"Failover\").\(restored)"
         }
     }
 

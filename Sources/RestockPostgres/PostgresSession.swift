@@ -91,7 +91,8 @@ final class PostgresSession: @unchecked Sendable {
     /// The connection, made now when there is none (or it was closed): to a server of the list that answers and takes
     /// writes — a read-only replica (`pg_is_in_recovery()`) or a server set read only is passed over, so that after a
     /// failover the store finds the promoted one — and that holds everything this session's store committed
-    /// (``JournalMark``). Throws the last server's failure when none does.
+    /// (``JournalMark``). Throws, when none does, the refusal of a server behind the store's journal if there was one
+    /// (the reason an operator must act on), else the last server's failure.
     private func connected() throws -> PostgresConnection {
         if let connection {
             if !connection.isClosed { return connection }
@@ -104,6 +105,7 @@ final class PostgresSession: @unchecked Sendable {
         // far its journal goes, and the furthest is taken: a former primary started again on its own also takes writes.
         let compareAll = continuity?.needsComparing(servers: settings.servers.count) ?? false
         var writable: [(server: DatabaseURL.Server, connection: PostgresConnection, place: Int64)] = []
+        var refusedAsBehind: PostgresFailure.BehindTheStore?
         for server in settings.servers {
             defer { nextID += 1 }
             do {
@@ -126,6 +128,7 @@ final class PostgresSession: @unchecked Sendable {
                 if let behind = continuity?.refusal(of: "\(server)", place: place, logger: logger) {
                     Self.close(made)
                     failure = behind
+                    refusedAsBehind = behind
                     continue
                 }
                 writable.append((server, made, place))
@@ -135,7 +138,7 @@ final class PostgresSession: @unchecked Sendable {
             }
         }
         let furthest = continuity?.furthest(of: writable, place: \.place, name: { "\($0.server)" }, location: settings.location, logger: logger)
-        guard let chosen = furthest ?? writable.first else { throw failure }
+        guard let chosen = furthest ?? writable.first else { throw refusedAsBehind ?? failure }
         for other in writable where other.server != chosen.server { Self.close(other.connection) }
         connection = chosen.connection
         // A store's storage says where it went, at the first connection too (an outside trial missed it); a command's

@@ -35,14 +35,33 @@ extension PostgresStorage {
         let mark = journalMarks.mark(of: store)
         var connection: PostgresConnection?
         let outcome: Result<LeaseHolder?, any Error>
+        // The lease as this standby first saw it unchanged (epoch and renewals), by its own clock: a lease lapsed by the
+        // database's clock is taken over only once this standby has also seen it stand still for its lifetime. The
+        // database's clock runs on while the database is away, and when it comes back every lease reads lapsed: the
+        // owner, paused meanwhile, is given a lifetime to renew it (found by CI: a standby took a store over as the
+        // promoted server came back, and the live store, about to renew, was fenced).
+        var unchanged: (epoch: Int64, renewals: Int64, since: ContinuousClock.Instant)?
         while true {
             do {
                 try Task.checkCancellation()
                 if connection == nil { connection = try await connectToAWritableServer(mark: mark, on: group, logger: logger) }
                 // How far the journal goes where the lease is looked at: the takeover's storage uses no server behind it.
                 mark.advance(to: try await journalPlace(of: store.rawValue, on: connection!, logger: logger))
-                if case .gone(let holder) = try await look(at: store, on: connection!, logger: logger) {
-                    outcome = .success(holder)
+                let seen = try await look(at: store, on: connection!, logger: logger)
+                let now = ContinuousClock.now
+                if let holder = seen.holder, unchanged.map({ $0.epoch != holder.epoch || $0.renewals != holder.renewals }) ?? true {
+                    unchanged = (holder.epoch, holder.renewals, now)
+                }
+                // The lease as it was when its owner went; `.some(nil)`: the store has none.
+                let gone: LeaseHolder?? =
+                    switch seen {
+                    case .held: nil
+                    case .released(let holder): .some(holder)
+                    case .absent: .some(nil)
+                    case .lapsed(let holder): unchanged.map({ now - $0.since >= settings.leaseLifetime }) == true ? .some(holder) : nil
+                    }
+                if let gone {
+                    outcome = .success(gone)
                     break
                 }
             } catch let error as CancellationError {
@@ -163,21 +182,33 @@ extension PostgresStorage {
 
     /// What one look at a lease found.
     private enum Look {
-        /// Its owner renewed it within its lifetime.
-        case held
-        /// Its owner released it or let it lapse, as it reads now; `nil`: the store has no lease.
-        case gone(LeaseHolder?)
+        /// Its owner renewed it within its lifetime, by the database's clock.
+        case held(LeaseHolder)
+        /// Its owner released it.
+        case released(LeaseHolder)
+        /// Its owner has not renewed it within its lifetime, by the database's clock.
+        case lapsed(LeaseHolder)
+        /// The store has no lease (nothing to wait for).
+        case absent
+
+        var holder: LeaseHolder? {
+            switch self {
+            case .held(let holder), .released(let holder), .lapsed(let holder): holder
+            case .absent: nil
+            }
+        }
     }
 
     private func look(at store: StoreID, on connection: PostgresConnection, logger: Logger) async throws -> Look {
         let exists = try await Self.result(of: connection.query("SELECT to_regclass('restock_lease') IS NOT NULL", logger: logger)).rows
-        guard try exists.first?.decode(Bool.self) == true else { return .gone(nil) }
+        guard try exists.first?.decode(Bool.self) == true else { return .absent }
         let rows = try await Self.result(of: connection.query(
             "SELECT \(unescaped: PostgresLease.columns(lifetime: settings.leaseLifetime)) FROM restock_lease WHERE store = \(store.rawValue)", logger: logger
         )).rows
-        guard let row = rows.first else { return .gone(nil) }
+        guard let row = rows.first else { return .absent }
         let holder = try PostgresLease.holder(from: row)
-        return holder.released || !holder.fresh ? .gone(holder.storeLeaseHolder) : .held
+        if holder.released { return .released(holder.storeLeaseHolder) }
+        return holder.fresh ? .held(holder.storeLeaseHolder) : .lapsed(holder.storeLeaseHolder)
     }
 }
 

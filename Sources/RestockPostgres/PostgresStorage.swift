@@ -32,4 +32,7 @@ package struct PostgresStorage: StoreStorageBackend {
     package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {
         try PostgresStoreStorage(settings: settings, store: store, claim: claim, mark: journalMarks.mark(of: store))
     }
+
+    /// The journal marks, which the broker's witness advances (``JournalWitness``).
+    package var journalWitness: (any JournalWitness)? { journalMarks }
 }

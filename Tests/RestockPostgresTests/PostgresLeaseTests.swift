@@ -156,9 +156,23 @@ extension PostgresServerTests {
                 let wait = Task { try await backend.waitForTheOwnerToGo(of: apple) }
                 await #expect(throws: DeadlineExceeded.self) { _ = try await Self.value(of: wait, within: 2.5) }
                 await #expect(throws: CancellationError.self) { _ = try await Self.value(of: wait, within: 60) }
-                // Renewed 61 s ago by the database's clock: lapsed, whatever the opener's clock says (an hour behind here).
+                // Renewed 61 s ago by the database's clock: lapsed, whatever the opener's clock says (an hour behind here). A
+                // standby (of a 3 s lifetime, so that the test is short) takes it once it has seen it stand still for that
+                // long itself: the database's clock runs on while the database is away, and the owner is given a lifetime
+                // to renew once it is back.
                 _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '61 seconds' WHERE store = 'apple'")
-                let standby = Task { try await backend.waitForTheOwnerToGo(of: apple) }
+                var quick = settings
+                quick.leaseLifetime = .seconds(3)
+                let quickBackend = PostgresStorage(settings: quick)
+                let renewedInTime = Task { try await quickBackend.waitForTheOwnerToGo(of: apple) }
+                try await Task.sleep(for: .seconds(1))  // the standby's first look, on a lapsed lease; then the owner renews
+                try owner.ownership.renew(at: Date())
+                _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '61 seconds' WHERE store = 'apple'")
+                await #expect(throws: DeadlineExceeded.self, "a lease renewed within a lifetime of the standby's first look is not taken") {
+                    _ = try await Self.value(of: renewedInTime, within: 2.5)
+                }
+                renewedInTime.cancel()
+                let standby = Task { try await quickBackend.waitForTheOwnerToGo(of: apple) }
                 let seen = try #require(try await Self.value(of: standby, within: 60).seen)
                 #expect(seen.owner == "aaaaaaaaaaaa" && !seen.isReleased)
                 let next = try #require(

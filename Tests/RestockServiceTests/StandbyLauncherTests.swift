@@ -12,37 +12,13 @@ import Testing
 /// backend (``StoreStorageBackend/waitForTheOwnerToGo(of:)``), never on a data directory.
 @Suite("A standby on the memory backend", .timeLimit(.minutes(2)))
 struct StandbyLauncherTests {
-    /// A launcher of the store on `volume`, over `broker`, in a service group of its own; its log and health.
-    struct Launched {
-        let group: ServiceGroup
-        let run: Task<Void, any Error>
-        let health: StoreHealth
-        let log: LogCapture
-
-        init(standby: Bool, on broker: InMemoryBroker, volume: InMemoryVolume) {
-            let log = LogCapture()
-            let logger = Logger(label: "test.launcher", factory: { _ in log })
-            var configuration = StoreService.Configuration(
-                connection: BrokerSettings(broker: .hostname("in-memory")), store: apple, dataDirectory: URL(filePath: "/nonexistent/restock-memory"),
-                customerRequestRate: nil)
-            configuration.storage = InMemoryStorageBackend(volume: volume)
-            let health = StoreHealth()
-            let launcher = StoreLauncher(configuration: configuration, standby: standby, logger: logger, health: health, connector: broker, timing: fast)
-            let group = ServiceGroup(configuration: .init(services: [launcher], logger: logger))
-            self.group = group
-            self.health = health
-            self.log = log
-            run = Task { try await group.run() }
-        }
-    }
-
     @Test("the standby waits while the live store runs, and takes over with its state once it stopped")
     func takesOverWhenTheOwnerStops() async throws {
         let broker = InMemoryBroker()
         let volume = InMemoryVolume()
-        let live = Launched(standby: false, on: broker, volume: volume)
+        let live = LaunchedStore(standby: false, on: broker, backend: InMemoryStorageBackend(volume: volume))
         try await withDeadline(30, waitingFor: "the live store online") { try await live.health.waitUntilOnline() }
-        let standby = Launched(standby: true, on: broker, volume: volume)
+        let standby = LaunchedStore(standby: true, on: broker, backend: InMemoryStorageBackend(volume: volume))
         try await waitUntil("the standby to wait", within: 30) { standby.log.text.contains("standby for store apple") }
         #expect(standby.log.text.contains("on \(volume.name)"), "\(standby.log.text)")
         #expect(volume.lease.owner != "" && !standby.log.text.contains("online"))

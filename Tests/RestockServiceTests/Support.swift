@@ -248,3 +248,33 @@ extension InMemoryBroker {
         retainedMessage(on: appleTopics.status).flatMap { try? JSONDecoder().decode(StoreStatus.self, from: Data($0.payload)) }
     }
 }
+
+/// A store launched as `restock serve` does (``StoreLauncher``, live or standby), over `broker`, on `backend`, in a
+/// service group of its own; its log and health.
+struct LaunchedStore {
+    let group: ServiceGroup
+    let run: Task<Void, any Error>
+    let health: StoreHealth
+    let log: LogCapture
+
+    init(standby: Bool, on broker: InMemoryBroker, backend: any StoreStorageBackend) {
+        let log = LogCapture()
+        var logger = Logger(label: "test.launcher", factory: { _ in log })
+        logger.logLevel = .info
+        var configuration = StoreService.Configuration(
+            connection: BrokerSettings(broker: .hostname("in-memory")), store: apple, dataDirectory: URL(filePath: "/nonexistent/restock-launched"),
+            customerRequestRate: nil)
+        configuration.storage = backend
+        let health = StoreHealth()
+        let launcher = StoreLauncher(configuration: configuration, standby: standby, logger: logger, health: health, connector: broker, timing: fast)
+        let group = ServiceGroup(configuration: .init(services: [launcher], logger: logger))
+        (self.group, self.health, self.log) = (group, health, log)
+        run = Task { try await group.run() }
+    }
+
+    /// Stops it gracefully and waits for its run to end.
+    func stop() async throws {
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+}

@@ -42,7 +42,7 @@ public struct StoreLauncher: Service {
     /// Runs the store (after waiting, as a standby) until graceful shutdown.
     public func run() async throws {
         guard standby else {
-            guard let service = try await openWaitingForLocks() else { return }
+            guard try await readJournalWitness(), let service = try await openWaitingForLocks() else { return }
             try await service.run()
             return
         }
@@ -63,7 +63,8 @@ public struct StoreLauncher: Service {
             }
             let opened: StoreService?
             do {
-                opened = try await openWaitingForLocks(takeover: takeover)
+                // How far the journal went, as the broker saw it last: a server that holds less is not taken over.
+                opened = try await readJournalWitness() ? openWaitingForLocks(takeover: takeover) : nil
             } catch RestockMQTTError.dataDirectoryInUse {
                 continue  // another standby was quicker
             } catch let error as StorageError where error.kind == .leaseLost {
@@ -93,6 +94,23 @@ public struct StoreLauncher: Service {
             }
             try await service.run()
             return
+        }
+    }
+
+    /// Reads the broker's journal witness (``JournalWitnessReader``) where the backend keeps one (PostgreSQL), so that no
+    /// database server whose journal goes less far is used: a former primary started again on its own. `false` when
+    /// stopped (graceful shutdown) meanwhile.
+    private func readJournalWitness() async throws -> Bool {
+        guard let witness = configuration.storageBackend.journalWitness else { return true }
+        let reader = JournalWitnessReader(
+            connector: connector ?? MosquittoConnector(settings: configuration.connection, logger: logger),
+            topics: try RestockTopics(prefix: configuration.prefix, store: configuration.store), store: configuration.store,
+            timing: timing, logger: logger)
+        do {
+            _ = try await cancelWhenGracefulShutdown { try await reader.read(into: witness) }
+            return true
+        } catch is CancellationError {
+            return false
         }
     }
 

@@ -62,7 +62,7 @@ extension StoreService {
 
     /// The stages, in the order they start (and stop in reverse).
     private func stages(_ wiring: Wiring, processor: RequestProcessor) -> [any Service] {
-        [
+        var stages: [any Service] = [
             // First, so that it stops last: the lease is renewed through the drain.
             LeaseRenewal(
                 storage: storage, lifecycle: wiring.lifecycle, interval: timing.leaseRenewal, clock: timing.clock, logger: logger,
@@ -99,5 +99,14 @@ extension StoreService {
                 logger: logger, probeInterval: timing.retry, readTimeout: timing.staleAfter, reportEvery: timing.pauseReport,
                 metrics: metrics, health: health, clock: timing.clock),
         ]
+        if let witness = configuration.storageBackend.journalWitness, let wakeups = wiring.witnessWakeups {
+            // Beside the heartbeat, so that it stops late: what the drain journals is witnessed too.
+            stages.insert(
+                JournalWitnessPublisher(
+                    client: wiring.publisher, topic: topics.journalWitness, store: store.id, witness: witness, wakeups: wakeups.stream,
+                    wake: wakeups.continuation, lifecycle: wiring.lifecycle, interval: timing.heartbeat, clock: timing.clock, logger: logger),
+                at: 2)
+        }
+        return stages
     }
 }

@@ -29,6 +29,8 @@ extension StoreService {
         let republish = Flag()
         /// How far the journal has written, for the lag watch.
         let journalMark = JournalMark()
+        /// Wakes the journal witness's publisher after each batch journaled, where the backend keeps one (PostgreSQL).
+        let witnessWakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)?
         /// Whether this instance has sent its claim (a start stopped before online withdraws it).
         let claimPublished = Flag()
         let heartbeat: Heartbeat
@@ -49,6 +51,9 @@ extension StoreService {
             journaled = HandOff(capacity: StoreService.handOffCapacity, wakeup: requestArrived)
             committed = HandOff(capacity: StoreService.handOffCapacity, wakeup: outboxWakeups.continuation)
             fence = DeliveryFence(outboxThrough: service.storage.lastOutboxPlace, committed: committed)
+            witnessWakeups = service.configuration.storageBackend.journalWitness.map { _ in
+                AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            }
 
             let offline = StoreStatus.connectionLost(store: store, instance: service.instance)
             let gate = LeaseWriteGate(lease: service.storage.ownership, lifecycle: lifecycle)
@@ -63,7 +68,7 @@ extension StoreService {
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
                 journal: RequestJournal(
                     storage: service.storage, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
-                    metrics: service.metrics, fence: fence),
+                    metrics: service.metrics, fence: fence, witnessWakeup: witnessWakeups?.continuation),
                 writeGate: gate)
             sessionEvents = session.connectionEvents()
 

@@ -431,22 +431,7 @@ public final class StoreService: Service, Sendable {
     /// Runs `operation` until it succeeds, retrying after an error of a broker that is not reachable (yet): the
     /// first retry after 100–200 ms, then at most 800 ms apart (``MQTTReconnectPolicy``). A refusal is not retried.
     private func retryingWhileUnreachable(_ operation: () async throws -> Void) async throws {
-        var attempt = 0
-        while true {
-            do {
-                return try await operation()
-            } catch let error as MQTTError {
-                // Bad credentials, or a user the broker does not let write or read the store's topics: retrying will not help.
-                switch error {
-                case .connectionRefused, .publishRefused, .subscribeRefused: throw error
-                default: break
-                }
-                let wait = MQTTReconnectPolicy.default.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
-                attempt += 1
-                logger.warning("broker not reachable, retrying", metadata: [StoreLoggingKeys.error: "\(error)", StoreLoggingKeys.retryIn: "\(Int(wait.seconds * 1000)) ms"])
-                try await timing.clock.sleep(for: wait)
-            }
-        }
+        try await RestockMQTT.retryingWhileUnreachable(clock: timing.clock, logger: logger, operation)
     }
 
     // MARK: One store per store id

@@ -162,6 +162,42 @@ public struct ErrorReport: Codable, Sendable, Hashable {
     }
 }
 
+/// How far a store's journal goes (docs/contract.md, "Journal witness"), published retained on `P/{store}/journal` by
+/// a store whose state is in PostgreSQL: the broker keeps it when the database's servers change, so that a store or
+/// standby that starts while only a former primary answers (started again on its own after a replica was promoted, and
+/// lacking what the store committed since) refuses that server instead of losing those requests.
+public struct JournalWitnessPayload: Codable, Sendable, Hashable {
+    /// The store whose journal it is.
+    public var store: String
+    /// The place of the last request the store journaled (the journal's places rise by one per request).
+    public var through: Int64
+
+    /// The witness of `store`'s journal through `through`.
+    public init(store: StoreID, through: Int64) {
+        self.store = store.rawValue
+        self.through = through
+    }
+
+    /// The witness a retained message of `store` holds: `nil` for an empty payload (cleared: no witness). 
+    /// - Throws: ``JournalWitnessPayload/Invalid`` with one sentence when it is not one, or another store's.
+    package static func read(_ payload: [UInt8], of store: StoreID) throws(Invalid) -> JournalWitnessPayload? {
+        guard !payload.isEmpty else { return nil }
+        guard payload.count <= 1_024, let witness = try? JSONDecoder().decode(JournalWitnessPayload.self, from: Data(payload)) else {
+            throw Invalid(reason: "is not a journal witness ({\"store\":…,\"through\":…} of at most 1 KiB)")
+        }
+        guard witness.store == store.rawValue else { throw Invalid(reason: "names store \"\(witness.store.prefix(64))\", not \"\(store)\"") }
+        guard witness.through >= 0 else { throw Invalid(reason: "names a negative place (\(witness.through))") }
+        return witness
+    }
+
+    /// A retained message on the journal topic that is not a witness of the store's.
+    package struct Invalid: Error, CustomStringConvertible {
+        /// What is wrong with it.
+        package let reason: String
+        package var description: String { "the retained journal witness \(reason): it is ignored" }
+    }
+}
+
 /// A store instance's claim on its store id, published retained on `P/{store}/claim` when it starts, before it
 /// takes the store's session: of instances starting at the same moment, the last to claim goes on.
 public struct StoreClaim: Codable, Sendable, Hashable {

@@ -78,6 +78,9 @@ public struct RestockTopics: Sendable, Hashable {
     public var status: String { "\(root)/status" }
     /// `P/{store}/claim`: retained; the instance that last claimed the store at start (one store per id).
     public var claim: String { "\(root)/claim" }
+    /// `P/{store}/journal`: retained; how far the store's journal goes, as a store whose state is in PostgreSQL last
+    /// published it (``JournalWitnessPayload``): a database server that holds less is not used.
+    public var journalWitness: String { "\(root)/journal" }
 
     /// The filters the store subscribes to for requests.
     public var requestFilters: [String] { ["\(root)/subscribe/+", "\(root)/unsubscribe/+", adminStock, adminForget, adminDeadLetter] }

@@ -178,6 +178,10 @@ package protocol StoreStorageBackend: Sendable {
     /// What keeps the state, as `restock_storage_info`'s `engine` label names it: `sqlite`, `postgresql`, `memory`.
     var engine: String { get }
 
+    /// How far each store's journal goes as the broker witnessed it, where the backend's servers can be replaced under
+    /// the store (``JournalWitness``: PostgreSQL); `nil` where the state is the store's own (SQLite, memory).
+    var journalWitness: (any JournalWitness)? { get }
+
     /// Opens the storage of `store`, taking it as `claim` says (a normal start, or a standby's takeover).
     /// - Throws: ``RestockMQTTError`` when another process owns it or it belongs to another store; a ``StorageError``.
     func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage

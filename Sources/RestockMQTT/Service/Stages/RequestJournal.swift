@@ -28,6 +28,8 @@ struct RequestJournal: MQTTInboundJournal {
     let metrics: StoreMetrics
     /// Told of each batch journaled, and of the broker's answer to the probe that follows it.
     let fence: DeliveryFence
+    /// Woken after each batch, where the backend keeps a journal witness (``JournalWitnessPublisher``).
+    let witnessWakeup: AsyncStream<Void>.Continuation?
     /// The probe the client unsubscribes from after each batch's acknowledgements (nothing subscribes to it).
     var confirmationProbe: String? { topics.deliveryProbe }
 
@@ -45,6 +47,7 @@ struct RequestJournal: MQTTInboundJournal {
             if let first = journaled.first, let last = journaled.last {
                 mark.journaled(through: last.seq)
                 fence.journaled(batch: number, from: first.seq, through: last.seq)
+                witnessWakeup?.yield()
             }
             metrics.requestsJournaled.increment(by: journaled.count)
             requests.append(journaled)

@@ -17,6 +17,9 @@ package struct InMemoryStorageBackend: StoreStorageBackend {
     /// `memory`.
     package var engine: String { "memory" }
 
+    /// None: the state lives in this process.
+    package var journalWitness: (any JournalWitness)? { nil }
+
     /// Opens a storage on the volume, taking its lease as `claim` says (``InMemoryVolume/open(for:claim:)``); `now` is
     /// not needed: no clock judges a lease in memory.
     package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {

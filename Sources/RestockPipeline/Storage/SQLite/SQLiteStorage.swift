@@ -14,6 +14,9 @@ package struct SQLiteStorage: StoreStorageBackend {
 
     package var engine: String { "sqlite" }
 
+    /// None: the data directory is the store's own, and holds its journal.
+    package var journalWitness: (any JournalWitness)? { nil }
+
     package func open(for store: StoreID, claim: StorageClaim, now: Date) throws -> any StoreStorage {
         switch claim {
         case .exclusive(let instance):

@@ -1,0 +1,91 @@
+import Deadlines
+import Foundation
+import Logging
+import Mosquitto
+import RestockCore
+import RestockPipeline
+
+/// Reads the broker's journal witness of a store (docs/contract.md, "Journal witness"), before the store opens its
+/// storage or a standby takes it over, and hands it to the backend (``JournalWitness``): a database server whose journal
+/// goes less far is then not used. Found by an outside trial: a store started while only a former primary answered —
+/// started again on its own after its replica was promoted, and lacking what the store committed since — took it, and
+/// 100 requests it had acknowledged were lost.
+///
+/// A connection of its own with a clean session, as the store's publishing one (`P:{store}:@witness-…`, kept for the
+/// store's user by the shipped broker configuration); while the broker cannot be reached it tries again, as the store's
+/// start does. No retained witness (a store that never ran on PostgreSQL, or a broker that lost its retained messages)
+/// leaves the backend as it is; one that is not a witness of this store is logged and ignored.
+struct JournalWitnessReader {
+    let connector: any BrokerConnector
+    let topics: RestockTopics
+    let store: StoreID
+    let timing: StoreTiming
+    let logger: Logger
+
+    /// Reads the witness and hands it to `witness`; returns the place it says, if any.
+    @discardableResult
+    func read(into witness: any JournalWitness) async throws -> Int64? {
+        let connection = try connector.connection(
+            clientID: SessionClientIDs.publisher(of: store, instance: "witness-\(UUID().uuidString.prefix(12).lowercased())", prefix: topics.prefix))
+        let messages = try connection.messages(matching: topics.journalWitness)
+        let payload: [UInt8]?
+        do {
+            try await retryingWhileUnreachable(clock: timing.clock, logger: logger) {
+                if !connection.isConnected { _ = try await connection.connect() }
+                try await connection.subscribe(to: topics.journalWitness)
+            }
+            // The broker sends the retained message right after its answer to the subscription.
+            payload = await Self.first(of: messages, within: timing.retainedWait)?.payload
+        } catch {
+            await connection.disconnect()
+            throw error
+        }
+        await connection.disconnect()
+        guard let payload else { return nil }
+        do {
+            guard let read = try JournalWitnessPayload.read(payload, of: store) else { return nil }
+            witness.witnessed(read.through, of: store, on: topics.journalWitness)
+            logger.info("the broker's journal witness says the journal of store \(store) goes through \(read.through): no database server that holds less is used")
+            return read.through
+        } catch {
+            logger.warning("\(error) (\(topics.journalWitness))")
+            return nil
+        }
+    }
+
+    /// The first message of `messages` within `limit` (real time: the broker's answer), or `nil`.
+    private static func first(of messages: AsyncStream<MQTTMessage>, within limit: Duration) async -> MQTTMessage? {
+        await withTaskGroup(of: MQTTMessage?.self) { group in
+            group.addTask {
+                for await message in messages { return message }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+    }
+}
+
+/// Runs `operation` until it succeeds, waiting between attempts as a reconnection does while the broker cannot be
+/// reached (it may start after the store); a refusal that trying again cannot help (credentials, the ACL) is thrown.
+func retryingWhileUnreachable(clock: ServiceClock, logger: Logger, _ operation: () async throws -> Void) async throws {
+    var attempt = 0
+    while true {
+        do {
+            return try await operation()
+        } catch let error as MQTTError {
+            switch error {
+            case .connectionRefused, .publishRefused, .subscribeRefused: throw error
+            default: break
+            }
+            let wait = MQTTReconnectPolicy.default.delay(beforeAttempt: attempt, random: Double.random(in: 0..<1))
+            attempt += 1
+            logger.warning("broker not reachable, retrying", metadata: [StoreLoggingKeys.error: "\(error)", StoreLoggingKeys.retryIn: "\(Int(wait.seconds * 1000)) ms"])
+            try await clock.sleep(for: wait)
+        }
+    }
+}
