@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps plugin build test examples contract-test contract-deps reliability cluster-test cluster-deps bench demo compose-check compose-test fuzz clean
+.PHONY: deps plugin build test examples contract-test contract-deps reliability cluster-test cluster-deps bench bench-build demo compose-check compose-test compose-deps compose-images fuzz clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -96,12 +96,15 @@ cluster-deps:
 ## prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg.
 ## The benchmarks are a package of their own (Benchmarks/Package.swift, the root package by path), built in Benchmarks/.build.
 BENCH := $(SWIFT) build --package-path Benchmarks -c release
-bench: deps cluster-deps
-	$(BENCH) --product restock
-	@{ $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log.txt; test $${PIPESTATUS[0]} -eq 0
-	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log.txt; then echo "error: the build has warnings (above)"; rm -f .build-log.txt; exit 1; fi; rm -f .build-log.txt
+bench: bench-build
 	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 1200 $$($(BENCH) --show-bin-path)/restock-bench \
 		--output docs/benchmarks.md --plot docs/benchmarks.svg $(BENCH_ARGS)
+
+## bench-build: the benchmarks' release build alone (make bench does it first; CI runs it beside steps that mostly wait)
+bench-build: deps cluster-deps
+	$(BENCH) --product restock
+	@{ $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log-bench.txt; test $${PIPESTATUS[0]} -eq 0
+	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log-bench.txt; then echo "error: the build has warnings (above)"; rm -f .build-log-bench.txt; exit 1; fi; rm -f .build-log-bench.txt
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps
@@ -128,19 +131,27 @@ compose-check:
 ## then deploy/postgres/docker-compose.yml (postgres.sh): the live store's container SIGKILLed, its standby taking over
 COMPOSE_TEST_PACKAGES := podman runc netavark aardvark-dns iptables catatonit uidmap debootstrap docker-compose \
 	mosquitto-clients curl python3 git
-compose-test: cluster-deps
-	@missing=""; for p in $(COMPOSE_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		$(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+compose-test: compose-deps cluster-deps
 	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
 		timeout --kill-after=30 1500 deploy/compose-test/run.sh
 	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
 		timeout --kill-after=30 900 deploy/compose-test/cluster.sh
 	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
 		timeout --kill-after=30 600 deploy/compose-test/postgres.sh
+
+compose-deps:
+	@missing=""; for p in $(COMPOSE_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+## compose-images: every image make compose-test runs, built alone (compose-test builds what is missing; CI builds them
+## beside steps that mostly wait)
+compose-images: compose-deps cluster-deps
+	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
+		timeout --kill-after=30 1500 deploy/compose-test/images.sh
 
 clean:
 	rm -rf .build

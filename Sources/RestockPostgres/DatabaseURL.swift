@@ -66,6 +66,12 @@ package struct DatabaseURL: Sendable, Equatable {
             throw Invalid("--database must start with postgres:// or postgresql://, not \(Self.quoted(String(text[..<schemeEnd.upperBound])))")
         }
         var rest = text[schemeEnd.upperBound...]
+        // A password with a raw ? or # would be cut there, and its end read as parameters, which errors quote: refused
+        // without quoting anything (found by an outside trial: part of a password was printed).
+        if let lastAt = rest.lastIndex(of: "@"), let mark = rest.firstIndex(where: { $0 == "?" || $0 == "#" }), mark < lastAt {
+            throw Invalid("--database has a ? or # before its last @: percent-encode ?, #, @ and / in the user or password (%3F, %23, %40, %2F)")
+        }
+        guard !rest.contains("#") else { throw Invalid("--database holds a #: percent-encode it (%23)") }
         var query: Substring = ""
         if let mark = rest.firstIndex(of: "?") {
             query = rest[rest.index(after: mark)...]

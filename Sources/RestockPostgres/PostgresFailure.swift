@@ -36,9 +36,14 @@ struct PostgresFailure: StorageFailure {
             } else {
                 storageKind = Self.kind(ofClientCode: error.code)
                 code = -1
-                reason = error.code == .sslUnsupported
-                    ? "the server does not accept TLS connections (the URL's sslmode asks for TLS)"
-                    : error.underlying.map(Self.plain) ?? error.code.description
+                reason =
+                    switch error.code {
+                    case .sslUnsupported: "the server does not accept TLS connections (the URL's sslmode asks for TLS)"
+                    // postgres-nio's name for it, not a sentence (found by an outside trial).
+                    case .authMechanismRequiresPassword:
+                        "the server asks for a password and none was given (RESTOCK_DATABASE_PASSWORD, or in the URL)"
+                    default: error.underlying.map(Self.plain) ?? error.code.description
+                    }
             }
         } else if let error = error as? NoServerTakesWrites {
             (storageKind, code, reason) = (.unavailable, -4, error.description)

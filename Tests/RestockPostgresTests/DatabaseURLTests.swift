@@ -82,7 +82,9 @@ struct DatabaseURLTests {
                 _ = try DatabaseURL(parsing: String(text))
             } catch {
                 refused += 1
-                #expect(!error.description.contains("s3cretpw"), "\(error.description)")
+                // Nor any part of it: a raw ? in a password once had its end quoted as a parameter (an outside trial).
+                let parts = (0...3).map { "s3cretpw".dropFirst($0).prefix(5) }
+                #expect(!parts.contains { error.description.contains($0) }, "\(error.description)")
                 #expect(!error.description.contains("\n"))
                 #expect(error.description.hasPrefix("--database"))
             }
@@ -106,12 +108,16 @@ struct DatabaseURLTests {
         ("postgres://u@h/db?sslrootcert=/ca.pem", "needs sslmode=verify-ca or verify-full"),
         ("postgres://u:pw%zz@h/db", "password has a %"),
         ("postgres://u@h/d%00b", "control character"),
+        ("postgres://u:x@y/z?sslmode=TOPSECRET@h:5432/db", "percent-encode ?, #, @ and / in the user or password"),
+        ("postgres://u:pa#ss@h/db", "percent-encode ?, #, @ and / in the user or password"),
+        ("postgres://u@h/db#x", "holds a #"),
     ])
     func mistakes(text: String, says: String) {
         #expect {
             _ = try DatabaseURL(parsing: text)
         } throws: { error in
-            (error as? DatabaseURL.Invalid)?.description.contains(says) == true
+            let description = (error as? DatabaseURL.Invalid)?.description ?? ""
+            return description.contains(says) && !description.contains("TOPSECRET")
         }
     }
 }

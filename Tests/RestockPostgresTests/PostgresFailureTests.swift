@@ -2,6 +2,7 @@ import Foundation
 import LocalBroker
 import RestockCore
 import RestockPipeline
+import RestockTestSupport
 import PostgresNIO
 import Testing
 
@@ -44,6 +45,17 @@ struct PostgresFailureTests {
 
         for text in [refused, unknown, missing, bad] {
             #expect(!text.contains("s3cret") && !text.contains("\n") && !text.contains("NIO") && !text.contains("Failure("), "\(text)")
+        }
+    }
+
+    @Test("a server that asks for a password none was given says so in a sentence, not postgres-nio's name for it (found by an outside trial: authMechanismRequiresPassword)")
+    func passwordMissing() async throws {
+        try await PrivatePostgres.with { server in
+            try await server.requirePassword(of: "pwuser", password: "s3cret")
+            let text = try await failure("postgres://pwuser@127.0.0.1:\(server.port)/\(server.database)")
+            #expect(text.hasSuffix(": the server asks for a password and none was given (RESTOCK_DATABASE_PASSWORD, or in the URL)"), "\(text)")
+            let wrong = try await failure("postgres://pwuser:wrong@127.0.0.1:\(server.port)/\(server.database)")
+            #expect(wrong.contains("password authentication failed") && !wrong.contains("wrong"), "\(wrong)")
         }
     }
 

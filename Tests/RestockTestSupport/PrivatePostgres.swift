@@ -130,6 +130,16 @@ public final class PrivatePostgres: Sendable {
         }
     }
 
+    /// Makes `role`, with `password`, and has the server ask it for its password over TCP (scram-sha-256), before the
+    /// rules that trust everyone else.
+    public func requirePassword(of role: String, password: String) async throws {
+        _ = try await psql("CREATE ROLE \(role) LOGIN PASSWORD '\(password)'")
+        let rules = dataDirectory.appendingPathComponent("pg_hba.conf")
+        let existing = try String(contentsOf: rules, encoding: .utf8)
+        try ("host all \(role) 127.0.0.1/32 scram-sha-256\n" + existing).write(to: rules, atomically: false, encoding: .utf8)
+        _ = try await psql("SELECT pg_reload_conf()")
+    }
+
     /// Starts the server on its port and data (again, after ``stop()``), and waits until it accepts connections.
     public func start() async throws {
         let (command, arguments) = asServerUser(

@@ -3,7 +3,8 @@
 #   file     the compose file they run;
 # gives them: step, fail, poll, free_port, compose (on project $project), start_compose_api, start_health_loop, health,
 # and the EXIT trap that stops what they started and fails on anything of the project left behind (run
-# `on_exit` first, if they define one). The stand-in images (stand-ins.sh) are built here.
+# `on_exit` first, if they define one). The stand-in images (stand-ins.sh) are built here; build_images (images.sh)
+# builds ours.
 export CONTAINERS_CONF="$root/deploy/compose-test/containers.conf"
 WAIT=${COMPOSE_TEST_WAIT:-180}          # seconds allowed for each awaited condition
 
@@ -22,16 +23,8 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 step "stand-in images (built only when missing)"
 "$root/deploy/compose-test/stand-ins.sh"
 
-# The tag $file gives an image of ours.
-tag_of() { awk -v name="$1" '$1 == "image:" && index($2, name ":") == 1 { print $2; exit }' "$file"; }
-# build_images NAME:CONTEXT...: builds each image of ours from its Dockerfile (layers cached), tagged as $file names it.
-build_images() {
-    local image tag
-    for image in "$@"; do
-        tag=$(tag_of "${image%%:*}"); [ -n "$tag" ] || fail "$file names no tagged image ${image%%:*}"
-        nice -n 10 podman build --pull=never -q -t "$tag" "$root/${image#*:}" >/dev/null
-    done
-}
+# shellcheck source=images.sh
+. "$root/deploy/compose-test/images.sh"    # tag_of, build_images
 
 work=$(mktemp -d /tmp/compose-test.XXXXXX)
 project="restockcomposetest$$"

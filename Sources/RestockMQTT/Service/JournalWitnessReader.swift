@@ -14,7 +14,9 @@ import RestockPipeline
 /// A connection of its own with a clean session, as the store's publishing one (`P:{store}:@witness-…`, kept for the
 /// store's user by the shipped broker configuration); while the broker cannot be reached it tries again, as the store's
 /// start does. No retained witness (a store that never ran on PostgreSQL, or a broker that lost its retained messages)
-/// leaves the backend as it is; one that is not a witness of this store is logged and ignored.
+/// leaves the backend as it is. One it cannot read, or another store's, is refused (``Unreadable``): the guard fails
+/// closed (found by an outside trial: a witness ignored so let a store start on a former primary, without 1,200
+/// requests it had acknowledged) until an operator clears it.
 struct JournalWitnessReader {
     let connector: any BrokerConnector
     let topics: RestockTopics
@@ -22,7 +24,17 @@ struct JournalWitnessReader {
     let timing: StoreTiming
     let logger: Logger
 
+    /// A retained witness this store cannot use: it does not start on it.
+    struct Unreadable: Error, CustomStringConvertible {
+        let invalid: JournalWitnessPayload.Invalid
+        let topic: String
+        var description: String {
+            "\(invalid) on \(topic): no database server is used until it is one of this store's; if it is not, clear it (mosquitto_pub -r -n -t \(topic)) (docs/contract.md, \"Journal witness\")"
+        }
+    }
+
     /// Reads the witness and hands it to `witness`; returns the place it says, if any.
+    /// - Throws: ``Unreadable`` for a witness that is not one of this store's; the broker's refusal.
     @discardableResult
     func read(into witness: any JournalWitness) async throws -> Int64? {
         let connection = try connector.connection(
@@ -42,15 +54,16 @@ struct JournalWitnessReader {
         }
         await connection.disconnect()
         guard let payload else { return nil }
+        let read: JournalWitnessPayload?
         do {
-            guard let read = try JournalWitnessPayload.read(payload, of: store) else { return nil }
-            witness.witnessed(read.through, of: store, on: topics.journalWitness)
-            logger.info("the broker's journal witness says the journal of store \(store) goes through \(read.through): no database server that holds less is used")
-            return read.through
+            read = try JournalWitnessPayload.read(payload, of: store)
         } catch {
-            logger.warning("\(error) (\(topics.journalWitness))")
-            return nil
+            throw Unreadable(invalid: error, topic: topics.journalWitness)
         }
+        guard let read else { return nil }
+        witness.witnessed(read.through, of: store, on: topics.journalWitness)
+        logger.info("the broker's journal witness says the journal of store \(store) goes through \(read.through): no database server that holds less is used")
+        return read.through
     }
 
     /// The first message of `messages` within `limit` (real time: the broker's answer), or `nil`.

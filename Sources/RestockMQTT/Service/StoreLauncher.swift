@@ -73,6 +73,11 @@ public struct StoreLauncher: Service {
                 // Its next look a renewal later, never at once (an outside trial saw 10 a second while two servers disagreed).
                 try? await timing.clock.sleep(for: LeaseHolder.renewalInterval)
                 continue
+            } catch let error as JournalWitnessReader.Unreadable {
+                // Until an operator clears it, or the store it belongs to writes its own: the standby keeps its cover.
+                logger.error("cannot take the store over now: \(error); this standby goes on waiting")
+                try? await timing.clock.sleep(for: LeaseHolder.renewalInterval * 5)
+                continue
             } catch let error as StorageError where error.isRetriable {
                 // A storage that cannot be written now (a read-only database, a full disk): the standby keeps its cover
                 // and tries again, never exits (found by an outside trial: a standby exited on a read-only database).

@@ -178,23 +178,28 @@ public struct JournalWitnessPayload: Codable, Sendable, Hashable {
         self.through = through
     }
 
-    /// The witness a retained message of `store` holds: `nil` for an empty payload (cleared: no witness). 
+    /// The witness a retained message of `store` holds: `nil` for an empty payload (cleared: no witness). Read as
+    /// strictly as a request (``StrictJSON``: no name twice, no trailing comma); `through` a whole number from 0.
     /// - Throws: ``JournalWitnessPayload/Invalid`` with one sentence when it is not one, or another store's.
     package static func read(_ payload: [UInt8], of store: StoreID) throws(Invalid) -> JournalWitnessPayload? {
         guard !payload.isEmpty else { return nil }
-        guard payload.count <= 1_024, let witness = try? JSONDecoder().decode(JournalWitnessPayload.self, from: Data(payload)) else {
-            throw Invalid(reason: "is not a journal witness ({\"store\":…,\"through\":…} of at most 1 KiB)")
+        let shape = "is not a journal witness ({\"store\":…,\"through\":…} of at most 1 KiB)"
+        guard payload.count <= 1_024, let members = try? StrictJSON.members(in: payload) else { throw Invalid(reason: shape) }
+        let named = Dictionary(members.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        guard case .string(let named)? = named["store"] else { throw Invalid(reason: shape) }
+        guard named == store.rawValue else { throw Invalid(reason: "names store \"\(named.prefix(64))\", not \"\(store)\"") }
+        guard case .number(let number)? = members.first(where: { $0.name == "through" })?.value else { throw Invalid(reason: shape) }
+        guard case .integer(let through) = number.value, through >= 0 else {
+            throw Invalid(reason: "names no place a journal can have (\(number)): a whole number from 0 to \(Int64.max)")
         }
-        guard witness.store == store.rawValue else { throw Invalid(reason: "names store \"\(witness.store.prefix(64))\", not \"\(store)\"") }
-        guard witness.through >= 0 else { throw Invalid(reason: "names a negative place (\(witness.through))") }
-        return witness
+        return JournalWitnessPayload(store: store, through: Int64(through))
     }
 
     /// A retained message on the journal topic that is not a witness of the store's.
     package struct Invalid: Error, CustomStringConvertible {
         /// What is wrong with it.
         package let reason: String
-        package var description: String { "the retained journal witness \(reason): it is ignored" }
+        package var description: String { "the retained journal witness \(reason)" }
     }
 }
 

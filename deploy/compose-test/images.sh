@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The images `make compose-test` runs: the local stand-ins (stand-ins.sh, built only when missing) and ours from their
+# Dockerfiles (layers cached), tagged as the compose files name them. Sourced by lib.sh (run.sh, cluster.sh,
+# postgres.sh), which builds the ones each needs; run by itself (`make compose-images`) it builds them all, so that CI
+# can build them beside the steps that mostly wait (.ci/run), and compose-test then finds every layer built.
+# Needs: root (the repository), fail; and file (the compose file whose tags name the images).
+
+# The tag $file gives an image of ours.
+tag_of() { awk -v name="$1" '$1 == "image:" && index($2, name ":") == 1 { print $2; exit }' "$file"; }
+
+# build_images NAME:CONTEXT...: builds each image of ours from its Dockerfile (layers cached), tagged as $file names it.
+build_images() {
+    local image tag
+    for image in "$@"; do
+        tag=$(tag_of "${image%%:*}"); [ -n "$tag" ] || fail "$file names no tagged image ${image%%:*}"
+        nice -n 10 podman build --pull=never -q -t "$tag" "$root/${image#*:}" >/dev/null
+    done
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    root=$(cd "$(dirname "$0")/../.." && pwd)
+    file="$root/docker-compose.yml"
+    export CONTAINERS_CONF="$root/deploy/compose-test/containers.conf"
+    fail() { echo "compose-images: FAILED: $*" >&2; exit 1; }
+    start=$SECONDS
+    "$root/deploy/compose-test/stand-ins.sh"
+    build_images restock-alerter:. restock-mosquitto:deploy/mosquitto restock-prometheus:deploy/prometheus
+    echo "compose-images: built in $((SECONDS - start)) s"
+fi
