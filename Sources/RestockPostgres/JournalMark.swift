@@ -14,6 +14,8 @@ final class JournalMark: Sendable {
     let store: String
     private struct State {
         var place: Int64?
+        /// Whether a server, or this process's own journal, has shown it a place (not the broker's witness alone).
+        var seenOnAServer = false
         /// The broker's witness (``JournalWitness``): its place, and the topic it is retained on.
         var witness: (place: Int64, topic: String)?
         /// When each complaint was last logged: once a minute at most (an outside trial saw 3.5 a second while paused).
@@ -29,7 +31,10 @@ final class JournalMark: Sendable {
 
     /// Records that the store's journal holds `seq`.
     func advance(to seq: Int64) {
-        state.withLock { $0.place = max($0.place ?? seq, seq) }
+        state.withLock {
+            $0.place = max($0.place ?? seq, seq)
+            $0.seenOnAServer = true
+        }
     }
 
     /// Records that the broker's witness, retained on `topic`, says the store's journal holds `seq`.
@@ -41,9 +46,11 @@ final class JournalMark: Sendable {
     }
 
     /// Whether every server of a list of `servers` that takes writes must be asked how far its journal goes before one
-    /// is chosen: with nothing seen yet and several servers (``furthest(of:place:name:location:logger:)``). Otherwise the
-    /// first that holds all ``committed`` is taken.
-    func needsComparing(servers: Int) -> Bool { committed == nil && servers > 1 }
+    /// is chosen: with nothing seen on a server yet and several servers (``furthest(of:place:name:location:logger:)``),
+    /// the broker's witness or not — a witness may lag the journal by a round trip, or come from a broker restored to an
+    /// older snapshot (found by an outside trial: with a witness, a start took the first server that held it, a former
+    /// primary, over the promoted one). Otherwise the first that holds all ``committed`` is taken.
+    func needsComparing(servers: Int) -> Bool { servers > 1 && !state.withLock { $0.seenOnAServer } }
 
     /// Whether a server that takes writes, its journal at `place`, may be used; when not, the reason, logged.
     func refusal(of server: String, place: Int64, logger: Logger) -> PostgresFailure.BehindTheStore? {

@@ -47,6 +47,10 @@ struct PostgresFailure: StorageFailure {
             }
         } else if let error = error as? NoServerTakesWrites {
             (storageKind, code, reason) = (.unavailable, -4, error.description)
+        } else if let error = error as? TakesNoWrites {
+            (storageKind, code, reason) = (.unavailable, -9, error.description)
+        } else if let error = error as? NoServerUsable {
+            (storageKind, code, reason) = (error.kind, -8, error.description)
         } else if let error = error as? BehindTheStore {
             (storageKind, code, reason) = (.unavailable, -7, error.description)
         } else if let error = error as? NoAnswer {
@@ -59,6 +63,24 @@ struct PostgresFailure: StorageFailure {
             // SwiftNIO's: the connection refused, reset or timed out before postgres-nio had one.
             (storageKind, code, reason) = (.unavailable, -3, "cannot reach PostgreSQL: \(Self.plain(error))")
         }
+    }
+
+    /// No server of a list of several could be used, each for a reason of its own, all named (found by an outside trial:
+    /// only the last server's was, and a password refused by the first read as a connection refused). Unavailable when
+    /// any of them may pass.
+    struct NoServerUsable: Error, CustomStringConvertible {
+        let reasons: [(server: String, failure: PostgresFailure)]
+        var kind: StorageError.Kind {
+            reasons.contains { $0.failure.storageKind == .unavailable } ? .unavailable : reasons.last?.failure.storageKind ?? .unavailable
+        }
+        var description: String {
+            "no server of the list can be used: " + reasons.map { "\($0.server): \($0.failure.reason)" }.joined(separator: "; ")
+        }
+    }
+
+    /// One server of a list answered, but takes no writes: a replica, or set read only.
+    struct TakesNoWrites: Error, CustomStringConvertible {
+        var description: String { "takes no writes (a replica, or set read only)" }
     }
 
     /// No server of the list answered as one that takes writes: each was unreachable or a read-only replica (a failover

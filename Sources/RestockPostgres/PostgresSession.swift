@@ -106,6 +106,7 @@ final class PostgresSession: @unchecked Sendable {
         let compareAll = continuity?.needsComparing(servers: settings.servers.count) ?? false
         var writable: [(server: DatabaseURL.Server, connection: PostgresConnection, place: Int64)] = []
         var refusedAsBehind: PostgresFailure.BehindTheStore?
+        var reasons: [(server: String, failure: PostgresFailure)] = []
         for server in settings.servers {
             defer { nextID += 1 }
             do {
@@ -123,6 +124,7 @@ final class PostgresSession: @unchecked Sendable {
                 guard let place else {
                     Self.close(made)
                     failure = PostgresFailure.noServerTakesWrites(settings.location)
+                    reasons.append(("\(server)", PostgresFailure(PostgresFailure.TakesNoWrites())))
                     continue
                 }
                 if let behind = continuity?.refusal(of: "\(server)", place: place, logger: logger) {
@@ -135,7 +137,13 @@ final class PostgresSession: @unchecked Sendable {
                 if !compareAll { break }
             } catch {
                 failure = error
+                reasons.append(("\(server)", PostgresFailure(error)))
             }
+        }
+        if writable.isEmpty, refusedAsBehind == nil, settings.servers.count > 1, reasons.count == settings.servers.count,
+            Set(reasons.map(\.failure.reason)).count > 1
+        {
+            failure = PostgresFailure.NoServerUsable(reasons: reasons)
         }
         let furthest = continuity?.furthest(of: writable, place: \.place, name: { "\($0.server)" }, location: settings.location, logger: logger)
         guard let chosen = furthest ?? writable.first else { throw refusedAsBehind ?? failure }

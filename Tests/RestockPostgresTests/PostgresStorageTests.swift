@@ -1,4 +1,5 @@
 import Foundation
+import LocalBroker
 import RestockCore
 import RestockTestSupport
 import Testing
@@ -123,6 +124,42 @@ extension PostgresServerTests {
                 _ = try await server.psql("ALTER SYSTEM RESET default_transaction_read_only")
                 _ = try await server.psql("SELECT pg_reload_conf()")
                 #expect(try storage.journal(batch: [request()]).map(\.seq) == [2])
+            }
+        }
+
+        @Test("a start given several servers that take writes takes the one whose journal goes furthest, also when the broker's witness set its mark (found by an outside trial: it took the first that held the witness, a former primary); with no server usable, each one's reason is named")
+        func furthestDespiteAWitness() async throws {
+            try await PrivatePostgres.with { former in
+                try await PrivatePostgres.with { promoted in
+                    for (server, place) in [(former, 885), (promoted, 1_501)] {
+                        let storage = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                        storage.ownership.release()
+                        storage.releaseDirectory()
+                        _ = try await server.psql("UPDATE restock_store SET journal_place = \(place) WHERE store = 'apple'")
+                    }
+                    let both = PostgresStorage(settings: PostgresSettings(
+                        try DatabaseURL(parsing: "postgres://postgres@127.0.0.1:\(former.port),127.0.0.1:\(promoted.port)/\(former.database)"), password: nil))
+                    both.journalWitness?.witnessed(885, of: apple, on: "restock/apple/journal")
+                    let storage = try both.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+                    #expect(try storage.journal(batch: [request()]).map(\.seq) == [1_502])
+                    #expect(try await promoted.psql("SELECT owner FROM restock_lease WHERE store = 'apple'") == "bbbbbbbbbbbb")
+                    #expect(try await former.psql("SELECT owner FROM restock_lease WHERE store = 'apple'") == "aaaaaaaaaaaa")
+                    storage.ownership.release()
+                    storage.releaseDirectory()
+
+                    // Neither usable, each for a reason of its own: both named.
+                    try await promoted.requirePassword(of: "pwuser", password: "s3cret")
+                    let closed = try freeLoopbackPort()
+                    let neither = PostgresStorage(settings: PostgresSettings(
+                        try DatabaseURL(parsing: "postgres://pwuser@127.0.0.1:\(promoted.port),127.0.0.1:\(closed)/\(promoted.database)"), password: nil))
+                    #expect {
+                        _ = try neither.open(for: apple, claim: .exclusive(instance: "cccccccccccc"), now: Date())
+                    } throws: { error in
+                        let text = "\(error)"
+                        return text.contains("no server of the list can be used: 127.0.0.1:\(promoted.port): the server asks for a password")
+                            && text.contains("127.0.0.1:\(closed): connection refused")
+                    }
+                }
             }
         }
     }
