@@ -164,8 +164,11 @@ extension PostgresServerTests {
                 var quick = settings
                 quick.leaseLifetime = .seconds(3)
                 let quickBackend = PostgresStorage(settings: quick)
+                let sessions = "SELECT count(*) FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()"
+                let before = Int(try await server.psql(sessions)) ?? 0
                 let renewedInTime = Task { try await quickBackend.waitForTheOwnerToGo(of: apple) }
-                try await Task.sleep(for: .seconds(1))  // the standby's first look, on a lapsed lease; then the owner renews
+                // The standby's first look, on a lapsed lease (its connection is up); then the owner renews.
+                try await waitUntil("the standby's connection", within: 30) { (Int((try? await server.psql(sessions)) ?? "") ?? 0) > before }
                 try owner.ownership.renew(at: Date())
                 _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '61 seconds' WHERE store = 'apple'")
                 await #expect(throws: DeadlineExceeded.self, "a lease renewed within a lifetime of the standby's first look is not taken") {
