@@ -307,30 +307,28 @@ struct PostgresStandbyTests {
                     throw error
                 }
                 // It exits 1 with that line, as a store does that cannot open its storage at start, having written nothing
-                // there; a supervisor starts it again.
+                // there.
                 try await waitUntil("the store to exit", within: 30) { blind.exitStatus != nil }
                 #expect(blind.exitStatus == 1 && blind.log.contains("error: cannot open") && blind.log.contains("lacks requests this store committed"), "\(blind.log.suffix(1_000))")
                 #expect(try await primary.psql("SELECT epoch || ' ' || owner FROM restock_lease WHERE store = 'apple'") == staleLease)
                 #expect(try await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'") == "300")
                 try await replica.start()
-                let again = try StoreProcess(
-                    broker: broker, dataDirectory: store.dataDirectory,
-                    database: "postgres://\(primary.user)@\(primary.host):\(primary.port),\(replica.host):\(replica.port)/\(primary.database)")
-                try await again.start()
+                // The standby, waiting all along, takes the store over there: the lease was released (found by CI: it did so
+                // before a store started by hand, which was then refused, rightly).
                 try await Requests.publish(Requests.subscriptions(["n-2"], to: "switch-3"), to: broker.url)
                 do {
-                    try await waitUntil("102 watches on the promoted server", within: 90) {
-                        (try? await replica.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "102"
+                    try await waitUntil("the standby online on the promoted server, with 102 watches", within: 90) {
+                        let watches = try? await replica.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")
+                        return blindStandby.log.contains("let its lease go") && watches == "102"
                     }
                 } catch {
-                    Issue.record("the store's log ends: \(again.log.suffix(3_000))")
+                    Issue.record("the standby's log ends: \(blindStandby.log.suffix(3_000))")
                     throw error
                 }
                 #expect(try await primary.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'") == "300")
                 #expect(try await primary.psql("SELECT epoch || ' ' || owner FROM restock_lease WHERE store = 'apple'") == staleLease)
-                #expect(!blindStandby.log.contains("takes over") && blindStandby.exitStatus == nil, "\(blindStandby.log.suffix(1_500))")
+                #expect(blindStandby.exitStatus == nil, "\(blindStandby.log.suffix(1_500))")
                 try await blindStandby.send(SIGTERM)
-                try await again.send(SIGTERM)
                 try await primary.stop()
             }
         }
