@@ -38,6 +38,7 @@ struct JournalWitnessPublisher: Service {
                 }
                 defer { group.cancelAll() }
                 var published: (through: Int64, at: ContinuousClock.Instant)?
+                var refusalLogged: ContinuousClock.Instant?
                 for await _ in wakeups {
                     try Task.checkCancellation()
                     guard lifecycle.isLive, lifecycle.leaseLost == nil else { continue }
@@ -49,6 +50,13 @@ struct JournalWitnessPublisher: Service {
                         try await client.send(JournalWitnessPayload(store: store, through: through).payloadBytes(), to: topic, retain: true)
                             .acknowledged()
                         published = (through, sent)
+                    } catch MQTTError.publishRefused(_, _, let reason) {
+                        // An ACL without the topic: the guard is off, which an operator must hear of (once a minute).
+                        if refusalLogged.map({ clock.now - $0 >= .seconds(60) }) ?? true {
+                            refusalLogged = clock.now
+                            logger.error(
+                                "the broker refused the journal witness on \(topic) (\(reason)): nothing guards a start against a former primary; let the store's user read and write it (deploy/mosquitto/acl; said again once a minute)")
+                        }
                     } catch {
                         logger.debug("the journal witness was not acknowledged: \(error); it is published again", metadata: [StoreLoggingKeys.error: "\(error)"])
                     }
