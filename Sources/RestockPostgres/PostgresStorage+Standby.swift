@@ -39,7 +39,7 @@ extension PostgresStorage {
         // database's clock is taken over only once this standby has also seen it stand still for its lifetime. The
         // database's clock runs on while the database is away, and when it comes back every lease reads lapsed: the
         // owner, paused meanwhile, is given a lifetime to renew it (found by CI: a standby took a store over as the
-        // promoted server came back, and the live store, about to renew, was fenced).
+        // promoted server came back, and the live store, about to renew, was fenced). A look that fails forgets it.
         var unchanged: (epoch: Int64, renewals: Int64, since: ContinuousClock.Instant)?
         while true {
             do {
@@ -75,6 +75,9 @@ extension PostgresStorage {
                 }
                 if let lost = connection { Self.close(lost) }
                 connection = nil
+                // Not seen meanwhile: the owner, paused by the same outage, is given a lifetime from the next look (found by
+                // CI: a lease last seen before the outage read as standing still through it, and was taken at once).
+                unchanged = nil
             }
             do {
                 try await Task.sleep(for: LeaseHolder.renewalInterval)

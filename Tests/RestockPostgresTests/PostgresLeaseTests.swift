@@ -185,6 +185,32 @@ extension PostgresServerTests {
             }
         }
     
+        @Test("a database away for longer than the lease's lifetime: the standby gives the owner a lifetime from its first look once the server is back, and the owner, renewing then, keeps its lease (found by CI: a lease last seen before the outage was taken at once)")
+        func outageLongerThanTheLifetime() async throws {
+            try await PrivatePostgres.with { server in
+                var settings = server.settings
+                settings.leaseLifetime = .seconds(3)
+                let backend = PostgresStorage(settings: settings)
+                let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
+                let sessions = "SELECT count(*) FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()"
+                let before = Int(try await server.psql(sessions)) ?? 0
+                let standby = Task { try await PostgresStorage(settings: settings).waitForTheOwnerToGo(of: apple) }
+                try await waitUntil("the standby's connection", within: 30) { (Int((try? await server.psql(sessions)) ?? "") ?? 0) > before }
+                // Away for longer than the lifetime: every lease reads lapsed by the database's clock once it is back.
+                try await server.stop()
+                let stopped = ContinuousClock.now
+                try await waitUntil("an outage of 4 s", within: 30) { ContinuousClock.now - stopped > .seconds(4) }
+                try await server.start()
+                // The standby's first look after the outage (its connection, the first one made), then the owner's renewal.
+                try await waitUntil("the standby's connection after the outage", within: 30) { (Int((try? await server.psql(sessions)) ?? "") ?? 0) > 0 }
+                try owner.ownership.renew(at: Date())
+                await #expect(throws: DeadlineExceeded.self, "the standby took a lease its owner renewed within a lifetime of the server's return") {
+                    _ = try await Self.value(of: standby, within: 2.5)
+                }
+                standby.cancel()
+            }
+        }
+
         @Test("an owner frozen inside a transaction, holding the lease's row, does not keep a standby out: the server ends its session after the lease's lifetime, and the takeover goes through (found by an outside trial: it waited as long as the freeze)")
         func frozenInsideATransaction() async throws {
             try await PrivatePostgres.with { server in
