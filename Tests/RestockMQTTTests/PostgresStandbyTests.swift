@@ -233,7 +233,7 @@ struct PostgresStandbyTests {
                 // Its first look made, on the promoted server: the store's two connections and the standby's. (A standby that
                 // first looks while only the former primary answers has nothing to compare it with: docs/operations.md.)
                 try await waitUntil("the standby's look on the promoted server", within: 60) {
-                    (try? await replica.psql("SELECT count(*) FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()")) == "3"
+                    await replica.sessions() == 3
                 }
                 try await replica.stop()
                 let later = Requests.customers(100, prefix: "l")

@@ -164,11 +164,10 @@ extension PostgresServerTests {
                 var quick = settings
                 quick.leaseLifetime = .seconds(3)
                 let quickBackend = PostgresStorage(settings: quick)
-                let sessions = "SELECT count(*) FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()"
-                let before = Int(try await server.psql(sessions)) ?? 0
+                let before = await server.sessions()
                 let renewedInTime = Task { try await quickBackend.waitForTheOwnerToGo(of: apple) }
                 // The standby's first look, on a lapsed lease (its connection is up); then the owner renews.
-                try await waitUntil("the standby's connection", within: 30) { (Int((try? await server.psql(sessions)) ?? "") ?? 0) > before }
+                try await waitUntil("the standby's connection", within: 30) { await server.sessions() > before }
                 try owner.ownership.renew(at: Date())
                 _ = try await server.psql("UPDATE restock_lease SET renewed_at = now() - interval '61 seconds' WHERE store = 'apple'")
                 await #expect(throws: DeadlineExceeded.self, "a lease renewed within a lifetime of the standby's first look is not taken") {
@@ -192,17 +191,16 @@ extension PostgresServerTests {
                 settings.leaseLifetime = .seconds(3)
                 let backend = PostgresStorage(settings: settings)
                 let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
-                let sessions = "SELECT count(*) FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()"
-                let before = Int(try await server.psql(sessions)) ?? 0
+                let before = await server.sessions()
                 let standby = Task { try await PostgresStorage(settings: settings).waitForTheOwnerToGo(of: apple) }
-                try await waitUntil("the standby's connection", within: 30) { (Int((try? await server.psql(sessions)) ?? "") ?? 0) > before }
+                try await waitUntil("the standby's connection", within: 30) { await server.sessions() > before }
                 // Away for longer than the lifetime: every lease reads lapsed by the database's clock once it is back.
                 try await server.stop()
                 let stopped = ContinuousClock.now
                 try await waitUntil("an outage of 4 s", within: 30) { ContinuousClock.now - stopped > .seconds(4) }
                 try await server.start()
                 // The standby's first look after the outage (its connection, the first one made), then the owner's renewal.
-                try await waitUntil("the standby's connection after the outage", within: 30) { (Int((try? await server.psql(sessions)) ?? "") ?? 0) > 0 }
+                try await waitUntil("the standby's connection after the outage", within: 30) { await server.sessions() > 0 }
                 try owner.ownership.renew(at: Date())
                 await #expect(throws: DeadlineExceeded.self, "the standby took a lease its owner renewed within a lifetime of the server's return") {
                     _ = try await Self.value(of: standby, within: 2.5)

@@ -130,6 +130,12 @@ public final class PrivatePostgres: Sendable {
         }
     }
 
+    /// How many sessions other than the asking one are connected to a database of the server now; 0 when it cannot say
+    /// (stopped, starting): what a test waits on to see a store or standby connect.
+    public func sessions() async -> Int {
+        Int((try? await psql("SELECT count(*) FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()")) ?? "") ?? 0
+    }
+
     /// Makes `role`, with `password`, and has the server ask it for its password over TCP (scram-sha-256), before the
     /// rules that trust everyone else.
     public func requirePassword(of role: String, password: String) async throws {
