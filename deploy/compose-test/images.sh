@@ -5,6 +5,11 @@
 # can build them beside the steps that mostly wait (.ci/run), and compose-test then finds every layer built.
 # Needs: root (the repository), fail; and file (the compose file whose tags name the images).
 
+# A build's RUN steps get the least CPU share (2 of 1024) in a cgroup of their own: they yield the cores to anything
+# else that wants them and take all when nothing does. A nice value would not reach them: the runtime starts each step
+# in a session of its own, and with the kernel's autogroup scheduling a session counts as much as all of CI's steps.
+build_cpu_shares=2
+
 # The tag $file gives an image of ours.
 tag_of() { awk -v name="$1" '$1 == "image:" && index($2, name ":") == 1 { print $2; exit }' "$file"; }
 
@@ -13,7 +18,7 @@ build_images() {
     local image tag
     for image in "$@"; do
         tag=$(tag_of "${image%%:*}"); [ -n "$tag" ] || fail "$file names no tagged image ${image%%:*}"
-        nice -n 10 podman build --pull=never -q -t "$tag" "$root/${image#*:}" >/dev/null
+        nice -n 10 podman build --pull=never --cpu-shares="$build_cpu_shares" -q -t "$tag" "$root/${image#*:}" >/dev/null
     done
 }
 

@@ -7,6 +7,7 @@
 #   postgres:15-bookworm  Debian's PostgreSQL 15 + an entrypoint honouring POSTGRES_USER/_PASSWORD/_DB (postgres/)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# --cpu-shares=2: the builds yield the cores to anything else that wants them (as in images.sh).
 "$here/debian-bookworm-slim.sh"
 
 if ! podman image exists docker.io/library/swift:6.3-bookworm; then
@@ -16,7 +17,7 @@ if ! podman image exists docker.io/library/swift:6.3-bookworm; then
         | sed -E 's/^url\.(.*)\.insteadof$/\1/')
     [ -x "$toolchain/usr/bin/swift" ] || { echo "no Swift toolchain found (looked in $toolchain)" >&2; exit 1; }
     [ -n "$mirror" ] && [ -d "$mirror" ] || { echo "no local git mirror of github.com (git config url.*.insteadOf)" >&2; exit 1; }
-    nice -n 10 podman build --pull=never -q -t docker.io/library/swift:6.3-bookworm \
+    nice -n 10 podman build --pull=never --cpu-shares=2 -q -t docker.io/library/swift:6.3-bookworm \
         -v "$toolchain:/toolchain:ro" -v "${mirror%/}:/mirror:ro" --build-arg MIRROR="${mirror%/}" \
         "$here/swift" >/dev/null
     echo "built stand-in swift:6.3-bookworm (toolchain $toolchain, git mirror $mirror)"
@@ -25,12 +26,12 @@ fi
 if ! podman image exists docker.io/library/nats:2.15-alpine; then
     server=$(readlink -f "${NATS_SERVER:?set NATS_SERVER to the nats-server binary of make cluster-deps}")
     "$server" --version | grep -q 'v2\.15\.' || { echo "$server is not nats-server 2.15" >&2; exit 1; }
-    nice -n 10 podman build --pull=never -q -t docker.io/library/nats:2.15-alpine -v "$(dirname "$server"):/nats:ro" \
+    nice -n 10 podman build --pull=never --cpu-shares=2 -q -t docker.io/library/nats:2.15-alpine -v "$(dirname "$server"):/nats:ro" \
         "$here/nats" >/dev/null
     echo "built stand-in nats:2.15-alpine ($server)"
 fi
 
 if ! podman image exists docker.io/library/postgres:15-bookworm; then
-    nice -n 10 podman build --pull=never -q -t docker.io/library/postgres:15-bookworm "$here/postgres" >/dev/null
+    nice -n 10 podman build --pull=never --cpu-shares=2 -q -t docker.io/library/postgres:15-bookworm "$here/postgres" >/dev/null
     echo "built stand-in postgres:15-bookworm (Debian's postgresql-15)"
 fi
