@@ -69,7 +69,17 @@ enum PostgresSchema {
                 store text PRIMARY KEY, first bigint NOT NULL, last bigint NOT NULL, suspects_through bigint NOT NULL,
                 faulted boolean NOT NULL, kills integer NOT NULL)
             """,
-        ]
+        ],
+        [
+            // A stock change flips `waiting` of every watch it alerts or re-arms: 100,000 rows in one statement for a SKU
+            // 100,000 customers watch. With half of each page kept free, each row's new version fits on its page: the
+            // update writes no index entry (a HOT update), and the next one prunes the old versions there, so the table
+            // and its indexes keep their size. Packed full, every such update wrote a new entry in each index and a copy
+            // of the rows elsewhere, until autovacuum: 0.7 s, then 1.1 s after ten stock changes, for 100,000 rows, against
+            // 0.16–0.24 s (docs/benchmarks.md, "On PostgreSQL"). Pages written before keep their packing until
+            // `VACUUM FULL restock_watch` (docs/operations.md, "Upgrading").
+            "ALTER TABLE restock_watch SET (fillfactor = 50)"
+        ],
     ]
 
     /// The version this binary knows: how many migrations it has.

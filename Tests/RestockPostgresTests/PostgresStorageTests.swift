@@ -16,8 +16,8 @@ extension PostgresServerTests {
         func newerSchemaRefused() async throws {
             try await PrivatePostgres.with { server in
                 let first = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
-                #expect(first.migrations.map(\.description).first?.contains("schema version 1") == true)
-                #expect(first.migrations.first?.from == 0 && first.migrations.first?.to == 1)
+                #expect(first.migrations.map(\.description).first?.contains("schema version \(PostgresSchema.knownVersion)") == true)
+                #expect(first.migrations.first?.from == 0 && first.migrations.first?.to == PostgresSchema.knownVersion)
                 first.ownership.release()
                 first.releaseDirectory()
                 let again = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
