@@ -128,7 +128,10 @@ enum EndToEndSections {
         var section = BenchSection(
             id: "B3-PG", title: "B3 on PostgreSQL: MQTT end to end",
             method: """
-                B3's workload (N customers watching one SKU, mode every, seeded once through the storage; `{"set":1}`                 timed to the N-th distinct alert) on a store whose state is in PostgreSQL (`--database`: a private server                 of the run's own on loopback, Debian's, fsync on), against B3 on SQLite in the same run. \(runs) runs.
+                B3's workload (N customers watching one SKU, mode every, seeded once through the storage; `{"set":1}` \
+                timed to the N-th distinct alert) on a store whose state is in PostgreSQL (`--database`: a private \
+                server of the run's own on loopback, Debian's, fsync on), against B3 on SQLite in the same run. \
+                \(runs) runs.
                 """)
         section.table = MarkdownTable(header: ["N customers", "alerts/s on PostgreSQL", "alerts/s on SQLite", "PostgreSQL ÷ SQLite", "lost", "duplicates"])
         var goals: [Goal] = []
@@ -153,7 +156,12 @@ enum EndToEndSections {
         var section = BenchSection(
             id: "B4-PG", title: "B4 on PostgreSQL: latency, and the takeover",
             method: """
-                B4's workload (one customer, \(Figure.grouped(LatencyBench.restocks)) restocks, one every \(LatencyBench.period / 1_000_000) ms,                 timed from the stock command to the alert at the customer's `mosquitto_sub`) on a store whose state is in                 PostgreSQL, against B4 on SQLite in the same run. The takeover: a live store and a standby on the same                 database (`--standby --database`, nothing else shared), the live one SIGKILLed, timed until the standby's                 retained status says online; the standby is the next run's live store. \(runs) runs.
+                B4's workload (one customer, \(Figure.grouped(LatencyBench.restocks)) restocks, one every \
+                \(LatencyBench.period / 1_000_000) ms, timed from the stock command to the alert at the customer's \
+                `mosquitto_sub`) on a store whose state is in PostgreSQL, against B4 on SQLite in the same run. The \
+                takeover: a live store and a standby on the same database (`--standby --database`, nothing else \
+                shared), the live one SIGKILLed, timed until the standby's retained status says online; the standby is \
+                the next run's live store. \(runs) runs.
                 """)
         section.table = MarkdownTable(header: ["figure", "on PostgreSQL", "on SQLite", "PostgreSQL ÷ SQLite"])
         section.table.add(["stock command → alert, p50 µs", store.p50.formatted(), sqlite.p50.formatted(), store.p50.ratio(to: sqlite.p50).formatted()])
