@@ -13,11 +13,19 @@ final class JournalMark: Sendable {
     /// The store whose journal it follows.
     let store: String
     private struct State {
+        /// The furthest place a server, or this process's own journal, has shown it.
         var place: Int64?
         /// Whether a server, or this process's own journal, has shown it a place (not the broker's witness alone).
-        var seenOnAServer = false
-        /// The broker's witness (``JournalWitness``): its place, and the topic it is retained on.
+        var seenOnAServer: Bool { place != nil }
+        /// The broker's witness as last read (``JournalWitness``): its place, and the topic it is retained on; kept apart,
+        /// so that clearing it frees a standby that it held back (found by an outside trial: cleared, it still held a
+        /// waiting standby back, which never took over).
         var witness: (place: Int64, topic: String)?
+        /// How far the journal goes: the furthest of the two.
+        var committed: Int64? {
+            guard let witness else { return place }
+            return max(place ?? witness.place, witness.place)
+        }
         /// When each complaint was last logged: once a minute at most (an outside trial saw 3.5 a second while paused).
         var logged: [String: ContinuousClock.Instant] = [:]
     }
@@ -27,22 +35,17 @@ final class JournalMark: Sendable {
     init(store: String) { self.store = store }
 
     /// The journal's last place committed or seen; `nil` before.
-    var committed: Int64? { state.withLock { $0.place } }
+    var committed: Int64? { state.withLock { $0.committed } }
 
     /// Records that the store's journal holds `seq`.
     func advance(to seq: Int64) {
-        state.withLock {
-            $0.place = max($0.place ?? seq, seq)
-            $0.seenOnAServer = true
-        }
+        state.withLock { $0.place = max($0.place ?? seq, seq) }
     }
 
-    /// Records that the broker's witness, retained on `topic`, says the store's journal holds `seq`.
-    func witnessed(_ seq: Int64, on topic: String) {
-        state.withLock { state in
-            state.place = max(state.place ?? seq, seq)
-            if seq >= state.witness?.place ?? 0 { state.witness = (seq, topic) }
-        }
+    /// Records what the broker's witness, retained on `topic`, says now: the store's journal holds `seq`; `nil` when the
+    /// broker retains none (cleared), which drops the witness read before.
+    func witnessed(_ seq: Int64?, on topic: String) {
+        state.withLock { $0.witness = seq.map { ($0, topic) } }
     }
 
     /// Whether every server of a list of `servers` that takes writes must be asked how far its journal goes before one
@@ -54,7 +57,7 @@ final class JournalMark: Sendable {
 
     /// Whether a server that takes writes, its journal at `place`, may be used; when not, the reason, logged.
     func refusal(of server: String, place: Int64, logger: Logger) -> PostgresFailure.BehindTheStore? {
-        let (committed, witness) = state.withLock { ($0.place, $0.witness) }
+        let (committed, witness) = state.withLock { ($0.committed, $0.witness) }
         guard let committed, place < committed else { return nil }
         let behind = PostgresFailure.BehindTheStore(
             server: server, place: place, committed: committed, witnessTopic: witness.flatMap { $0.place == committed ? $0.topic : nil })
@@ -101,8 +104,8 @@ final class JournalMarks: JournalWitness, Sendable {
         }
     }
 
-    /// The broker's witness: the mark of `store` goes through `seq` at least.
-    func witnessed(_ seq: Int64, of store: StoreID, on topic: String) { mark(of: store).witnessed(seq, on: topic) }
+    /// The broker's witness: the mark of `store` goes through `seq` at least; `nil`, none (a witness before is dropped).
+    func witnessed(_ seq: Int64?, of store: StoreID, on topic: String) { mark(of: store).witnessed(seq, on: topic) }
 
     /// How far the mark of `store` goes.
     func place(of store: StoreID) -> Int64? { mark(of: store).committed }

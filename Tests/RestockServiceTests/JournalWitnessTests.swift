@@ -71,4 +71,32 @@ struct JournalWitnessTests {
         }
         try await cleared.stop()
     }
+
+    @Test("a standby held back by a witness further than the database takes over once an operator clears it (found by an outside trial: cleared, it still held the standby back, and no store ran)")
+    func standbyFreedByClearing() async throws {
+        let broker = InMemoryBroker()
+        guard case .postgres(let settings) = try await Engine.postgresql.storage() else { return }
+        let live = LaunchedStore(standby: false, on: broker, backend: PostgresStorage(settings: settings))
+        try await withDeadline(60, waitingFor: "the store online") { try await live.health.waitUntilOnline() }
+        broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
+        try await waitUntil("the witness through 1", within: 60, pollEvery: .milliseconds(5)) {
+            broker.retainedMessage(on: appleTopics.journalWitness)?.payload == Self.witness(1)
+        }
+        let standby = LaunchedStore(standby: true, on: broker, backend: PostgresStorage(settings: settings))
+        try await waitUntil("the standby to wait", within: 60) { standby.log.text.contains("standby for store apple") }
+        try await live.stop()
+
+        broker.publish(Self.witness(50), to: appleTopics.journalWitness, retain: true)
+        try await waitUntil("the standby to refuse the database", within: 60) {
+            standby.log.text.contains("its journal ends at 1, the store's at 50, as the broker's journal witness restock/apple/journal says")
+        }
+        #expect(standby.health.readiness != .passing, "\(standby.log.text)")
+
+        broker.publish([], to: appleTopics.journalWitness, retain: true)
+        try await withDeadline(60, waitingFor: "the standby online once the witness is cleared") { try await standby.health.waitUntilOnline() }
+        try await waitUntil("the witness through 1 again", within: 60, pollEvery: .milliseconds(5)) {
+            broker.retainedMessage(on: appleTopics.journalWitness)?.payload == Self.witness(1)
+        }
+        try await standby.stop()
+    }
 }

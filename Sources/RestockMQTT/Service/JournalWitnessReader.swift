@@ -13,8 +13,9 @@ import RestockPipeline
 ///
 /// A connection of its own with a clean session, as the store's publishing one (`P:{store}:@witness-…`, kept for the
 /// store's user by the shipped broker configuration); while the broker cannot be reached it tries again, as the store's
-/// start does. No retained witness (a store that never ran on PostgreSQL, or a broker that lost its retained messages)
-/// leaves the backend as it is. One it cannot read, or another store's, is refused (``Unreadable``): the guard fails
+/// start does. No retained witness (a store that never ran on PostgreSQL, a broker that lost its retained messages, or
+/// one an operator cleared) drops the one read before, if any: a standby held back by it takes over once it is cleared
+/// (found by an outside trial: it stayed held back); what the database servers showed still counts. One it cannot read, or another store's, is refused (``Unreadable``): the guard fails
 /// closed (found by an outside trial: a witness ignored so let a store start on a former primary, without 1,200
 /// requests it had acknowledged) until an operator clears it.
 struct JournalWitnessReader {
@@ -34,9 +35,10 @@ struct JournalWitnessReader {
     }
 
     /// Reads the witness and hands it to `witness`; returns the place it says, if any.
+    /// - Parameter quietly: Logs nothing (a standby's reading again while it waits, ``StoreLauncher``).
     /// - Throws: ``Unreadable`` for a witness that is not one of this store's; the broker's refusal.
     @discardableResult
-    func read(into witness: any JournalWitness) async throws -> Int64? {
+    func read(into witness: any JournalWitness, quietly: Bool = false) async throws -> Int64? {
         let connection = try connector.connection(
             clientID: SessionClientIDs.publisher(of: store, instance: "witness-\(UUID().uuidString.prefix(12).lowercased())", prefix: topics.prefix))
         let messages = try connection.messages(matching: topics.journalWitness)
@@ -53,16 +55,20 @@ struct JournalWitnessReader {
             throw error
         }
         await connection.disconnect()
-        guard let payload else { return nil }
-        let read: JournalWitnessPayload?
+        var read: JournalWitnessPayload?
         do {
-            read = try JournalWitnessPayload.read(payload, of: store)
+            if let payload { read = try JournalWitnessPayload.read(payload, of: store) }
         } catch {
             throw Unreadable(invalid: error, topic: topics.journalWitness)
         }
-        guard let read else { return nil }
+        guard let read else {
+            witness.witnessed(nil, of: store, on: topics.journalWitness)
+            return nil
+        }
         witness.witnessed(read.through, of: store, on: topics.journalWitness)
-        logger.info("the broker's journal witness says the journal of store \(store) goes through \(read.through): no database server that holds less is used")
+        if !quietly {
+            logger.info("the broker's journal witness says the journal of store \(store) goes through \(read.through): no database server that holds less is used")
+        }
         return read.through
     }
 

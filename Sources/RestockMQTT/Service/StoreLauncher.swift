@@ -52,10 +52,13 @@ public struct StoreLauncher: Service {
         health.standby(on: storage.location)
         logger.info(
             "standby for store \(configuration.store): waiting for the live store process on \(storage.location) to stop, or to leave its lease unrenewed for \(LeaseHolder.lifetime.components.seconds) s")
+        var lastWarning: (text: String, at: ContinuousClock.Instant)?
         while true {
             let takeover: StandbyTakeover
             do {
-                takeover = try await cancelWhenGracefulShutdown { try await storage.waitForTheOwnerToGo(of: self.configuration.store) }
+                takeover = try await cancelWhenGracefulShutdown {
+                    try await self.readingTheWitnessMeanwhile { try await storage.waitForTheOwnerToGo(of: self.configuration.store) }
+                }
             } catch is CancellationError {
                 logger.info("standby stopped")
                 health.stopped("stopped")
@@ -81,7 +84,13 @@ public struct StoreLauncher: Service {
             } catch let error as StorageError where error.isRetriable {
                 // A storage that cannot be written now (a read-only database, a full disk): the standby keeps its cover
                 // and tries again, never exits (found by an outside trial: a standby exited on a read-only database).
-                logger.warning("cannot take the store over now: \(error); this standby goes on waiting")
+                // The same reason once a minute: a server behind the broker's witness is met at every takeover.
+                let said = "cannot take the store over now: \(error); this standby goes on waiting"
+                let now = ContinuousClock.now
+                if lastWarning.map({ $0.text != said || now - $0.at >= .seconds(60) }) ?? true {
+                    logger.warning("\(said) (said again once a minute)")
+                    lastWarning = (said, now)
+                }
                 try? await timing.clock.sleep(for: LeaseHolder.renewalInterval)
                 continue
             }
@@ -102,15 +111,52 @@ public struct StoreLauncher: Service {
         }
     }
 
+    /// How often a waiting standby reads the broker's journal witness again.
+    static let witnessRereading = LeaseHolder.renewalInterval * 5
+
+    /// Runs `wait` (a standby's, for the live store to go) while the broker's journal witness is read again every
+    /// ``witnessRereading``, where the backend keeps one: the witness read before a takeover that was refused holds the
+    /// standby's looks back from every server behind it, and an operator who clears it (after restoring the database on
+    /// purpose) frees the standby within that time (found by an outside trial: cleared, it still held the standby back,
+    /// and no store ran). A witness that cannot be read leaves the one read before.
+    private func readingTheWitnessMeanwhile<T: Sendable>(_ wait: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard let witness = configuration.storageBackend.journalWitness else { return try await wait() }
+        let reader = try witnessReader()
+        let clock = timing.clock
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await wait() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try await clock.sleep(for: Self.witnessRereading)
+                    _ = try? await reader.read(into: witness, quietly: true)
+                }
+                return nil
+            }
+            // The wait ends first (the other task never returns a value); the rereading is cancelled with it.
+            while let next = try await group.next() {
+                if let value = next {
+                    group.cancelAll()
+                    return value
+                }
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// The reader of the broker's journal witness of this store (``JournalWitnessReader``).
+    private func witnessReader() throws -> JournalWitnessReader {
+        JournalWitnessReader(
+            connector: connector ?? MosquittoConnector(settings: configuration.connection, logger: logger),
+            topics: try RestockTopics(prefix: configuration.prefix, store: configuration.store), store: configuration.store,
+            timing: timing, logger: logger)
+    }
+
     /// Reads the broker's journal witness (``JournalWitnessReader``) where the backend keeps one (PostgreSQL), so that no
     /// database server whose journal goes less far is used: a former primary started again on its own. `false` when
     /// stopped (graceful shutdown) meanwhile.
     private func readJournalWitness() async throws -> Bool {
         guard let witness = configuration.storageBackend.journalWitness else { return true }
-        let reader = JournalWitnessReader(
-            connector: connector ?? MosquittoConnector(settings: configuration.connection, logger: logger),
-            topics: try RestockTopics(prefix: configuration.prefix, store: configuration.store), store: configuration.store,
-            timing: timing, logger: logger)
+        let reader = try witnessReader()
         do {
             _ = try await cancelWhenGracefulShutdown { try await reader.read(into: witness) }
             return true

@@ -8,8 +8,10 @@ import RestockCore
 /// Backends where the state is the store's own (SQLite in its data directory, memory) have none.
 package protocol JournalWitness: Sendable {
     /// The broker's witness, retained on `topic`, says the journal of `store` goes through `seq`: no server that holds
-    /// less is used (a refusal names `topic`, which an operator clears after restoring a database on purpose).
-    func witnessed(_ seq: Int64, of store: StoreID, on topic: String)
+    /// less is used (a refusal names `topic`, which an operator clears after restoring a database on purpose). `nil`:
+    /// the broker retains none now, and a witness read before no longer counts (an operator cleared it; what servers
+    /// showed the storage still does).
+    func witnessed(_ seq: Int64?, of store: StoreID, on topic: String)
 
     /// How far the journal of `store` goes, as the storage last saw it on the server it uses; `nil` before.
     func place(of store: StoreID) -> Int64?
