@@ -15,9 +15,10 @@ import RestockPipeline
 /// store's user by the shipped broker configuration); while the broker cannot be reached it tries again, as the store's
 /// start does. No retained witness (a store that never ran on PostgreSQL, a broker that lost its retained messages, or
 /// one an operator cleared) drops the one read before, if any: a standby held back by it takes over once it is cleared
-/// (found by an outside trial: it stayed held back); what the database servers showed still counts. One it cannot read, or another store's, is refused (``Unreadable``): the guard fails
-/// closed (found by an outside trial: a witness ignored so let a store start on a former primary, without 1,200
-/// requests it had acknowledged) until an operator clears it.
+/// (found by an outside trial: it stayed held back); what the database servers showed still counts. One it cannot
+/// read, or another store's, is refused (``Unreadable``): the guard fails closed (found by an outside trial: a witness
+/// ignored so let a store start on a former primary, without 1,200 requests it had acknowledged) until an operator
+/// clears it.
 struct JournalWitnessReader {
     let connector: any BrokerConnector
     let topics: RestockTopics
