@@ -19,6 +19,18 @@ extension PostgresServerTests {
             try #require(try server.backend.open(for: store, claim: .exclusive(instance: instance), now: Date()) as? PostgresStoreStorage)
         }
 
+        /// The settings of `server` with a lease of `lifetime`, their backend, and the storage of instance aaaaaaaaaaaa
+        /// that took the lease of `apple` there.
+        static func owned(
+            _ server: PrivatePostgres, lifetime: Duration
+        ) throws -> (settings: PostgresSettings, backend: PostgresStorage, owner: PostgresStoreStorage) {
+            var settings = server.settings
+            settings.leaseLifetime = lifetime
+            let backend = PostgresStorage(settings: settings)
+            let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
+            return (settings, backend, owner)
+        }
+
         /// The lease of `storage`'s store as the seam describes it, for a takeover's `seen`.
         static func seen(_ storage: PostgresStoreStorage) throws -> LeaseHolder {
             try #require(try storage.lease.holder()).storeLeaseHolder
@@ -138,10 +150,7 @@ extension PostgresServerTests {
             try await PrivatePostgres.with { server in
                 // A lifetime of a minute, so that "still held" holds on a loaded machine; lapses are made by dating the
                 // renewal past it, on the database's clock.
-                var settings = server.settings
-                settings.leaseLifetime = .seconds(60)
-                let backend = PostgresStorage(settings: settings)
-                let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
+                let (settings, backend, owner) = try Self.owned(server, lifetime: .seconds(60))
                 // A start whose own clock is an hour ahead is refused all the same: the database's clock judges.
                 #expect(throws: RestockMQTTError.self) {
                     _ = try backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date() + 3_600)
@@ -187,10 +196,7 @@ extension PostgresServerTests {
         @Test("a database away for longer than the lease's lifetime: the standby gives the owner a lifetime from its first look once the server is back, and the owner, renewing then, keeps its lease (found by CI: a lease last seen before the outage was taken at once)")
         func outageLongerThanTheLifetime() async throws {
             try await PrivatePostgres.with { server in
-                var settings = server.settings
-                settings.leaseLifetime = .seconds(3)
-                let backend = PostgresStorage(settings: settings)
-                let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
+                let (settings, backend, owner) = try Self.owned(server, lifetime: .seconds(3))
                 let before = await server.sessions()
                 let standby = Task { try await PostgresStorage(settings: settings).waitForTheOwnerToGo(of: apple) }
                 try await waitUntil("the standby's connection", within: 30) { await server.sessions() > before }
@@ -212,10 +218,7 @@ extension PostgresServerTests {
         @Test("an owner frozen inside a transaction, holding the lease's row, does not keep a standby out: the server ends its session after the lease's lifetime, and the takeover goes through (found by an outside trial: it waited as long as the freeze)")
         func frozenInsideATransaction() async throws {
             try await PrivatePostgres.with { server in
-                var settings = server.settings
-                settings.leaseLifetime = .seconds(2)
-                let backend = PostgresStorage(settings: settings)
-                let owner = try #require(try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date()) as? PostgresStoreStorage)
+                let (settings, backend, owner) = try Self.owned(server, lifetime: .seconds(2))
                 let seen = try Self.seen(owner)
                 // A session of the store's kind, frozen in the middle of a write: its fence's share lock on the lease row held.
                 let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
