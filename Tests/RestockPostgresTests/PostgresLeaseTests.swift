@@ -196,7 +196,7 @@ extension PostgresServerTests {
         @Test("a database away for longer than the lease's lifetime: the standby gives the owner a lifetime from its first look once the server is back, and the owner, renewing then, keeps its lease (found by CI: a lease last seen before the outage was taken at once)")
         func outageLongerThanTheLifetime() async throws {
             try await PrivatePostgres.with { server in
-                let (settings, backend, owner) = try Self.owned(server, lifetime: .seconds(3))
+                let (settings, _, owner) = try Self.owned(server, lifetime: .seconds(3))
                 let before = await server.sessions()
                 let standby = Task { try await PostgresStorage(settings: settings).waitForTheOwnerToGo(of: apple) }
                 try await waitUntil("the standby's connection", within: 30) { await server.sessions() > before }
