@@ -24,19 +24,16 @@ final class ObserverRegistration: Sendable {
 
 /// The store's in-process observers, by customer, in registration order.
 ///
-/// Thread-safe: the tables sit behind a `Mutex`. Delivery copies the registrations it needs under the
-/// lock and calls them after releasing it, checking each is still active just before its call, so an
-/// observer may cancel itself or others from inside a callback, and a cancelled one is skipped.
+/// Thread-safe: the tables sit behind a `Mutex`. A customer's observers are one array, a value: delivery takes the
+/// tables under the lock — two references, nothing copied — and calls the observers after releasing it, checking each
+/// is still active just before its call, so an observer may cancel itself or others from inside a callback, and a
+/// cancelled one is skipped. An observer added or removed while a delivery runs copies the table it changes (the
+/// delivery still holds the old one); at any other time a change is in place.
 package final class ObserverRegistry: Sendable {
-    /// One customer's observers. A class, so finding them for an alert costs one reference, not a copy of the table.
-    private final class CustomerObservers {
-        var registrations = InsertionOrderedDictionary<UInt64, ObserverRegistration>()
-    }
-
     private struct Tables {
         var nextID: UInt64 = 1
-        var byCustomer: [CustomerID: CustomerObservers] = [:]
-        var everyone = InsertionOrderedDictionary<UInt64, ObserverRegistration>()
+        var byCustomer: [CustomerID: [ObserverRegistration]] = [:]
+        var everyone: [ObserverRegistration] = []
         var count = 0
     }
 
@@ -52,11 +49,9 @@ package final class ObserverRegistry: Sendable {
             defer { tables.nextID += 1 }
             let registration = ObserverRegistration(id: tables.nextID, customer: customer, observer: observer)
             if let customer {
-                let observers = tables.byCustomer[customer] ?? CustomerObservers()
-                observers.registrations.updateValue(registration, forKey: registration.id)
-                tables.byCustomer[customer] = observers
+                tables.byCustomer[customer, default: []].append(registration)
             } else {
-                tables.everyone.updateValue(registration, forKey: registration.id)
+                tables.everyone.append(registration)
             }
             tables.count += 1
             return registration
@@ -69,18 +64,18 @@ package final class ObserverRegistry: Sendable {
         tables.withLock { tables in
             tables.count -= 1
             guard let customer = registration.customer else {
-                tables.everyone.removeValue(forKey: registration.id)
+                tables.everyone.removeAll { $0 === registration }
                 return
             }
-            guard let observers = tables.byCustomer[customer] else { return }
-            observers.registrations.removeValue(forKey: registration.id)
-            if observers.registrations.isEmpty { tables.byCustomer[customer] = nil }
+            guard let index = tables.byCustomer.index(forKey: customer) else { return }
+            tables.byCustomer.values[index].removeAll { $0 === registration }
+            if tables.byCustomer.values[index].isEmpty { tables.byCustomer.remove(at: index) }
         }
     }
 
     /// The number of registered observers of `customer` (excluding those of every customer).
     package func count(for customer: CustomerID) -> Int {
-        tables.withLock { $0.byCustomer[customer]?.registrations.count ?? 0 }
+        tables.withLock { $0.byCustomer[customer]?.count ?? 0 }
     }
 
     /// The number of registered observers.
@@ -88,33 +83,47 @@ package final class ObserverRegistry: Sendable {
 
     /// Calls the observers of each alert's customer, then those of every customer, alert by alert in order.
     package func deliver(_ alerts: [RestockAlert]) {
-        guard !alerts.isEmpty else { return }
-        // Snapshot under the lock, call out after: for each call, the alert's index and the registration.
-        var indices: [Int] = []
-        var registrations: [ObserverRegistration] = []
-        tables.withLock { tables in
-            guard tables.count > 0 else { return }
-            indices.reserveCapacity(alerts.count)
-            registrations.reserveCapacity(alerts.count)
-            for index in alerts.indices {
-                tables.byCustomer[alerts[index].customer]?.registrations.forEachValue {
-                    indices.append(index)
-                    registrations.append($0)
-                }
-                tables.everyone.forEachValue {
-                    indices.append(index)
-                    registrations.append($0)
-                }
-            }
-        }
         // Alerts are lent to observers straight from the array, not copied for each call.
         alerts.withUnsafeBufferPointer { alerts in
-            for (index, registration) in zip(indices, registrations) where registration.isActive {
-                do {
-                    try registration.observer.restockAlertRaised(alerts[index])
-                } catch {
-                    failureHandler?(error, alerts[index])
-                }
+            deliver(count: alerts.count, observers: { index, table in table[alerts[index].customer] }) { index, call in
+                call(alerts[index])
+            }
+        }
+    }
+
+    /// Calls the observers of each alert of `outcome` as ``deliver(_:)-([RestockAlert])`` does, building each alert
+    /// only when someone observes its customer, one at a time: no array of alerts is made.
+    package func deliver(_ outcome: StockOutcome) {
+        deliver(count: outcome.alertCount, observers: { index, table in outcome.entry(forCustomerOf: index, in: table) }) {
+            index, call in call(outcome.alert(at: index))
+        }
+    }
+
+    /// Delivery over `count` alerts: `observers` finds the observers of alert `index`'s customer in the table it is
+    /// given; `lend` hands alert `index` to the body it is given, once, and only for an alert someone observes.
+    @inline(__always)
+    private func deliver(
+        count: Int, observers: (Int, [CustomerID: [ObserverRegistration]]) -> [ObserverRegistration]?,
+        lend: (Int, (RestockAlert) -> Void) -> Void
+    ) {
+        guard count > 0, let (byCustomer, everyone) = tables.withLock({ $0.count > 0 ? ($0.byCustomer, $0.everyone) : nil })
+        else { return }
+        for index in 0..<count {
+            let forCustomer = byCustomer.isEmpty ? nil : observers(index, byCustomer)
+            guard forCustomer != nil || !everyone.isEmpty else { continue }
+            lend(index) { alert in
+                if let forCustomer { call(forCustomer, with: alert) }
+                call(everyone, with: alert)
+            }
+        }
+    }
+
+    private func call(_ registrations: [ObserverRegistration], with alert: RestockAlert) {
+        for registration in registrations where registration.isActive {
+            do {
+                try registration.observer.restockAlertRaised(alert)
+            } catch {
+                failureHandler?(error, alert)
             }
         }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a subscribe request did.
 public struct SubscribeOutcome: Sendable, Hashable {
     /// The watch after the request. When a `once` watch was alerted at once it is no longer kept,
@@ -14,6 +16,10 @@ public struct SubscribeOutcome: Sendable, Hashable {
 }
 
 /// What a stock change did.
+///
+/// The alerts all share the SKU, the quantity, the time and the store's epoch, and take consecutive sequence numbers: the
+/// outcome keeps the watches it alerted and makes each alert when it is read, so that a caller that only counts them
+/// (or an in-process observer, handed each as it is made) never pays for an array of them.
 public struct StockOutcome: Sendable, Hashable {
     /// The SKU whose stock changed.
     public let sku: SKU
@@ -21,12 +27,73 @@ public struct StockOutcome: Sendable, Hashable {
     public let previousQuantity: Int
     /// The on-hand quantity after the change.
     public let quantity: Int
-    /// The alerts raised, in ascending watch position.
-    public let alerts: [RestockAlert]
+    /// The watches alerted, in ascending position, as they are after the change (a `once` watch as it was removed).
+    private let alerted: [Watch]
+    /// The `every` watches that wait again because stock fell below their minimum, in ascending position.
+    private let rearmed: [Watch]
+    private let store: StoreID
+    private let epoch: String?
+    /// The sequence number of the first alert; the others follow it.
+    private let firstSequence: UInt64
+    /// When the alerts were raised.
+    private let at: Date
+
+    init(
+        sku: SKU, previousQuantity: Int, quantity: Int, alerted: [Watch], rearmed: [Watch], store: StoreID, epoch: String?,
+        firstSequence: UInt64, at: Date
+    ) {
+        self.sku = sku
+        self.previousQuantity = previousQuantity
+        self.quantity = quantity
+        self.alerted = alerted
+        self.rearmed = rearmed
+        self.store = store
+        self.epoch = epoch
+        self.firstSequence = firstSequence
+        self.at = at
+    }
+
+    /// The number of alerts raised.
+    public var alertCount: Int { alerted.count }
+
+    /// The alerts raised, in ascending watch position: made when read, each time (``alertCount`` counts them).
+    public var alerts: [RestockAlert] { alerted.indices.map(alert(at:)) }
+
     /// The `once` watches removed because they were alerted.
-    public let removedWatches: [Watch]
-    /// The `every` watches whose waiting state changed (alerted, or re-armed when stock fell below their minimum).
-    public let updatedWatches: [Watch]
+    public var removedWatches: [Watch] { alerted.filter { $0.mode == .once } }
+
+    /// The `every` watches whose waiting state changed (alerted, or re-armed when stock fell below their minimum), in
+    /// ascending position.
+    public var updatedWatches: [Watch] {
+        let alertedEvery = alerted.lazy.filter { $0.mode == .every }
+        guard !rearmed.isEmpty else { return Array(alertedEvery) }
+        guard !alertedEvery.isEmpty else { return rearmed }
+        // Both lists are in position order: merged, as the line was walked.
+        var merged: [Watch] = []
+        merged.reserveCapacity(rearmed.count + alerted.count)
+        var alertedRest = alertedEvery[...], rearmedRest = rearmed[...]
+        while let next = alertedRest.first, let other = rearmedRest.first {
+            if next.position < other.position {
+                merged.append(alertedRest.removeFirst())
+            } else {
+                merged.append(rearmedRest.removeFirst())
+            }
+        }
+        merged += alertedRest
+        merged += rearmedRest
+        return merged
+    }
+
+    /// Alert `index` (0 through ``alertCount`` − 1).
+    func alert(at index: Int) -> RestockAlert {
+        // The two fields read from the array in place: a copy of the watch would retain and release all of it.
+        RestockAlert(
+            store: store, epoch: epoch, sequence: firstSequence + UInt64(index), customer: alerted[index].customer, sku: sku,
+            quantity: quantity, position: alerted[index].position, at: at)
+    }
+
+    /// What `table` holds for the customer of alert `index`: the id is read in place, not copied out.
+    func entry<Value>(forCustomerOf index: Int, in table: [CustomerID: Value]) -> Value? { table[alerted[index].customer] }
 }
 
 /// Everything a store needs to carry on where it stopped: what a durable store saves and restores.

@@ -153,7 +153,7 @@ public final class Store: Sendable {
         let outcome = try state.withLock { state throws(RestockError) in
             try state.changeStock(sku: sku, change: change, now: now)
         }
-        observers.deliver(outcome.alerts)
+        observers.deliver(outcome)
         return outcome
     }
 

@@ -186,25 +186,21 @@ struct StoreState: Sendable {
             budget = overflow ? .max : product
         }
 
-        // Alerts are made as the line is walked, in place: no watch is copied but those reported back.
-        var alerts: [RestockAlert] = []
-        var removed: [Watch] = []
-        var updated: [Watch] = []
+        // The line is walked in place: no watch is copied but those reported back, and no alert is made here (the
+        // outcome makes each when it is read).
+        var alerted: [Watch] = []
+        var rearmed: [Watch] = []
         var stillHeldBack = 0
-        var sequence = nextAlertSequence
-        let store = self.store
         let lineIndex = watchers.index(forKey: sku)
-        let line = lineIndex.map { watchers.values[$0].count } ?? 0
-        if rise > 0 {
-            alerts.reserveCapacity(min(line, budget))
-            updated.reserveCapacity(min(line, budget))
+        if rise > 0, let lineIndex {
+            alerted.reserveCapacity(min(watchers.values[lineIndex].count, budget))
         }
         if let lineIndex {
             watchers.values[lineIndex].updateEach { watch in
                 guard watch.isSatisfied(by: onHand) else {
                     if !watch.isWaiting {
                         watch.isWaiting = true
-                        updated.append(watch)
+                        rearmed.append(watch)
                     }
                     return true
                 }
@@ -214,33 +210,29 @@ struct StoreState: Sendable {
                     return true
                 }
                 budget -= 1
-                alerts.append(
-                    RestockAlert(
-                        store: store, epoch: alertEpoch, sequence: sequence, customer: watch.customer, sku: sku, quantity: onHand,
-                        position: watch.position, at: now))
-                sequence += 1
                 switch watch.mode {
                 case .once:
-                    removed.append(watch)
+                    alerted.append(watch)
                     return false
                 case .every:
                     watch.isWaiting = false
-                    updated.append(watch)
+                    alerted.append(watch)
                     return true
                 }
             }
             if watchers.values[lineIndex].isEmpty { watchers.remove(at: lineIndex) }
         }
-        nextAlertSequence = sequence
-        for watch in removed { forget(watch) }
+        let firstSequence = nextAlertSequence
+        nextAlertSequence += UInt64(alerted.count)
+        for watch in alerted where watch.mode == .once { forget(watch) }
         if stillHeldBack > 0 {
             heldBack[sku] = stillHeldBack
         } else if !heldBack.isEmpty {
             heldBack[sku] = nil
         }
         return StockOutcome(
-            sku: sku, previousQuantity: previous, quantity: onHand, alerts: alerts,
-            removedWatches: removed, updatedWatches: updated)
+            sku: sku, previousQuantity: previous, quantity: onHand, alerted: alerted, rearmed: rearmed, store: store,
+            epoch: alertEpoch, firstSequence: firstSequence, at: now)
     }
 
     // MARK: Bookkeeping

@@ -247,7 +247,7 @@ struct OneStoreTests {
             #expect(try await client.inventory(try SKU(sku)).first?.quantity == sent, "the retained inventory is not the newer store's")
         }
         let applied = try StoreDatabase.snapshot(readingOnly: old.dataDirectory).inventory[try SKU(sku)]
-        #expect(applied == nil, "the old instance applied \(applied ?? 0) adds")
-        #expect(try StoreDatabase.queueLengths(readingOnly: old.dataDirectory).inbox == 0, "the old instance journaled requests")
+        #expect(applied == nil, "the old instance applied \(applied ?? 0) adds; its log ends: \(old.log.suffix(3_000))")
+        #expect(try StoreDatabase.queueLengths(readingOnly: old.dataDirectory).inbox == 0, "the old instance journaled requests; its log ends: \(old.log.suffix(3_000))")
     }
 }

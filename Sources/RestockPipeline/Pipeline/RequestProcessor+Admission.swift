@@ -28,27 +28,29 @@ extension RequestProcessor {
     ) throws(RequestRefusal) {
         let outcome = try perform { () throws(RestockError) in try store.changeStock(of: sku, change) }
         changes.inventory[sku] = outcome.quantity
-        changes.lineChanged(updated: outcome.updatedWatches, removed: outcome.removedWatches)
-        for watch in outcome.removedWatches { mirrors.insert(watch.customer) }
+        let removed = outcome.removedWatches
+        changes.lineChanged(updated: outcome.updatedWatches, removed: removed)
+        for watch in removed { mirrors.insert(watch.customer) }
         tally.applied[.stock, default: 0] += 1
-        tally.alerts += outcome.alerts.count
-        if !outcome.alerts.isEmpty {
-            changes.alertsRaised[sku, default: 0] += outcome.alerts.count
-            // The outcome's own array, shared rather than copied, when it is the batch's first.
-            if changes.alerts.isEmpty { changes.alerts = outcome.alerts } else { changes.alerts += outcome.alerts }
-        }
-        // One record for all the alerts of the change (each rebuilt when published); one row each only if
-        // they cannot share one.
-        if let batch = AlertBatch(outcome.alerts) {
-            changes.publications.append(Publication(batch: batch))
-        } else {
-            changes.publications += outcome.alerts.map(publication(of:))
+        tally.alerts += outcome.alertCount
+        if outcome.alertCount > 0 {
+            // Made once, from the outcome: the batch's list of alerts takes this array itself when it is the first.
+            let alerts = outcome.alerts
+            changes.alertsRaised[sku, default: 0] += alerts.count
+            if changes.alerts.isEmpty { changes.alerts = alerts } else { changes.alerts += alerts }
+            // One record for all the alerts of the change (each rebuilt when published); one row each only if
+            // they cannot share one.
+            if let batch = AlertBatch(alerts) {
+                changes.publications.append(Publication(batch: batch))
+            } else {
+                changes.publications += alerts.map(publication(of:))
+            }
         }
         let record = InventoryRecord(store: store.id, sku: sku, quantity: outcome.quantity, updatedAt: clock())
         let topic = topics.inventory(sku)
         changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
         logger.info(
-            "stock changed", metadata: [StoreLoggingKeys.sku: "\(sku)", StoreLoggingKeys.quantity: "\(outcome.quantity)", StoreLoggingKeys.alerts: "\(outcome.alerts.count)"])
+            "stock changed", metadata: [StoreLoggingKeys.sku: "\(sku)", StoreLoggingKeys.quantity: "\(outcome.quantity)", StoreLoggingKeys.alerts: "\(outcome.alertCount)"])
     }
 
     func perform<T>(_ body: () throws(RestockError) -> T) throws(RequestRefusal) -> T {
