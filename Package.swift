@@ -47,6 +47,8 @@ let package = Package(
             dependencies: [
                 "RestockCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C interface, which GRDB is built on: the restore reads each value's type straight from it.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -15,6 +15,12 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
 
     init() {}
 
+    /// An empty dictionary with room for `minimumCapacity` entries.
+    init(minimumCapacity: Int) {
+        slots.reserveCapacity(minimumCapacity)
+        slotOfKey.reserveCapacity(minimumCapacity)
+    }
+
     /// The number of entries.
     var count: Int { slotOfKey.count }
 

@@ -20,4 +20,37 @@ struct SnapshotTests {
         try original.subscribe(customer("late"), to: sku("ipad"))
         #expect(try restored.changeStock(of: sku("ipad"), .add(2)) == original.changeStock(of: sku("ipad"), .add(2)))
     }
+
+    @Test("a restore of tens of thousands of watches (its two tables built on two threads) equals the store it was taken from, and goes on alike")
+    func largeRestore() throws {
+        let original = makeStore(alertsPerUnit: 1)
+        let skus = (0..<7).map { sku("s\($0)") }
+        var random = SplitMix(seed: 7)
+        for index in 0..<4_000 {
+            for offset in 0..<3 {
+                let what = skus[(index + offset * 2) % skus.count]
+                try original.subscribe(customer("c\(index)"), to: what, mode: random.next(below: 2) == 0 ? .once : .every, minQuantity: 1 + random.next(below: 3))
+            }
+        }
+        for what in skus.prefix(4) { try original.changeStock(of: what, .set(1 + random.next(below: 3))) }  // some alerted, some held back
+        let snapshot = original.snapshot
+        #expect(snapshot.watches.count >= 10_000, "the two-thread restore is taken from 10,000 watches on")
+        let shuffled = StoreSnapshot(
+            watches: snapshot.watches.reversed(), inventory: snapshot.inventory, nextPosition: snapshot.nextPosition,
+            nextAlertSequence: snapshot.nextAlertSequence)
+        for restoring in [snapshot, shuffled] {
+            let restored = try Store(id: storeID(), alertsPerUnit: 1, restoring: restoring, clock: { fixedDate })
+            #expect(restored.watchCount == original.watchCount && restored.customerCount == original.customerCount)
+            for what in skus { #expect(restored.watchers(of: what) == original.watchers(of: what)) }
+            for index in stride(from: 0, to: 4_000, by: 97) {
+                #expect(restored.watchlist(of: customer("c\(index)")) == original.watchlist(of: customer("c\(index)")))
+            }
+            #expect(restored.counters == original.counters)
+        }
+        // Held-back watches queue alike: both stores raise the same alerts on the next rises.
+        let restored = try Store(id: storeID(), alertsPerUnit: 1, restoring: snapshot, clock: { fixedDate })
+        for what in skus {
+            #expect(try restored.changeStock(of: what, .add(3)) == original.changeStock(of: what, .add(3)))
+        }
+    }
 }

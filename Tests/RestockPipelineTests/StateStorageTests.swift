@@ -93,6 +93,20 @@ struct StateStorageTests {
         ])
     }
 
+    @Test("rows stored out of position order (a table rebuilt by hand) are read in position order: the restore reads the table in its own order, not through the position index")
+    func rowsOutOfOrderSorted() throws {
+        let queue = try Self.state()
+        try queue.write { db in
+            for position in [5, 2, 9, 1, 7] {
+                try db.execute(sql: "INSERT INTO watch VALUES ('c\(position)', 'ipad', 'once', 1, \(position), 0, 1, NULL)")
+            }
+        }
+        let (snapshot, skipped) = try StateReader(queue).snapshot()
+        #expect(skipped.isEmpty)
+        #expect(snapshot.watches.map(\.position) == [1, 2, 5, 7, 9])
+        #expect(snapshot.watches.map(\.customer.rawValue) == ["c1", "c2", "c5", "c7", "c9"])
+    }
+
     @Test("the inventory with an invalid SKU is refused as a damaged state, named, not trapped on")
     func invalidInventoryRefused() throws {
         let queue = try Self.state()

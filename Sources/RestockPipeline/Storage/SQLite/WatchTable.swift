@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import RestockCore
 
 /// The `watch` table of the store's state, and its two hot paths: the restore of every watch at start-up (up to
@@ -21,15 +22,15 @@ enum WatchTable {
     enum Columns: String, ColumnExpression, CaseIterable {
         case customer, sku, mode, minQuantity, position, since, waiting, expiresAt
 
-        /// The storage classes (SQLite's `typeof`) of a valid value: `since` and `expiresAt` are seconds since
-        /// 2001-01-01, as `Date` keeps them (an exact round trip), `expiresAt` NULL for a watch that never expires;
-        /// `waiting` is 0 or 1.
-        var storageClasses: [String] {
+        /// Whether a value of SQLite's fundamental type `type` (`sqlite3_column_type`) may be valid here: `since` and
+        /// `expiresAt` are seconds since 2001-01-01, as `Date` keeps them (an exact round trip), `expiresAt` NULL for a
+        /// watch that never expires; `waiting` is 0 or 1.
+        func accepts(_ type: Int32) -> Bool {
             switch self {
-            case .customer, .sku, .mode: ["text"]
-            case .minQuantity, .position, .waiting: ["integer"]
-            case .since: ["real", "integer"]
-            case .expiresAt: ["real", "integer", "null"]
+            case .customer, .sku, .mode: type == SQLITE_TEXT
+            case .minQuantity, .position, .waiting: type == SQLITE_INTEGER
+            case .since: type == SQLITE_FLOAT || type == SQLITE_INTEGER
+            case .expiresAt: type == SQLITE_FLOAT || type == SQLITE_INTEGER || type == SQLITE_NULL
             }
         }
     }
@@ -42,40 +43,48 @@ enum WatchTable {
 
     /// Where each value is in the rows of the restore: looked up by name once, then read by index for every row.
     private struct Layout {
-        let customer, sku, mode, minQuantity, position, since, waiting, expiresAt, valid: Int
+        let customer, sku, mode, minQuantity, position, since, waiting, expiresAt: Int
+        /// Each column's index, in ``Columns``' order.
+        let all: [Int32]
 
         init(_ statement: Statement) throws {
-            func index(_ name: String) throws -> Int {
-                guard let index = statement.index(ofColumn: name) else {
-                    throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no column \(name) in \(statement.sql)")
+            let all = try Columns.allCases.map { column in
+                guard let index = statement.index(ofColumn: column.name) else {
+                    throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no column \(column.name) in \(statement.sql)")
                 }
                 return index
             }
-            (customer, sku, mode) = (try index(Columns.customer.name), try index(Columns.sku.name), try index(Columns.mode.name))
-            (minQuantity, position) = (try index(Columns.minQuantity.name), try index(Columns.position.name))
-            (since, waiting, valid) = (try index(Columns.since.name), try index(Columns.waiting.name), try index("valid"))
-            expiresAt = try index(Columns.expiresAt.name)
+            (customer, sku, mode, minQuantity) = (all[0], all[1], all[2], all[3])
+            (position, since, waiting, expiresAt) = (all[4], all[5], all[6], all[7])
+            self.all = all.map(Int32.init)
+        }
+
+        /// Whether the current row of `statement` holds a value of a valid type in every column: read before any value
+        /// is (SQLite may convert a value when it is read as another type).
+        func typesAreValid(in statement: SQLiteStatement) -> Bool {
+            zip(Columns.allCases, all).allSatisfy { column, index in column.accepts(sqlite3_column_type(statement, index)) }
         }
     }
 
     /// Every valid watch, in position order; a row that holds no valid watch (a file changed by hand, or damaged) is
-    /// left out and described in `skipped`. Each value is converted without trapping: the file is outside input.
+    /// described in `skipped` instead.
+    ///
+    /// The table is read in its own order, which is position order unless it was rebuilt (a watch is written at its
+    /// position's turn): walking the position index instead costs a lookup in the table per row, the read's largest
+    /// cost with a million watches (docs/benchmarks.md, B2). Rows out of order are sorted once read.
     static func load(_ db: Database, skipped: inout [String]) throws -> [Watch] {
         var watches: [Watch] = []
         watches.reserveCapacity(try count(db))
-        // SQLite checks each value's type (a file changed by hand may hold anything), so that a valid row's values
-        // are read straight from the statement, without a DatabaseValue each.
-        let valid = Columns.allCases.map { column in
-            "typeof(\(column.rawValue)) IN (\(column.storageClasses.map { "'\($0)'" }.joined(separator: ", ")))"
-        }
-        let statement = try db.makeStatement(
-            sql: "SELECT \(columnList), \(valid.joined(separator: " AND ")) AS valid FROM \(name) ORDER BY \(Columns.position.name)")
+        let statement = try db.makeStatement(sql: "SELECT \(columnList) FROM \(name)")
         let at = try Layout(statement)
         let rows = try Row.fetchCursor(statement)
         // Watches of one SKU come in runs: its identifier is checked once per run, and shared.
         var lastSKU: SKU?
+        var inOrder = true
         while let row = try rows.next() {
-            guard try row.decode(Bool.self, atIndex: at.valid),
+            // Each value's type is checked (a file changed by hand may hold anything), so that a valid row's values
+            // are read straight from the statement, without a DatabaseValue each.
+            guard at.typesAreValid(in: statement.sqliteStatement),
                 let customer = try? CustomerID(try row.decode(String.self, atIndex: at.customer)),
                 let sku = sku(try row.decode(String.self, atIndex: at.sku), reusing: &lastSKU),
                 let mode = WatchMode(rawValue: try row.decode(String.self, atIndex: at.mode)),
@@ -89,12 +98,14 @@ enum WatchTable {
                 skipped.append("watch \(values.map(\.description).joined(separator: ", "))")
                 continue
             }
+            if let last = watches.last, last.position >= UInt64(position) { inOrder = false }
             watches.append(
                 Watch(
                     customer: customer, sku: sku, mode: mode, minQuantity: Int(minQuantity), position: UInt64(position),
                     since: Date(timeIntervalSinceReferenceDate: since), isWaiting: try row.decode(Int64.self, atIndex: at.waiting) != 0,
                     expiresAt: expiresAt.map(Date.init(timeIntervalSinceReferenceDate:))))
         }
+        if !inOrder { watches.sort { $0.position < $1.position } }
         return watches
     }
 
