@@ -11,7 +11,9 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
     }
 
     private var slots: [Entry?] = []
-    private var slotOfKey: [Key: Int] = [:]
+    /// Each key's slot. Four bytes, not eight: a table's values take a third of its memory less (B2's memory per watch).
+    /// No store comes near 2^32 slots (a line holds at most twice its watches, which the store bounds far below).
+    private var slotOfKey: [Key: UInt32] = [:]
 
     init() {}
 
@@ -29,7 +31,7 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
     /// The value for `key`, if present.
     subscript(key: Key) -> Value? {
         guard let slot = slotOfKey[key] else { return nil }
-        return slots[slot]?.value
+        return slots[Int(slot)]?.value
     }
 
     /// Appends `value` at the end when `key` is new, or replaces the value in place, keeping its order; returns
@@ -38,7 +40,7 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
     mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
         let next = slots.count
         // One lookup: the key's slot, or a new one at the end.
-        let slot = { (slot: inout Int) -> Int in slot }(&slotOfKey[key, default: next])
+        let slot = Int({ (slot: inout UInt32) -> UInt32 in slot }(&slotOfKey[key, default: UInt32(next)]))
         if slot == next {
             slots.append(Entry(key: key, value: value))
             return nil
@@ -50,7 +52,7 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
     /// Removes and returns the value for `key`.
     @discardableResult
     mutating func removeValue(forKey key: Key) -> Value? {
-        guard let slot = slotOfKey.removeValue(forKey: key) else { return nil }
+        guard let slot = slotOfKey.removeValue(forKey: key).map(Int.init) else { return nil }
         let removed = slots[slot]?.value
         slots[slot] = nil
         compactIfSparse()
@@ -58,15 +60,20 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
     }
 
     /// Visits every entry in order and lets `body` change its value in place or remove it (by returning `false`).
-    mutating func updateEach(_ body: (inout Value) throws -> Bool) rethrows {
+    mutating func updateEach(_ body: (Key, inout Value) throws -> Bool) rethrows {
         var removedAny = false
         for slot in slots.indices where slots[slot] != nil {
-            guard try !body(&slots[slot]!.value) else { continue }
+            guard try !body(slots[slot]!.key, &slots[slot]!.value) else { continue }
             slotOfKey[slots[slot]!.key] = nil
             slots[slot] = nil
             removedAny = true
         }
         if removedAny { compactIfSparse() }
+    }
+
+    /// Calls `body` with every entry's key and value, in insertion order.
+    func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+        for case let entry? in slots { try body(entry.key, entry.value) }
     }
 
     /// Calls `body` with every entry's value, in insertion order.
@@ -92,7 +99,7 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
         var compacted: [Entry?] = []
         compacted.reserveCapacity(slotOfKey.count)
         for case let entry? in slots {
-            slotOfKey[entry.key] = compacted.count
+            slotOfKey[entry.key] = UInt32(compacted.count)
             compacted.append(entry)
         }
         slots = compacted

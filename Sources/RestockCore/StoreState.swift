@@ -19,8 +19,8 @@ struct StoreState: Sendable {
     /// What the ids of the alerts it raises carry besides the sequence (``Store/alertEpoch``).
     let alertEpoch: String?
 
-    /// Watches of each SKU in signup order, keyed by customer.
-    private var watchers: [SKU: InsertionOrderedDictionary<CustomerID, Watch>] = [:]
+    /// Watches of each SKU in signup order, keyed by customer (``LineEntry``: the watch without its customer and SKU).
+    private var watchers: [SKU: InsertionOrderedDictionary<CustomerID, LineEntry>] = [:]
     /// The SKUs each customer watches.
     private var watchlists: [CustomerID: Watchlist] = [:]
     private var inventory: [SKU: Int] = [:]
@@ -56,12 +56,12 @@ struct StoreState: Sendable {
         Self.inParallel(watches.count >= 10_000,
             {
                 // Watches of one SKU tend to come in runs: its line and quantity are looked up once per run.
-                var run: (sku: SKU, line: Dictionary<SKU, InsertionOrderedDictionary<CustomerID, Watch>>.Index, quantity: Int)?
+                var run: (sku: SKU, line: Dictionary<SKU, InsertionOrderedDictionary<CustomerID, LineEntry>>.Index, quantity: Int)?
                 for watch in watches {
                     if run?.sku != watch.sku {
                         run = (watch.sku, lines.index(forKey: watch.sku)!, inventory[watch.sku] ?? 0)
                     }
-                    guard let run, lines.values[run.line].updateValue(watch, forKey: watch.customer) == nil else { continue }
+                    guard let run, lines.values[run.line].updateValue(LineEntry(watch), forKey: watch.customer) == nil else { continue }
                     kept += 1
                     if watch.isWaiting, watch.isSatisfied(by: run.quantity) { heldBack[watch.sku, default: 0] += 1 }
                 }
@@ -80,7 +80,7 @@ struct StoreState: Sendable {
     }
 
     /// An empty line for each SKU of `watches`, with room for its watches.
-    private static func lines(of watches: [Watch]) -> [SKU: InsertionOrderedDictionary<CustomerID, Watch>] {
+    private static func lines(of watches: [Watch]) -> [SKU: InsertionOrderedDictionary<CustomerID, LineEntry>] {
         var sizes: [SKU: Int] = [:]
         var run: (sku: SKU, count: Int)?
         for watch in watches {
@@ -133,23 +133,31 @@ struct StoreState: Sendable {
 
     var stockedSKUs: [SKU: Int] { inventory }
 
-    func watch(customer: CustomerID, sku: SKU) -> Watch? { watchers[sku]?[customer] }
+    func watch(customer: CustomerID, sku: SKU) -> Watch? { watchers[sku]?[customer]?.watch(of: customer, on: sku) }
 
     func watchCount(of customer: CustomerID) -> Int { watchlists[customer]?.count ?? 0 }
 
     /// Customers watching at least one SKU (a customer's watch list goes with their last watch).
     var customerCount: Int { watchlists.count }
 
-    func watchers(of sku: SKU) -> [Watch] { watchers[sku]?.values ?? [] }
+    func watchers(of sku: SKU) -> [Watch] { watchers[sku].map { Self.watches(in: $0, of: sku) } ?? [] }
+
+    /// The watches of a line, in its order.
+    private static func watches(in line: InsertionOrderedDictionary<CustomerID, LineEntry>, of sku: SKU) -> [Watch] {
+        var watches: [Watch] = []
+        watches.reserveCapacity(line.count)
+        line.forEach { customer, entry in watches.append(entry.watch(of: customer, on: sku)) }
+        return watches
+    }
 
     func watchlist(of customer: CustomerID) -> [Watch] {
         guard let skus = watchlists[customer]?.skus else { return [] }
-        return skus.compactMap { watchers[$0]?[customer] }.sorted { $0.position < $1.position }
+        return skus.compactMap { watch(customer: customer, sku: $0) }.sorted { $0.position < $1.position }
     }
 
     var snapshot: StoreSnapshot {
         StoreSnapshot(
-            watches: watchers.values.flatMap(\.values), inventory: inventory,
+            watches: watchers.flatMap { sku, line in Self.watches(in: line, of: sku) }, inventory: inventory,
             nextPosition: nextPosition, nextAlertSequence: nextAlertSequence)
     }
 
@@ -264,11 +272,11 @@ struct StoreState: Sendable {
             alerted.reserveCapacity(min(watchers.values[lineIndex].count, budget))
         }
         if let lineIndex {
-            watchers.values[lineIndex].updateEach { watch in
+            watchers.values[lineIndex].updateEach { customer, watch in
                 guard watch.isSatisfied(by: onHand) else {
                     if !watch.isWaiting {
                         watch.isWaiting = true
-                        rearmed.append(watch)
+                        rearmed.append(watch.watch(of: customer, on: sku))
                     }
                     return true
                 }
@@ -280,11 +288,11 @@ struct StoreState: Sendable {
                 budget -= 1
                 switch watch.mode {
                 case .once:
-                    alerted.append(watch)
+                    alerted.append(watch.watch(of: customer, on: sku))
                     return false
                 case .every:
                     watch.isWaiting = false
-                    alerted.append(watch)
+                    alerted.append(watch.watch(of: customer, on: sku))
                     return true
                 }
             }
@@ -313,14 +321,15 @@ struct StoreState: Sendable {
     }
 
     private mutating func insert(_ watch: Watch) {
-        guard watchers[watch.sku, default: InsertionOrderedDictionary()].updateValue(watch, forKey: watch.customer) == nil else { return }
+        guard watchers[watch.sku, default: InsertionOrderedDictionary()].updateValue(LineEntry(watch), forKey: watch.customer) == nil
+        else { return }
         watchCount += 1
         Self.add(watch.sku, to: &watchlists[watch.customer])
     }
 
     @discardableResult
     private mutating func remove(customer: CustomerID, sku: SKU) -> Watch? {
-        guard let removed = watchers[sku]?.removeValue(forKey: customer) else { return nil }
+        guard let removed = watchers[sku]?.removeValue(forKey: customer)?.watch(of: customer, on: sku) else { return nil }
         if watchers[sku]?.isEmpty == true { watchers[sku] = nil }
         forget(removed)
         return removed
