@@ -16,6 +16,8 @@ struct LatencyBench {
 
     struct Percentiles {
         var p50 = Samples(), p99 = Samples(), max = Samples()
+        /// The median `fdatasync` on the store's data disk in each run (``DiskSync``), in µs; on SQLite only.
+        var fdatasync = Samples()
 
         mutating func append(_ histogram: Histogram<UInt64>) {
             p50.append(Double(histogram.valueAtPercentile(50)) / 1_000)
@@ -55,6 +57,7 @@ struct LatencyBench {
             let toolsRun = try await measure(echo.log, send: { index in pinger.write(line: "ping-\(run)-\(index)") })
             result.store.append(storeRun)
             result.tools.append(toolsRun)
+            if let directory = state.dataDirectory { result.store.fdatasync.append(try DiskSync.medianMicroseconds(in: directory)) }
             say("  B4\(postgres == nil ? "" : " on PostgreSQL") run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs")
         }
         await admin.disconnect()

@@ -42,6 +42,9 @@ struct BenchState {
 
     private var directory: URL? { postgres == nil ? URL(fileURLWithPath: place) : nil }
 
+    /// The data directory, on SQLite.
+    var dataDirectory: URL? { directory }
+
     /// `restock serve` of store `apple` on `broker`, on this state.
     func store(on broker: MosquittoBroker, extraArguments: [String] = []) throws -> StoreProcess {
         try StoreProcess(broker: broker, dataDirectory: directory, database: databaseURL, extraArguments: extraArguments)
