@@ -29,8 +29,7 @@ extension PostgresStoreStorage {
     }
 
     package func inventory() throws -> [(SKU, Int)] {
-        let location = location
-        return try read { try PostgresStateReader(statements: $0, store: store.rawValue).inventory(location: location) }
+        try read { try PostgresStateReader(statements: $0, store: store.rawValue).inventory() }
     }
 
     // MARK: The outbox

@@ -271,8 +271,9 @@ struct InMemoryState: Sendable {
         var snapshot = StoreSnapshot()
         let ordered = watches.values.sorted { $0.position < $1.position }
         for watch in ordered {
-            guard RequestLimits.minQuantity.contains(watch.minQuantity), watch.position > 0, watch.since.timeIntervalSinceReferenceDate.isFinite,
-                watch.expiresAt?.timeIntervalSinceReferenceDate.isFinite ?? true
+            guard RequestLimits.minQuantity.contains(watch.minQuantity), StoredValues.isCounter(Int64(truncatingIfNeeded: watch.position)),
+                watch.position <= UInt64(StoredValues.maximumCounter), StoredValues.isDate(watch.since.timeIntervalSinceReferenceDate),
+                watch.expiresAt.map({ StoredValues.isDate($0.timeIntervalSinceReferenceDate) }) ?? true
             else {
                 skipped.append("watch \(watch)")
                 continue
@@ -291,7 +292,9 @@ struct InMemoryState: Sendable {
         if counters != nil, sequence == 0 { skipped.append("counter nextAlertSequence, 0") }
         // SQLite keeps it among the counters, and leaves out one that is not positive as it leaves out the others.
         if let processed, processed <= 0 { skipped.append("counter processedThrough, \(processed)") }
-        snapshot.nextPosition = max(position == 0 ? 1 : position, (ordered.last?.position ?? 0) &+ 1)
+        // Past every position held up to the bound, left out or not, as SQLite's reader (StoredValues).
+        let highest = ordered.last { $0.position <= UInt64(StoredValues.maximumCounter) }?.position ?? 0
+        snapshot.nextPosition = max(position == 0 ? 1 : position, highest + 1)
         snapshot.nextAlertSequence = sequence == 0 ? 1 : sequence
         return (snapshot, skipped)
     }

@@ -109,7 +109,10 @@ package final class InMemoryStorage: StoreStorage {
 
     package func mirroredCustomers() throws -> [CustomerID] { read { $0.mirrors.sorted() } }
 
-    package func inventory() throws -> [(SKU, Int)] { read { $0.inventory.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } } }
+    /// As SQLite's: a quantity out of the contract's range is left out, as the snapshot leaves it out.
+    package func inventory() throws -> [(SKU, Int)] {
+        read { $0.inventory.filter { RequestLimits.stockSet.contains($0.value) }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    }
 
     package var isRestored: Bool { get throws { read(\.restored) } }
 

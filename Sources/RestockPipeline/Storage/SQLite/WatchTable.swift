@@ -84,15 +84,16 @@ enum WatchTable {
         while let row = try rows.next() {
             // Each value's type is checked (a file changed by hand may hold anything), so that a valid row's values
             // are read straight from the statement, without a DatabaseValue each.
-            guard at.typesAreValid(in: statement.sqliteStatement),
-                let customer = try? CustomerID(try row.decode(String.self, atIndex: at.customer)),
-                let sku = sku(try row.decode(String.self, atIndex: at.sku), reusing: &lastSKU),
-                let mode = WatchMode(rawValue: try row.decode(String.self, atIndex: at.mode)),
+            let sqlite = statement.sqliteStatement
+            guard at.typesAreValid(in: sqlite),
+                let customer = try? CustomerID(try Self.text(row, at: at.customer, of: sqlite)),
+                let sku = sku(try Self.text(row, at: at.sku, of: sqlite), reusing: &lastSKU),
+                let mode = WatchMode(rawValue: try Self.text(row, at: at.mode, of: sqlite)),
                 case let minQuantity = try row.decode(Int64.self, atIndex: at.minQuantity),
                 RequestLimits.minQuantity.contains(Int(truncatingIfNeeded: minQuantity)),
-                case let position = try row.decode(Int64.self, atIndex: at.position), position > 0,
-                case let since = try row.decode(Double.self, atIndex: at.since), since.isFinite,
-                case let expiresAt = try row.decode(Double?.self, atIndex: at.expiresAt), expiresAt?.isFinite ?? true
+                case let position = try row.decode(Int64.self, atIndex: at.position), StoredValues.isCounter(position),
+                case let since = try row.decode(Double.self, atIndex: at.since), StoredValues.isDate(since),
+                case let expiresAt = try row.decode(Double?.self, atIndex: at.expiresAt), expiresAt.map(StoredValues.isDate) ?? true
             else {
                 let values = Columns.allCases.map { row[$0.name] as DatabaseValue }
                 skipped.append("watch \(values.map(\.description).joined(separator: ", "))")
@@ -109,6 +110,14 @@ enum WatchTable {
         return watches
     }
 
+    /// The text at `index` of the current row, or "" when it holds a NUL byte: SQLite's text then reads as only what
+    /// comes before it, which could name another, valid, customer or SKU (found by an outside trial: a SKU `k1\0x` read
+    /// as `k1`, and its watch replaced the customer's real one).
+    private static func text(_ row: Row, at index: Int, of statement: SQLiteStatement) throws -> String {
+        let text = try row.decode(String.self, atIndex: index)
+        return text.utf8.count == Int(sqlite3_column_bytes(statement, Int32(index))) ? text : ""
+    }
+
     /// `text` as a SKU: the last one read when it is the same text (checked once for a run of watches of one SKU).
     private static func sku(_ text: String, reusing last: inout SKU?) -> SKU? {
         if let last, last.rawValue == text { return last }
@@ -121,10 +130,14 @@ enum WatchTable {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(name)") ?? 0
     }
 
-    /// The highest position a row holds, skipped ones included (they keep their place in the table); 0 when none.
+    /// The highest position a row holds up to ``StoredValues/maximumCounter``, skipped ones included (they keep their
+    /// place in the table); 0 when none. A position past the bound is no new watch's, which stay below it.
     static func highestPosition(_ db: Database) throws -> Int64 {
         let position = Columns.position.name
-        return try Int64.fetchOne(db, sql: "SELECT MAX(\(position)) FROM \(name) WHERE typeof(\(position)) = 'integer'") ?? 0
+        return try Int64.fetchOne(
+            db,
+            sql: "SELECT MAX(\(position)) FROM \(name) WHERE typeof(\(position)) = 'integer' AND \(position) <= \(StoredValues.maximumCounter)"
+        ) ?? 0
     }
 
     // MARK: Expiry

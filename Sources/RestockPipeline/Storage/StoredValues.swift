@@ -1,0 +1,23 @@
+import Foundation
+import RestockCore
+
+/// What a stored value may be for the store to take it back at start-up: a state file or database is outside input
+/// (changed by hand, damaged, written by a tool), and a value past these bounds is left out with the rest of its row,
+/// named in one log line, before it can reach arithmetic that traps (found by an outside trial: a position of 2^63 − 1
+/// in the file made every later request crash the store).
+package enum StoredValues {
+    /// The largest position or counter taken: 2^62. The store counts up by one per watch or alert from there, and
+    /// writes each as a signed 64-bit integer, which it never reaches.
+    package static let maximumCounter: Int64 = 1 << 62
+
+    /// A position or counter the store can carry on from.
+    package static func isCounter(_ value: Int64) -> Bool { value > 0 && value <= maximumCounter }
+
+    /// The times taken for a watch's `since` and `expiresAt`, in seconds since 2001-01-01 (as `Date` keeps them):
+    /// 1970 through 9999, the years an RFC 3339 timestamp in a payload can say (a request's `expiresAt` likewise).
+    package static let dates: Range<Double> =
+        Date(timeIntervalSince1970: 0).timeIntervalSinceReferenceDate..<Date(timeIntervalSince1970: 253_402_300_800).timeIntervalSinceReferenceDate
+
+    /// A time `seconds` since 2001-01-01 that the store can say in a payload.
+    package static func isDate(_ seconds: Double) -> Bool { dates.contains(seconds) }
+}
