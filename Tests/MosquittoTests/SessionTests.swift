@@ -74,15 +74,18 @@ struct SessionTests {
         #expect(sessionPresent == false)
 
         let publisher = try await connectedClient(to: broker)
-        // The resubscription is in flight right after the CONNACK; publish until it has taken effect.
-        let received = try await withDeadline(60, waitingFor: "a message after the restart") {
-            let reader = Task { try await first(1, of: messages, within: 60) }
+        // The resubscription is in flight right after the CONNACK: publish every half second (a pace, not a wait) until
+        // one has arrived. (Awaiting the reader's value under a deadline of its own published only once: a task's value
+        // is not given up when the awaiting task is cancelled, so that deadline waited as long as the reader — and a
+        // first message published before the resubscription took effect failed the test after 60 s, seen in CI.)
+        let publishing = Task {
             while !Task.isCancelled {
                 try await publisher.publish("after restart", to: topic)
-                if let done = try? await withDeadline(0.5, { try await reader.value }) { return done }
+                try await Task.sleep(for: .milliseconds(500))
             }
-            return []
         }
+        defer { publishing.cancel() }
+        let received = try await first(1, of: messages, within: 60)
         #expect(received.first?.payloadString == "after restart")
         #expect(client.subscriptions[topic] == .atLeastOnce)
         await client.disconnect()
