@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The rules of docs/contract.md, "Semantics" over plain values: watches, inventory, counters. ``Store`` keeps one under a lock.
 struct StoreState: Sendable {
@@ -51,25 +52,8 @@ struct StoreState: Sendable {
         let inOrder = zip(snapshot.watches, snapshot.watches.dropFirst()).allSatisfy { $0.position < $1.position }
         let watches = inOrder ? snapshot.watches : snapshot.watches.sorted { $0.position < $1.position }
         let inventory = self.inventory
-        var lines = Self.lines(of: watches), watchlists: [CustomerID: Watchlist] = [:]
-        var heldBack: [SKU: Int] = [:], kept = 0
-        Self.inParallel(watches.count >= 10_000,
-            {
-                // Watches of one SKU tend to come in runs: its line and quantity are looked up once per run.
-                var run: (sku: SKU, line: Dictionary<SKU, InsertionOrderedDictionary<CustomerID, LineEntry>>.Index, quantity: Int)?
-                for watch in watches {
-                    if run?.sku != watch.sku {
-                        run = (watch.sku, lines.index(forKey: watch.sku)!, inventory[watch.sku] ?? 0)
-                    }
-                    guard let run, lines.values[run.line].updateValue(LineEntry(watch), forKey: watch.customer) == nil else { continue }
-                    kept += 1
-                    if watch.isWaiting, watch.isSatisfied(by: run.quantity) { heldBack[watch.sku, default: 0] += 1 }
-                }
-            },
-            {
-                watchlists.reserveCapacity(Self.customerEstimate(watches.count))
-                for watch in watches { Self.add(watch.sku, to: &watchlists[watch.customer]) }
-            })
+        let ((lines, heldBack, kept), watchlists) = Self.inParallel(
+            watches.count >= 10_000, { Self.lines(of: watches, inventory: inventory) }, { Self.watchlists(of: watches) })
         self.watchers = lines
         self.watchlists = watchlists
         self.heldBack = heldBack
@@ -79,20 +63,44 @@ struct StoreState: Sendable {
         nextAlertSequence = snapshot.nextAlertSequence
     }
 
-    /// An empty line for each SKU of `watches`, with room for its watches.
-    private static func lines(of watches: [Watch]) -> [SKU: InsertionOrderedDictionary<CustomerID, LineEntry>] {
+    /// Each SKU's line of `watches` (in position order), sized before it is filled; how many watches fair release holds
+    /// back in each (waiting, and satisfied by `inventory`); and how many watches were kept (a repeated customer and SKU
+    /// counts once, its last terms kept).
+    private static func lines(of watches: [Watch], inventory: [SKU: Int]) -> (
+        lines: [SKU: InsertionOrderedDictionary<CustomerID, LineEntry>], heldBack: [SKU: Int], kept: Int
+    ) {
         var sizes: [SKU: Int] = [:]
-        var run: (sku: SKU, count: Int)?
+        var counted: (sku: SKU, count: Int)?
         for watch in watches {
-            if run?.sku == watch.sku {
-                run!.count += 1
+            if counted?.sku == watch.sku {
+                counted!.count += 1
                 continue
             }
-            if let run { sizes[run.sku, default: 0] += run.count }
-            run = (watch.sku, 1)
+            if let counted { sizes[counted.sku, default: 0] += counted.count }
+            counted = (watch.sku, 1)
         }
-        if let run { sizes[run.sku, default: 0] += run.count }
-        return sizes.mapValues { InsertionOrderedDictionary(minimumCapacity: $0) }
+        if let counted { sizes[counted.sku, default: 0] += counted.count }
+        var lines = sizes.mapValues { InsertionOrderedDictionary<CustomerID, LineEntry>(minimumCapacity: $0) }
+        var heldBack: [SKU: Int] = [:], kept = 0
+        // Watches of one SKU tend to come in runs: its line and quantity are looked up once per run.
+        var run: (sku: SKU, line: Dictionary<SKU, InsertionOrderedDictionary<CustomerID, LineEntry>>.Index, quantity: Int)?
+        for watch in watches {
+            if run?.sku != watch.sku {
+                run = (watch.sku, lines.index(forKey: watch.sku)!, inventory[watch.sku] ?? 0)
+            }
+            guard let run, lines.values[run.line].updateValue(LineEntry(watch), forKey: watch.customer) == nil else { continue }
+            kept += 1
+            if watch.isWaiting, watch.isSatisfied(by: run.quantity) { heldBack[watch.sku, default: 0] += 1 }
+        }
+        return (lines, heldBack, kept)
+    }
+
+    /// Each customer's watch list of `watches`.
+    private static func watchlists(of watches: [Watch]) -> [CustomerID: Watchlist] {
+        var watchlists: [CustomerID: Watchlist] = [:]
+        watchlists.reserveCapacity(customerEstimate(watches.count))
+        for watch in watches { add(watch.sku, to: &watchlists[watch.customer]) }
+        return watchlists
     }
 
     /// How many customers to make room for among `watches` watches: all of them up to a hundred thousand (most
@@ -102,24 +110,17 @@ struct StoreState: Sendable {
         watches <= 100_000 ? watches : 100_000 + (watches - 100_000) / 2
     }
 
-    /// Runs `first` on this thread and `second` on another at the same time when `worthIt` (a thread costs tens of
-    /// microseconds), one after the other otherwise; returns when both have. They must share nothing they change.
-    private static func inParallel(_ worthIt: Bool, _ first: () -> Void, _ second: () -> Void) {
-        guard worthIt else {
-            first()
-            second()
-            return
-        }
-        withoutActuallyEscaping(second) { second in
-            let done = DispatchSemaphore(value: 0)
-            let other = UncheckedBox(second)
-            DispatchQueue.global().async {
-                other.value()
-                done.signal()
-            }
-            first()
-            done.wait()
-        }
+    /// `first` on this thread and `second` on another at the same time when `worthIt` (a thread costs tens of
+    /// microseconds), one after the other otherwise: their results, once both are done. They share no state: each
+    /// makes its own value from values it was given.
+    private static func inParallel<A: Sendable, B: Sendable>(
+        _ worthIt: Bool, _ first: () -> A, _ second: @escaping @Sendable () -> B
+    ) -> (A, B) {
+        guard worthIt else { return (first(), second()) }
+        let other = Handoff<B>()
+        DispatchQueue.global().async { other.finish(second()) }
+        let mine = first()
+        return (mine, other.wait())
     }
 
     /// Adds `sku` to a customer's watch list, making it if there is none: one lookup of the customer.
@@ -342,8 +343,18 @@ struct StoreState: Sendable {
     }
 }
 
-/// A value handed to another thread by code that knows no other touches it meanwhile.
-private final class UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+/// A value made on another thread, waited for on this one.
+private final class Handoff<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    func finish(_ made: Value) {
+        value.withLock { $0 = made }
+        done.signal()
+    }
+
+    func wait() -> Value {
+        done.wait()
+        return value.withLock { $0.take()! }
+    }
 }
