@@ -90,7 +90,7 @@ extension StoreService {
                 lifecycle: wiring.lifecycle, logger: logger, retryInterval: timing.retry, clock: timing.clock),
             SessionWatch(
                 client: wiring.session, events: wiring.sessionEvents, storage: storage, lifecycle: wiring.lifecycle,
-                liveness: wiring.liveness, fence: wiring.fence, store: store.id, instance: instance,
+                liveness: wiring.liveness, fence: wiring.fence, store: store.id, instance: instance, probeFilter: topics.deliveryProbe,
                 republish: { [republish = wiring.republish, arrived = wiring.requestArrived] in
                     republish.raise()
                     arrived.yield()

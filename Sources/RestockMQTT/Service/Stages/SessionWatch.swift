@@ -28,6 +28,9 @@ struct SessionWatch: Service {
     let fence: DeliveryFence
     let store: StoreID
     let instance: String
+    /// A filter nothing subscribes to (the delivery probe's), unsubscribed from to learn that what was sent before on
+    /// the session has reached the broker.
+    let probeFilter: String
     /// Asks the applying stage to publish every retained topic again.
     let republish: @Sendable () -> Void
     /// Has the publishing connection read the retained status and claim again, so that ``liveness`` holds the
@@ -56,6 +59,11 @@ struct SessionWatch: Service {
                     metrics.count(event, on: .session, connections: &connections)
                     switch event {
                     case .connected(let sessionPresent):
+                        // A broker without the session has the client's subscriptions made again at the CONNACK: the
+                        // store says online only once they are in place, as a client that sees it online sends its
+                        // requests at once, and one sent before them is lost (seen in CI: a subscribe sent as the store
+                        // came back from a broker restart got no answer).
+                        if connections > 1, !sessionPresent { await waitForTheSubscriptions() }
                         // The broker first: /readyz, ready from sessionConnected() on, names it (answered a bare
                         // `ok` between the two before, found by the issue 25 trial).
                         let broker = client.broker ?? "unknown"
@@ -90,6 +98,20 @@ struct SessionWatch: Service {
         // Closed by this store while it held the session: the acknowledgements went out before its DISCONNECT, which
         // the broker reads after them; what they led to is drained with the rest.
         if wasConnected { releaseHeld(because: "the store closed its session itself") }
+    }
+
+    /// Returns once the subscriptions the client made again at the last CONNACK are in place: the broker answers this
+    /// connection's packets in order, so an UNSUBSCRIBE of the delivery probe's filter (which nothing subscribes to)
+    /// answered after them says they were taken. Also returns when the connection went meanwhile (its loss is the next
+    /// event) or no answer came within ``readTimeout``: the store then says online as it did before it waited.
+    private func waitForTheSubscriptions() async {
+        do {
+            try await withDeadline(readTimeout.seconds, waitingFor: "the broker's answer after the subscriptions made again") {
+                try await client.unsubscribe(from: probeFilter)
+            }
+        } catch {
+            logger.debug("the subscriptions made again are not known to be in place", metadata: [StoreLoggingKeys.error: "\(error)"])
+        }
     }
 
     /// Passes on what the fence holds, saying so when it held anything.
