@@ -74,17 +74,12 @@ struct SessionTests {
         #expect(sessionPresent == false)
 
         let publisher = try await connectedClient(to: broker)
-        // The resubscription is in flight right after the CONNACK: publish every half second (a pace, not a wait) until
-        // one has arrived. (Awaiting the reader's value under a deadline of its own published only once: a task's value
-        // is not given up when the awaiting task is cancelled, so that deadline waited as long as the reader — and a
-        // first message published before the resubscription took effect failed the test after 60 s, seen in CI.)
-        let publishing = Task {
-            while !Task.isCancelled {
-                try await publisher.publish("after restart", to: topic)
-                try await Task.sleep(for: .milliseconds(500))
-            }
-        }
-        defer { publishing.cancel() }
+        // The resubscription may still be in flight right after the CONNACK: the message is retained, so that it arrives
+        // either live (the subscription was in place) or as the topic's retained message when the subscription is made.
+        // (Publishing until one arrived, it awaited a reader's value under a deadline of its own, which a task's value
+        // does not give up on cancellation: it published once, and a message sent before the resubscription took effect
+        // failed the test after 60 s, seen in CI.)
+        try await publisher.publish("after restart", to: topic, retain: true)
         let received = try await first(1, of: messages, within: 60)
         #expect(received.first?.payloadString == "after restart")
         #expect(client.subscriptions[topic] == .atLeastOnce)
