@@ -76,7 +76,10 @@ public final class StoreProcess: Sendable {
         do {
             try await waitUntil("the store to come online", within: 90) {
                 if let status = child.exitStatus { throw StoreExited(status: status, log: self.log) }
-                return (try? await client.status())?.isOnline == true && self.log.contains("online")
+                // The log first: it says online only once the status is published, while a status read before any
+                // is retained waits out the client's first-message wait (2 s on a fresh broker, every time it polls).
+                guard self.log.contains("online") else { return false }
+                return (try? await client.status())?.isOnline == true
             }
         } catch let timeout as DeadlineExceeded {
             throw DeadlineExceeded(what: "\(timeout.what); its log ends: \(log.suffix(600))", seconds: timeout.seconds)
