@@ -97,6 +97,8 @@ let package = Package(
         // `restock serve` and mosquitto_sub as processes, an alert collector, deadlines for every wait.
         // A seeded random number generator, so that a generated stream replays from its seed.
         .target(name: "SeededRandom", path: "Tests/SeededRandom"),
+        // A SQLite VFS that counts each file's syncs: what the pipeline's tests see of durability.
+        .target(name: "CountedSyncs", path: "Tests/CountedSyncs", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(
             name: "RestockTestSupport",
             dependencies: ["SeededRandom", "LocalBroker", "Deadlines", "RestockMQTT", "RestockPipeline", "RestockPostgres", "Mosquitto", "RestockCore"],
@@ -114,7 +116,7 @@ let package = Package(
         // Unit tests of the pipeline: no broker, no libmosquitto.
         .testTarget(
             name: "RestockPipelineTests",
-            dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", "StorageDifferential", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", "StorageDifferential", "CountedSyncs", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         // Unit tests of the store service over a broker in memory (RestockTestSupport's InMemoryBroker): takeover,
         // draining, stage failure and reconnection in milliseconds.
         .testTarget(

@@ -207,6 +207,10 @@ package final class RequestProcessor: Sendable {
     /// that may pass (a full disk) is kept and tried again first by the next ``drainInbox()``: the store holds these
     /// changes already. Any other error marks the attempt failed (its requests become suspects at the next start).
     func commit(_ changes: StoreChanges, through last: Int64) throws {
+        var changes = changes
+        // The log forgets requests only once their effects are on the disk: the commit after which it is trimmed is
+        // made durable (one sync of the state every ``trimEvery`` requests, none on the path of the others).
+        changes.durable = last - progress.withLock { $0.trimmedThrough } >= trimEvery
         let messages: [CommittedPublication]
         do {
             let started = ContinuousClock.now
@@ -229,7 +233,7 @@ package final class RequestProcessor: Sendable {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
         }
         pass(messages, through: last)
-        trimLog()
+        if changes.durable { trimLog(through: last) }
     }
 
     /// Passes committed messages on to the publisher: through the fence, which holds them while `last` (the last
@@ -238,12 +242,10 @@ package final class RequestProcessor: Sendable {
         if let fence { fence.pass(messages, through: last) } else { committed.append(messages) }
     }
 
-    /// Forgets applied requests from the log every ``trimEvery`` of them: one transaction on the log for many
-    /// requests, and none on the path of a single one. (What the log keeps beyond that is known to be applied:
-    /// the store's state records how far it is.)
-    private func trimLog() {
-        let (applied, trimmed) = progress.withLock { ($0.lastApplied, $0.trimmedThrough) }
-        guard applied - trimmed >= trimEvery else { return }
+    /// Forgets the requests through `applied` from the log, once a durable commit holds their effects: every
+    /// ``trimEvery`` requests, one transaction on the log for many requests, and none on the path of a single one.
+    /// (What the log keeps beyond that is known to be applied: the store's state records how far it is.)
+    private func trimLog(through applied: Int64) {
         do {
             try storage.trimJournal(through: applied)
             progress.withLock { $0.trimmedThrough = applied }

@@ -37,6 +37,11 @@ package struct StoreChanges: Sendable {
     package var forgotten: [Forgotten] = []
     /// The last inbox entry this batch consumed.
     package var processedThrough: Int64?
+    /// Whether the commit must be on the disk before it returns (with every commit before it), as a power cut would
+    /// find it: the request log is trimmed only through a commit made durable. Other commits survive the process's
+    /// death, and a power cut may take them, which the log then still holds (docs/contract.md, "Durability and
+    /// redelivery").
+    package var durable = false
 
     /// No change yet.
     package init() {}

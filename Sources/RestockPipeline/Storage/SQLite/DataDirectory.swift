@@ -8,7 +8,10 @@ import Glibc
 /// store's state (`store.sqlite`) and the request log (`journal.sqlite`, ``RequestLog``) — which the storage types
 /// then take as GRDB `DatabaseWriter`s.
 ///
-/// Both files use WAL mode with `synchronous=NORMAL`: a committed transaction survives the process being killed.
+/// Both files use WAL mode. The request log runs with `synchronous=FULL`: each commit syncs its write-ahead log, so a
+/// request is on the disk before the broker is told it arrived, and survives a power cut. The state runs with
+/// `synchronous=NORMAL`: a commit survives the process being killed, and a power cut may take the last ones, which the
+/// log still holds (its trim waits for a commit of the state made durable, ``StoreChanges/durable``).
 struct DataDirectory: Sendable {
     /// The directory.
     let url: URL
@@ -65,10 +68,10 @@ struct DataDirectory: Sendable {
     var isInUse: Bool { DirectoryLock.isHeld(on: url) }
 
     /// Opens (creating if need be) the store's state for reading and writing; its schema is the caller's to prepare.
-    func openState() throws(StorageError) -> DatabasePool { try open(statePath) }
+    func openState() throws(StorageError) -> DatabasePool { try open(statePath, synchronous: .normal) }
 
     /// Opens (creating if need be) the request log for reading and writing.
-    func openLog() throws(StorageError) -> DatabasePool { try open(logPath) }
+    func openLog() throws(StorageError) -> DatabasePool { try open(logPath, synchronous: .full) }
 
     /// Opens the store's state read-only, without the lock, while a store may be running on it (WAL readers never
     /// block the writer).
@@ -84,7 +87,15 @@ struct DataDirectory: Sendable {
     /// backup) before it fails with `SQLITE_BUSY`, which the running store takes as a pause (``StorageError/isRetriable``).
     static let busyTimeout: TimeInterval = 5
 
-    private func open(_ path: String, readOnly: Bool = false) throws(StorageError) -> DatabasePool {
+    /// SQLite's `synchronous` setting of a file's writer: what a commit waits for.
+    enum Synchronous: String {
+        /// The write-ahead log is synced at checkpoints only: a commit survives the process, not a power cut.
+        case normal = "NORMAL"
+        /// Every commit syncs the write-ahead log before it returns.
+        case full = "FULL"
+    }
+
+    private func open(_ path: String, readOnly: Bool = false, synchronous: Synchronous = .normal) throws(StorageError) -> DatabasePool {
         var configuration = Configuration()
         configuration.busyMode = .timeout(Self.busyTimeout)
         if readOnly {
@@ -92,8 +103,13 @@ struct DataDirectory: Sendable {
         } else {
             // secure_delete: deleted rows are overwritten, so a forgotten customer's bytes do not linger in free space
             // (docs/operations.md, "Forgetting a customer").
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON") }
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
         }
-        return try storageAccess(.open, path) { try DatabasePool(path: path, configuration: configuration) }
+        return try storageAccess(.open, path) {
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            // On the writer, after the pool has set its WAL mode (GRDB sets NORMAL then, over any earlier setting).
+            if !readOnly { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous.rawValue)") } }
+            return pool
+        }
     }
 }

@@ -15,20 +15,27 @@ struct StateWriter: Sendable {
 
     /// Commits `changes`, with `messages`, its publications at the places the outbox gave them (``Outbox/place(_:)``).
     func commit(_ changes: StoreChanges, messages: [CommittedPublication]) throws(StorageError) {
-        try file.write { db in
-            try WatchTable.apply(changes.watchChanges, in: db)
-            try Self.stock.insert(changes.inventory.map { StockRecord(sku: $0.key.rawValue, quantity: $0.value) }, in: db)
-            if let counters = changes.counters {
-                try CounterRecord(.nextPosition, Int64(counters.nextPosition)).insert(db, onConflict: .replace)
-                try CounterRecord(.nextAlertSequence, Int64(counters.nextAlertSequence)).insert(db, onConflict: .replace)
-            }
-            for forgotten in changes.forgotten { try Self.forget(forgotten, in: db) }
-            for seq in changes.deadLettersRemoved { try db.execute(sql: "DELETE FROM deadLetter WHERE seq = ?", arguments: [seq]) }
-            try AlertFigures.record(raised: changes.alertsRaised, at: changes.appliedAt, in: db)
-            try Self.mirrors.insert(changes.mirrored.sorted().map { MirrorRecord(customer: $0.rawValue) }, in: db)
-            try Outbox.insert(messages, in: db)
-            if let seq = changes.processedThrough { try CounterRecord.recordProcessed(through: seq, in: db) }
+        if changes.durable {
+            try file.writeDurably { db in try Self.write(changes, messages: messages, in: db) }
+        } else {
+            try file.write { db in try Self.write(changes, messages: messages, in: db) }
         }
+    }
+
+    /// Writes `changes` in the transaction of `db`.
+    private static func write(_ changes: StoreChanges, messages: [CommittedPublication], in db: Database) throws {
+        try WatchTable.apply(changes.watchChanges, in: db)
+        try Self.stock.insert(changes.inventory.map { StockRecord(sku: $0.key.rawValue, quantity: $0.value) }, in: db)
+        if let counters = changes.counters {
+            try CounterRecord(.nextPosition, Int64(counters.nextPosition)).insert(db, onConflict: .replace)
+            try CounterRecord(.nextAlertSequence, Int64(counters.nextAlertSequence)).insert(db, onConflict: .replace)
+        }
+        for forgotten in changes.forgotten { try Self.forget(forgotten, in: db) }
+        for seq in changes.deadLettersRemoved { try db.execute(sql: "DELETE FROM deadLetter WHERE seq = ?", arguments: [seq]) }
+        try AlertFigures.record(raised: changes.alertsRaised, at: changes.appliedAt, in: db)
+        try Self.mirrors.insert(changes.mirrored.sorted().map { MirrorRecord(customer: $0.rawValue) }, in: db)
+        try Outbox.insert(messages, in: db)
+        if let seq = changes.processedThrough { try CounterRecord.recordProcessed(through: seq, in: db) }
     }
 
     // A batch of 512 requests may change the stock of 512 SKUs, or add a mirror for 512 new customers: many rows to

@@ -42,6 +42,21 @@ struct StorageFile: Sendable {
         }
     }
 
+    /// Writes the file in one transaction, as ``write(_:)``, whose commit syncs the file's write-ahead log before it
+    /// returns (`synchronous=FULL` for it): it and every commit before it survive a power cut. The connection's own
+    /// setting is back once it returns.
+    func writeDurably<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        // The setting cannot change inside a transaction; the writer runs one write at a time, so no other commit
+        // runs between these three but one from another thread, which is then synced too.
+        try setSynchronous(.full)
+        defer { try? setSynchronous(.normal) }
+        return try write(body)
+    }
+
+    private func setSynchronous(_ level: DataDirectory.Synchronous) throws(StorageError) {
+        try storageAccess(.write, path) { try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(level.rawValue)") } }
+    }
+
     /// Whether each write transaction checks the lease.
     var isFenced: Bool { fence != nil }
 
