@@ -22,15 +22,17 @@ enum AlertFigures {
     /// their alerts are acknowledged now — to their SKUs, in the hour of `date`; before the outbox forgets them.
     static func recordAcknowledged(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)], at date: Date, in db: Database) throws {
         var acknowledged: [String: Int] = [:]
-        for start in stride(from: 0, to: seqs.count, by: 500) {
-            let slice = seqs[start..<min(start + 500, seqs.count)]
+        // Statements prepared once per connection: this runs at every round the broker acknowledges.
+        if !seqs.isEmpty {
             let rows = try Row.fetchAll(
-                db, sql: "SELECT sku, COUNT(*) FROM outbox WHERE sku IS NOT NULL AND batch = 0 AND seq IN (SELECT value FROM json_each(?)) GROUP BY sku",
-                arguments: ["[" + slice.map(String.init).joined(separator: ",") + "]"])
+                db.cachedStatement(
+                    sql: "SELECT sku, COUNT(*) FROM outbox WHERE sku IS NOT NULL AND batch = 0 AND seq IN (SELECT value FROM json_each(?)) GROUP BY sku"),
+                arguments: [Outbox.jsonArray(seqs)])
             for row in rows { acknowledged[row[0] as String, default: 0] += row[1] as Int }
         }
         for batch in batches {
-            guard let row = try Row.fetchOne(db, sql: "SELECT sku, sent FROM outbox WHERE seq = ? AND sku IS NOT NULL", arguments: [batch.seq]) else {
+            let statement = try db.cachedStatement(sql: "SELECT sku, sent FROM outbox WHERE seq = ? AND sku IS NOT NULL")
+            guard let row = try Row.fetchOne(statement, arguments: [batch.seq]) else {
                 continue
             }
             let newly = batch.sent - (row[1] as Int)
@@ -55,7 +57,7 @@ enum AlertFigures {
 
     /// Folds the hours before `hour` (but hour 0) into hour 0.
     private static func fold(before hour: Int64, in db: Database) throws {
-        guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(hour) FROM alertFigure WHERE hour > 0"), oldest < hour else { return }
+        guard let oldest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(hour) FROM alertFigure WHERE hour > 0")), oldest < hour else { return }
         try db.execute(
             sql: """
                 INSERT INTO alertFigure (sku, hour, raised, acknowledged)

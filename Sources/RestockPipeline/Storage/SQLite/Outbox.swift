@@ -63,20 +63,25 @@ final class Outbox: Sendable {
     /// are acknowledged, and is forgotten when that is all of them.
     func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws(StorageError) {
         guard !seqs.isEmpty || !batches.isEmpty else { return }
-        typealias Columns = OutboxRecord.Columns
         try file.write { db in
             try AlertFigures.recordAcknowledged(messages: seqs, batches: batches, at: Date(), in: db)
-            // Many to a statement, below SQLite's limit of parameters.
-            for start in stride(from: 0, to: seqs.count, by: 500) {
-                try OutboxRecord.filter(keys: seqs[start..<min(start + 500, seqs.count)]).deleteAll(db)
+            // Statements prepared once per connection (this runs at every round the broker acknowledges), the places
+            // as one JSON array each.
+            if !seqs.isEmpty {
+                try db.cachedStatement(sql: "DELETE FROM \(OutboxRecord.databaseTableName) WHERE seq IN (SELECT value FROM json_each(?))")
+                    .execute(arguments: [Self.jsonArray(seqs)])
             }
             for batch in batches {
-                try OutboxRecord.filter(Columns.seq == batch.seq && Columns.batch > batch.sent)
-                    .updateAll(db, Columns.sent.set(to: batch.sent))
-                try OutboxRecord.filter(Columns.seq == batch.seq && Columns.batch <= batch.sent).deleteAll(db)
+                try db.cachedStatement(sql: "UPDATE \(OutboxRecord.databaseTableName) SET sent = ? WHERE seq = ? AND batch > ?")
+                    .execute(arguments: [batch.sent, batch.seq, batch.sent])
+                try db.cachedStatement(sql: "DELETE FROM \(OutboxRecord.databaseTableName) WHERE seq = ? AND batch <= ?")
+                    .execute(arguments: [batch.seq, batch.sent])
             }
         }
     }
+
+    /// `seqs` as a JSON array, for `json_each`.
+    static func jsonArray(_ seqs: some Collection<Int64>) -> String { "[" + seqs.map(String.init).joined(separator: ",") + "]" }
 
     /// How many messages wait, in the transaction of `db`: a batch counts the alerts it still has to send.
     static func messageCount(_ db: Database) throws -> Int {

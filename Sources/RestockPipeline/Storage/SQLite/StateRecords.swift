@@ -39,7 +39,14 @@ struct CounterRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
 
     /// Records that the requests of the log up to `seq` are applied, in the transaction of `db`.
     static func recordProcessed(through seq: Int64, in db: Database) throws {
-        try CounterRecord(.processedThrough, seq).insert(db, onConflict: .replace)
+        try record(.processedThrough, seq, in: db)
+    }
+
+    /// Records `value` for counter `name`, in the transaction of `db`: a statement prepared once per connection, on
+    /// the path of every commit (a record's `insert` prepared its statement, and ran in a savepoint of its own, each time).
+    static func record(_ name: Name, _ value: Int64, in db: Database) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(databaseTableName) (name, value) VALUES (?, ?)")
+            .execute(arguments: [name.rawValue, value])
     }
 }
 

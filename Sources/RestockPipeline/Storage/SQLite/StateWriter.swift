@@ -27,8 +27,8 @@ struct StateWriter: Sendable {
         try WatchTable.apply(changes.watchChanges, in: db)
         try Self.stock.insert(changes.inventory.map { StockRecord(sku: $0.key.rawValue, quantity: $0.value) }, in: db)
         if let counters = changes.counters {
-            try CounterRecord(.nextPosition, Int64(counters.nextPosition)).insert(db, onConflict: .replace)
-            try CounterRecord(.nextAlertSequence, Int64(counters.nextAlertSequence)).insert(db, onConflict: .replace)
+            try CounterRecord.record(.nextPosition, Int64(counters.nextPosition), in: db)
+            try CounterRecord.record(.nextAlertSequence, Int64(counters.nextAlertSequence), in: db)
         }
         for forgotten in changes.forgotten { try Self.forget(forgotten, in: db) }
         for seq in changes.deadLettersRemoved { try db.execute(sql: "DELETE FROM deadLetter WHERE seq = ?", arguments: [seq]) }

@@ -54,7 +54,8 @@ package final class StoreLease: StoreOwnership {
     }
 
     private static func holder(in db: Database) throws -> Holder {
-        guard let row = try Row.fetchOne(db, sql: "SELECT epoch, owner, renewals, renewedAt, locked FROM lease WHERE id = 1") else {
+        // Prepared once per connection: the publisher reads it before each round.
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, owner, renewals, renewedAt, locked FROM lease WHERE id = 1")) else {
             return Holder(epoch: 0, owner: "", renewals: 0, renewedAt: .distantPast, holdsLock: false)
         }
         return Holder(
@@ -186,9 +187,10 @@ package final class LeaseFence: Sendable {
         let current: (epoch: Int64, owner: String)?
         switch file {
         case .state:
-            current = try Row.fetchOne(db, sql: "SELECT epoch, owner FROM lease WHERE id = 1").map { ($0["epoch"], $0["owner"]) }
+            // Statements prepared once per connection: this runs in every write transaction.
+            current = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, owner FROM lease WHERE id = 1")).map { ($0["epoch"], $0["owner"]) }
         case .log:
-            let values = try Row.fetchAll(db, sql: "SELECT key, value FROM meta WHERE key IN ('epoch', 'owner')")
+            let values = try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM meta WHERE key IN ('epoch', 'owner')"))
                 .reduce(into: [String: String]()) { $0[$1["key"]] = $1["value"] }
             current = values["epoch"].flatMap(Int64.init).map { ($0, values["owner"] ?? "?") }
         }
