@@ -1,5 +1,7 @@
+import Foundation
 import RestockCore
 import RestockPipeline
+import SeededRandom
 import Testing
 
 @Suite("Request payloads and topics (no broker)")
@@ -180,5 +182,22 @@ struct RequestDecoderTests {
         for prefix in ["", "a/+", "a//b", "#", "$SYS"] {
             #expect(throws: RestockMQTTError.self, "\(prefix)") { try RestockTopics(prefix: prefix, store: apple) }
         }
+    }
+
+    @Test("a payload that begins and ends with printable ASCII is left untrimmed: Foundation's trimming would not change it either (20,000 random payloads)")
+    func printableEndsNeedNoTrimming() {
+        // White space of every kind Foundation trims, a byte order mark, and the payloads' own characters.
+        let alphabet: [Character] = Array(#"{}"[]:,ab09 -_."#) + ["\t", "\n", "\r", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{2003}", "\u{2028}", "\u{3000}", "\u{FEFF}", "é"]
+        var random = SplitMix64(seed: 35)
+        var untrimmed = 0
+        for _ in 0..<20_000 {
+            let text = String((0..<Int.random(in: 1...8, using: &random)).map { _ in alphabet.randomElement(using: &random)! })
+            let bytes = Array(text.utf8)
+            let printable = { (byte: UInt8) in byte > 0x20 && byte < 0x7F }
+            guard printable(bytes[0]), printable(bytes[bytes.count - 1]) else { continue }
+            untrimmed += 1
+            #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == text, "\(text.debugDescription)")
+        }
+        #expect(untrimmed > 1_000)
     }
 }
