@@ -106,10 +106,3 @@ func checkSeconds(_ value: Double, option: String) throws {
 func quotedValue(_ value: String) -> String {
     String(reflecting: String(value.prefix(40))) + (value.count > 40 ? "…" : "")
 }
-
-/// Checks a whole number given on the command line against the contract's range for it.
-func checkRange(_ value: Int, _ range: ClosedRange<Int>, option: String) throws {
-    guard range.contains(value) else {
-        throw ValidationError("--\(option) must be from \(RequestLimits.describe(range)), not \(value)")
-    }
-}

@@ -12,7 +12,7 @@ extension Restock {
         @Option(help: "Customer id (env RESTOCK_CUSTOMER).") var customer: String
         @Option(help: "SKU to watch (env RESTOCK_SKU).") var sku: String
         @Flag(help: "Alert on every return, not just once (env RESTOCK_EVERY).") var every = false
-        @Option(parsing: .unconditional, help: "Alert only when at least this many are on hand (1 to 1000000000) (env RESTOCK_MIN_QUANTITY).") var minQuantity: Int = 1
+        @Option(parsing: .unconditional, help: "Alert only when at least this many are on hand (1 to 1000000000) (env RESTOCK_MIN_QUANTITY).") var minQuantity = WholeNumber(1)
         @OptionGroup var waiting: WaitOption
         @Option(help: "End the watch unalerted at this time, RFC 3339 in UTC such as 2027-05-20T12:00:00Z (env RESTOCK_EXPIRES_AT).") var expiresAt: String?
         @Option(parsing: .unconditional, help: "End the watch unalerted after this long, such as 90s, 12h or 30d (env RESTOCK_EXPIRES_IN). Without either, the store's --watch-lifetime.") var expiresIn: String?
@@ -20,7 +20,7 @@ extension Restock {
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")
             _ = try identifier(sku, SKU.self, option: "sku")
-            try checkRange(minQuantity, RequestLimits.minQuantity, option: "min-quantity")
+            _ = try minQuantity.checked(RequestLimits.minQuantity, option: "min-quantity")
             _ = try expiry()
         }
 
@@ -42,7 +42,7 @@ extension Restock {
             let who = try identifier(customer, CustomerID.self, option: "customer")
             let item = try identifier(sku, SKU.self, option: "sku")
             let mirror = try await connection.client(waitingForNewStore: waiting.wait != nil).subscribe(
-                who, to: item, mode: every ? .every : .once, minQuantity: minQuantity, expiresAt: try expiry(), wait: waiting.seconds)
+                who, to: item, mode: every ? .every : .once, minQuantity: try minQuantity.checked(RequestLimits.minQuantity, option: "min-quantity"), expiresAt: try expiry(), wait: waiting.seconds)
             if let entry = mirror.watching.first(where: { $0.sku == item.rawValue }) {
                 let until = entry.expiresAt.map { ", until \($0)" } ?? ""
                 print("\(who) is watching \(item) (position \(entry.position), \(entry.mode), at least \(entry.minQuantity)\(until))")
