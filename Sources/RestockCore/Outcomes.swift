@@ -97,7 +97,14 @@ public struct StockOutcome: Sendable, Hashable {
 }
 
 /// Everything a store needs to carry on where it stopped: what a durable store saves and restores.
+///
+/// A snapshot read back from storage is outside input: a store restored from it leaves out every watch whose position
+/// is past ``maximumCounter``, and takes a counter past it as ``maximumCounter``, so that no position or sequence it
+/// counts on from there can overflow.
 public struct StoreSnapshot: Sendable, Hashable {
+    /// The largest position or counter a store carries on from: 2^62. A store counts up by one per watch or alert.
+    public static let maximumCounter: UInt64 = 1 << 62
+
     /// Every watch, in any order; they are restored in position order.
     public var watches: [Watch]
     /// On-hand quantities; a SKU not listed has none.

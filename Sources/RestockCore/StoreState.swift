@@ -48,9 +48,12 @@ struct StoreState: Sendable {
     init(store: StoreID, limits: Limits, alertEpoch: String?, restoring snapshot: StoreSnapshot) {
         self.init(store: store, limits: limits, alertEpoch: alertEpoch)
         inventory = snapshot.inventory.filter { $0.value > 0 }
-        // A database gives the watches in position order already: sorted again only when they are not.
-        let inOrder = zip(snapshot.watches, snapshot.watches.dropFirst()).allSatisfy { $0.position < $1.position }
-        let watches = inOrder ? snapshot.watches : snapshot.watches.sorted { $0.position < $1.position }
+        // A database gives the watches in position order already: sorted again only when they are not. Positions past
+        // the bound are left out before anything counts on from them (StoreSnapshot).
+        let bound = StoreSnapshot.maximumCounter
+        let taken = snapshot.watches.contains { $0.position > bound } ? snapshot.watches.filter { $0.position <= bound } : snapshot.watches
+        let inOrder = zip(taken, taken.dropFirst()).allSatisfy { $0.position < $1.position }
+        let watches = inOrder ? taken : taken.sorted { $0.position < $1.position }
         let inventory = self.inventory
         let ((lines, heldBack, kept), watchlists) = Self.inParallel(
             watches.count >= 10_000, { Self.lines(of: watches, inventory: inventory) }, { Self.watchlists(of: watches) })
@@ -59,8 +62,8 @@ struct StoreState: Sendable {
         self.heldBack = heldBack
         watchCount = kept
         let lastPosition = watches.last?.position ?? 0
-        nextPosition = max(snapshot.nextPosition, lastPosition + 1)
-        nextAlertSequence = snapshot.nextAlertSequence
+        nextPosition = max(min(snapshot.nextPosition, bound), lastPosition + 1)
+        nextAlertSequence = min(snapshot.nextAlertSequence, bound)
     }
 
     /// Each SKU's line of `watches` (in position order), sized before it is filled; how many watches fair release holds

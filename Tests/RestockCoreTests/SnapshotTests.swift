@@ -53,4 +53,21 @@ struct SnapshotTests {
             #expect(try restored.changeStock(of: what, .add(3)) == original.changeStock(of: what, .add(3)))
         }
     }
+
+    @Test("a snapshot's positions and counters past 2^62 are not counted on from: its watch is left out, its counters taken as the bound, and the store goes on without trapping")
+    func valuesPastTheBound() throws {
+        let bound = StoreSnapshot.maximumCounter
+        let kept = Watch(customer: customer("kept"), sku: sku("ipad"), mode: .every, minQuantity: 1, position: bound, since: fixedDate)
+        let past = Watch(customer: customer("past"), sku: sku("ipad"), mode: .every, minQuantity: 1, position: .max, since: fixedDate)
+        let snapshot = StoreSnapshot(watches: [kept, past], nextPosition: .max, nextAlertSequence: .max)
+        let store = try Store(id: storeID(), restoring: snapshot, clock: { fixedDate })
+        #expect(store.watchers(of: sku("ipad")).map(\.customer) == [customer("kept")])
+        #expect(store.snapshot.nextPosition == bound + 1)
+        #expect(store.snapshot.nextAlertSequence == bound)
+        // Both went on past where they would have overflowed.
+        #expect(try store.subscribe(customer("next"), to: sku("ipad"), mode: .every).watch.position == bound + 1)
+        let outcome = try store.changeStock(of: sku("ipad"), .set(1))
+        #expect(outcome.alerts.map(\.sequence) == [bound, bound + 1])
+        #expect(store.snapshot.nextAlertSequence == bound + 2)
+    }
 }

@@ -8,7 +8,7 @@ import RestockCore
 package enum StoredValues {
     /// The largest position or counter taken: 2^62. The store counts up by one per watch or alert from there, and
     /// writes each as a signed 64-bit integer, which it never reaches.
-    package static let maximumCounter: Int64 = 1 << 62
+    package static let maximumCounter = Int64(StoreSnapshot.maximumCounter)
 
     /// A position or counter the store can carry on from.
     package static func isCounter(_ value: Int64) -> Bool { value > 0 && value <= maximumCounter }
