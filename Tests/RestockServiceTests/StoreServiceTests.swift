@@ -231,6 +231,20 @@ struct StoreServiceTests {
         await second.stop()
     }
 
+    @Test("a store that stops cleanly withdraws its claim: a start right after, once a start killed early has put its will over the status, is not refused (found by an outside trial: refused for 6 s, naming the stopped store)")
+    func cleanStopWithdrawsTheClaim() async throws {
+        let broker = InMemoryBroker()
+        let first = try await Self.started(on: broker)
+        #expect(broker.retainedMessage(on: appleTopics.claim) != nil)
+        try await first.stop().get()
+        #expect(broker.retainedMessage(on: appleTopics.claim) == nil, "the claim was left behind")
+        // A start killed before its claim: its will says it lost its connection, over the first one's "stopped".
+        broker.publish(StoreStatus.connectionLost(store: apple, instance: "bbbbbbbbbbbb").payloadBytes(), to: appleTopics.status, retain: true)
+        let third = try await Self.started(on: broker)
+        #expect(broker.status?.instance == third.service.instance)
+        await third.stop()
+    }
+
     @Test("a start frozen between its claim and its check reads the claim again first: a newer claim waiting in its socket refuses it (found by an outside trial: 1 start in 3 went online beside the newer store)")
     func frozenClaimCheckReadsAgain() async throws {
         let broker = InMemoryBroker()

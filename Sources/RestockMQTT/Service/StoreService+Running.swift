@@ -40,6 +40,12 @@ extension StoreService {
             failure = error
         }
         await wiring.session.disconnect()
+        if wiring.lifecycle.takenOverBy == nil, wiring.lifecycle.leaseLost == nil {
+            // Its claim goes with it: a claim read fresh counts as an instance still starting, and the status that says
+            // this one stopped may be overwritten by the will of a next start killed early (found by an outside trial:
+            // the start after such a crash was refused for 6 s, naming this stopped instance).
+            await withdrawClaim(wiring)
+        }
         if wiring.lifecycle.takenOverBy != nil {
             // Its will tells the newer instance, after everything this one sent (late, maybe, held by a partition or a
             // freeze), that nothing more comes from it: the newer one then publishes its retained topics over it.

@@ -469,11 +469,11 @@ public final class StoreService: Service, Sendable {
         }
     }
 
-    /// Stopped or refused between its claim and going online: withdraws the claim, if the broker still holds this one's,
+    /// Stopped (cleanly, or refused between its claim and going online): withdraws the claim, if the broker still holds this one's,
     /// so that it neither holds off another start nor tells a running store that lost its session that a newer instance
     /// started (``StoreLiveness/newerInstance(than:)``). In a task of its own, which a cancellation does not reach; the
     /// claim may take a moment to come back on this connection.
-    private func withdrawClaim(_ wiring: Wiring) async {
+    func withdrawClaim(_ wiring: Wiring) async {
         guard wiring.claimPublished.isRaised else { return }
         let (publisher, liveness, claim, instance) = (wiring.publisher, wiring.liveness, topics.claim, instance)
         await Task {
