@@ -245,6 +245,22 @@ struct StoreServiceTests {
         await third.stop()
     }
 
+    @Test("requests with an invalid customer id, or on an unexpected topic, are logged at most once a minute, with how many were left unsaid (found by an outside trial: 5,000 such requests wrote 5,000 warnings)")
+    func clientCausedWarningsThrottled() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        for index in 0..<200 { broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/bad!id\(index)") }
+        // Applied in order: once alice's mirror is out, every request before it was applied.
+        broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
+        try await waitUntil("alice's mirror", within: 60, pollEvery: .milliseconds(5)) {
+            broker.retainedMessage(on: "restock/apple/customers/alice/subscriptions") != nil
+        }
+        let lines = store.log.text.split(separator: "\n").filter { $0.contains("refused a request with an invalid customer id") }
+        #expect(lines.count == 1, "\(lines)")
+        #expect(lines.first?.contains("said at most once a minute") == true)
+        await store.stop()
+    }
+
     @Test("a start frozen between its claim and its check reads the claim again first: a newer claim waiting in its socket refuses it (found by an outside trial: 1 start in 3 went online beside the newer store)")
     func frozenClaimCheckReadsAgain() async throws {
         let broker = InMemoryBroker()

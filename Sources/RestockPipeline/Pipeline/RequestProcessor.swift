@@ -65,6 +65,8 @@ package final class RequestProcessor: Sendable {
     let watchLifetime: TimeInterval?
     /// The store's clock time from which a watch may have expired: nothing is looked up before it.
     let expiryCheck = Mutex<Date>(.distantPast)
+    /// The lines any client can cause at will, at most once a minute each.
+    private let invalidCustomerLog = LogThrottle(), unexpectedTopicLog = LogThrottle()
     /// A batch applied to the store whose commit failed with an error that may pass, and the last request in it.
     private let pendingCommit = Mutex<(changes: StoreChanges, last: Int64)?>(nil)
 
@@ -277,6 +279,14 @@ package final class RequestProcessor: Sendable {
         pass([error], through: request.seq)
     }
 
+    /// Says `what` of `request` at warning level, at most once a minute, with how many were left unsaid since.
+    private func warn(_ what: String, _ request: JournaledRequest, throttledBy throttle: LogThrottle) {
+        let (say, heldBack) = throttle.admit()
+        guard say else { return }
+        let since = heldBack > 0 ? " (and \(heldBack) more since the last such line; said at most once a minute)" : " (said at most once a minute)"
+        logger.warning("\(what)\(since)", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
+    }
+
     /// Where refusals of a request on `topic` are answered: the customer's errors topic, the admin's, or
     /// nowhere when the customer id in the topic is not valid.
     private func errorsTopic(for topic: String) -> String? {
@@ -292,7 +302,7 @@ package final class RequestProcessor: Sendable {
     ) {
         FaultInjection.trapIfChosen(request.payload)
         guard let kind = topics.request(for: request.topic) else {
-            logger.warning("ignoring a message on an unexpected topic", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
+            warn("ignoring a message on an unexpected topic", request, throttledBy: unexpectedTopicLog)
             return
         }
         let customer: CustomerID?
@@ -300,7 +310,7 @@ package final class RequestProcessor: Sendable {
         case .subscribe(let raw), .unsubscribe(let raw):
             guard let id = try? CustomerID(raw) else {
                 // No valid customer to answer: log only (docs/contract.md, "Topics").
-                logger.warning("refused a request with an invalid customer id", metadata: [StoreLoggingKeys.topic: "\(request.topic)"])
+                warn("refused a request with an invalid customer id", request, throttledBy: invalidCustomerLog)
                 tally.refused[.invalidCustomer, default: 0] += 1
                 return
             }
