@@ -18,9 +18,12 @@ struct WholeNumber: ExpressibleByArgument {
     /// The number, when it is in `range`.
     /// - Throws: `ValidationError` naming `--option`, its range and what was given (its first 40 characters).
     func checked(_ range: ClosedRange<Int>, option: String) throws -> Int {
-        guard let value = Int(text), range.contains(value) else {
-            throw ValidationError("--\(option) must be from \(RequestLimits.describe(range)), not \(Int(text).map(String.init) ?? quotedValue(text))")
-        }
-        return value
+        if let value = Int(text), range.contains(value) { return value }
+        // Digits past Int's range are a number out of range; anything else (`1e3`, `1.5`, `two`) is not a whole number,
+        // which a request's JSON may write otherwise, but the command line takes in digits only.
+        let unsigned = text.first == "-" || text.first == "+" ? text.dropFirst() : Substring(text)
+        let isDigits = !unsigned.isEmpty && unsigned.allSatisfy { ("0"..."9").contains($0) }
+        let what = isDigits ? "from" : "a whole number (in digits) from"
+        throw ValidationError("--\(option) must be \(what) \(RequestLimits.describe(range)), not \(Int(text).map(String.init) ?? quotedValue(text))")
     }
 }

@@ -144,8 +144,8 @@ struct CommandLineTests {
             (["stock", "--sku", "x", "--set", "-2"], "error: --set must be from 0 to 1000000000, not -2"),
             // Past Int's range, or not a number: the same line, not ArgumentParser's "is invalid" (found by the newcomer's path).
             (["stock", "--sku", "x", "--add", "99999999999999999999"], "error: --add must be from -1000000000 to 1000000000, not \"99999999999999999999\""),
-            (["stock", "--sku", "x", "--set", "1e3"], "error: --set must be from 0 to 1000000000, not \"1e3\""),
-            (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "two"], "error: --min-quantity must be from 1 to 1000000000, not \"two\""),
+            (["stock", "--sku", "x", "--set", "1e3"], "error: --set must be a whole number (in digits) from 0 to 1000000000, not \"1e3\""),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--min-quantity", "two"], "error: --min-quantity must be a whole number (in digits) from 1 to 1000000000, not \"two\""),
         ])
     func usageErrors(arguments: [String], message: String) async throws {
         let result = try await restock(arguments)
