@@ -20,9 +20,12 @@ extension Restock {
         func validate() throws {
             _ = try identifier(customer, CustomerID.self, option: "customer")
             _ = try identifier(sku, SKU.self, option: "sku")
-            _ = try minQuantity.checked(RequestLimits.minQuantity, option: "min-quantity")
+            _ = try minimum()
             _ = try expiry()
         }
+
+        /// `--min-quantity`, checked against its range.
+        private func minimum() throws -> Int { try minQuantity.checked(RequestLimits.minQuantity, option: "min-quantity") }
 
         /// `--expires-at` or `--expires-in` (from this machine's clock), or `nil` for the store's watch lifetime.
         func expiry() throws -> Date? {
@@ -42,7 +45,7 @@ extension Restock {
             let who = try identifier(customer, CustomerID.self, option: "customer")
             let item = try identifier(sku, SKU.self, option: "sku")
             let mirror = try await connection.client(waitingForNewStore: waiting.wait != nil).subscribe(
-                who, to: item, mode: every ? .every : .once, minQuantity: try minQuantity.checked(RequestLimits.minQuantity, option: "min-quantity"), expiresAt: try expiry(), wait: waiting.seconds)
+                who, to: item, mode: every ? .every : .once, minQuantity: try minimum(), expiresAt: try expiry(), wait: waiting.seconds)
             if let entry = mirror.watching.first(where: { $0.sku == item.rawValue }) {
                 let until = entry.expiresAt.map { ", until \($0)" } ?? ""
                 print("\(who) is watching \(item) (position \(entry.position), \(entry.mode), at least \(entry.minQuantity)\(until))")
