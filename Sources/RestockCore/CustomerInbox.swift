@@ -9,9 +9,10 @@ public struct CustomerInbox: AsyncSequence, Sendable {
 
     private let stream: AsyncStream<RestockAlert>
 
-    package init(customer: CustomerID, registry: ObserverRegistry) {
+    /// An inbox whose observer `observe` registers.
+    init(observe: (any RestockObserver) -> ObservationToken) {
         let (stream, continuation) = AsyncStream.makeStream(of: RestockAlert.self, bufferingPolicy: .unbounded)
-        let token = registry.add(ClosureObserver { continuation.yield($0) }, for: customer)
+        let token = observe(ClosureObserver { continuation.yield($0) })
         continuation.onTermination = { _ in token.cancel() }
         self.stream = stream
     }

@@ -49,6 +49,12 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
         return slots[slot]?.value
     }
 
+    /// Lets `body` change the value for `key` in place; nothing when there is none.
+    mutating func modifyValue(forKey key: Key, _ body: (inout Value) -> Void) {
+        guard let slot = slotOfKey[key].map(Int.init), slots[slot] != nil else { return }
+        body(&slots[slot]!.value)
+    }
+
     /// Removes and returns the value for `key`.
     @discardableResult
     mutating func removeValue(forKey key: Key) -> Value? {

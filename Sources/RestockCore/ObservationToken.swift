@@ -3,18 +3,18 @@
 /// thread finishes). This rules out lapsed listeners.
 public final class ObservationToken: Sendable, Hashable {
     private let registration: ObserverRegistration
-    private let registry: ObserverRegistry
+    private let home: any ObserverHome
 
-    init(registration: ObserverRegistration, registry: ObserverRegistry) {
+    init(registration: ObserverRegistration, home: any ObserverHome) {
         self.registration = registration
-        self.registry = registry
+        self.home = home
     }
 
     deinit { cancel() }
 
     /// Unregisters the observer. Calling it again does nothing.
     public func cancel() {
-        registry.remove(registration)
+        home.remove(registration)
     }
 
     /// Whether the observer is still registered.

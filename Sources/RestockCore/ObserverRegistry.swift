@@ -22,7 +22,8 @@ final class ObserverRegistration: Sendable {
     }
 }
 
-/// The store's in-process observers, by customer, in registration order.
+/// A ``StoreView``'s in-process observers, by customer, in registration order (a ``Store`` keeps its own with its
+/// state: ``CustomerObservers``).
 ///
 /// Thread-safe: the tables sit behind a `Mutex`. A customer's observers are one array, a value: delivery takes the
 /// tables under the lock — two references, nothing copied — and calls the observers after releasing it, checking each
@@ -56,7 +57,7 @@ package final class ObserverRegistry: Sendable {
             tables.count += 1
             return registration
         }
-        return ObservationToken(registration: registration, registry: self)
+        return ObservationToken(registration: registration, home: self)
     }
 
     func remove(_ registration: ObserverRegistration) {
@@ -83,48 +84,21 @@ package final class ObserverRegistry: Sendable {
 
     /// Calls the observers of each alert's customer, then those of every customer, alert by alert in order.
     package func deliver(_ alerts: [RestockAlert]) {
-        // Alerts are lent to observers straight from the array, not copied for each call.
-        alerts.withUnsafeBufferPointer { alerts in
-            deliver(count: alerts.count, observers: { index, table in table[alerts[index].customer] }) { index, call in
-                call(alerts[index])
-            }
-        }
-    }
-
-    /// Calls the observers of each alert of `outcome` as ``deliver(_:)-([RestockAlert])`` does, building each alert
-    /// only when someone observes its customer, one at a time: no array of alerts is made.
-    package func deliver(_ outcome: StockOutcome) {
-        deliver(count: outcome.alertCount, observers: { index, table in outcome.entry(forCustomerOf: index, in: table) }) {
-            index, call in call(outcome.alert(at: index))
-        }
-    }
-
-    /// Delivery over `count` alerts: `observers` finds the observers of alert `index`'s customer in the table it is
-    /// given; `lend` hands alert `index` to the body it is given, once, and only for an alert someone observes.
-    @inline(__always)
-    private func deliver(
-        count: Int, observers: (Int, [CustomerID: [ObserverRegistration]]) -> [ObserverRegistration]?,
-        lend: (Int, (RestockAlert) -> Void) -> Void
-    ) {
-        guard count > 0, let (byCustomer, everyone) = tables.withLock({ $0.count > 0 ? ($0.byCustomer, $0.everyone) : nil })
+        guard !alerts.isEmpty, let (byCustomer, everyone) = tables.withLock({ $0.count > 0 ? ($0.byCustomer, $0.everyone) : nil })
         else { return }
-        for index in 0..<count {
-            let forCustomer = byCustomer.isEmpty ? nil : observers(index, byCustomer)
-            guard forCustomer != nil || !everyone.isEmpty else { continue }
-            lend(index) { alert in
-                if let forCustomer { call(forCustomer, with: alert) }
-                call(everyone, with: alert)
+        for alert in alerts {
+            if !byCustomer.isEmpty, let forCustomer = byCustomer[alert.customer] {
+                forCustomer.notify(alert, failureHandler: failureHandler)
             }
-        }
-    }
-
-    private func call(_ registrations: [ObserverRegistration], with alert: RestockAlert) {
-        for registration in registrations where registration.isActive {
-            do {
-                try registration.observer.restockAlertRaised(alert)
-            } catch {
-                failureHandler?(error, alert)
-            }
+            everyone.notify(alert, failureHandler: failureHandler)
         }
     }
 }
+
+/// Where an observer is registered: what its token unregisters it from.
+protocol ObserverHome: AnyObject, Sendable {
+    /// Unregisters `registration`; nothing when it is no longer registered.
+    func remove(_ registration: ObserverRegistration)
+}
+
+extension ObserverRegistry: ObserverHome {}

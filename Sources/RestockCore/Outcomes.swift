@@ -27,10 +27,11 @@ public struct StockOutcome: Sendable, Hashable {
     public let previousQuantity: Int
     /// The on-hand quantity after the change.
     public let quantity: Int
-    /// The watches alerted, in ascending position, as they are after the change (a `once` watch as it was removed).
-    private let alerted: [Watch]
+    /// The watches alerted, in ascending position, as they are after the change (a `once` watch as it was removed): each
+    /// its customer and line entry, which carries the slot of the customer's observers; the SKU is the outcome's.
+    private let alerted: [ReportedWatch]
     /// The `every` watches that wait again because stock fell below their minimum, in ascending position.
-    private let rearmed: [Watch]
+    private let rearmed: [ReportedWatch]
     private let store: StoreID
     private let epoch: String?
     /// The sequence number of the first alert; the others follow it.
@@ -39,8 +40,8 @@ public struct StockOutcome: Sendable, Hashable {
     private let at: Date
 
     init(
-        sku: SKU, previousQuantity: Int, quantity: Int, alerted: [Watch], rearmed: [Watch], store: StoreID, epoch: String?,
-        firstSequence: UInt64, at: Date
+        sku: SKU, previousQuantity: Int, quantity: Int, alerted: [ReportedWatch], rearmed: [ReportedWatch], store: StoreID,
+        epoch: String?, firstSequence: UInt64, at: Date
     ) {
         self.sku = sku
         self.previousQuantity = previousQuantity
@@ -60,14 +61,15 @@ public struct StockOutcome: Sendable, Hashable {
     public var alerts: [RestockAlert] { alerted.indices.map(alert(at:)) }
 
     /// The `once` watches removed because they were alerted.
-    public var removedWatches: [Watch] { alerted.filter { $0.mode == .once } }
+    public var removedWatches: [Watch] { alerted.lazy.filter { $0.entry.mode == .once }.map { $0.watch(on: sku) } }
 
     /// The `every` watches whose waiting state changed (alerted, or re-armed when stock fell below their minimum), in
     /// ascending position.
     public var updatedWatches: [Watch] {
-        let alertedEvery = alerted.lazy.filter { $0.mode == .every }
+        let alertedEvery = alerted.lazy.filter { $0.entry.mode == .every }.map { $0.watch(on: sku) }
+        let rearmed = rearmed.lazy.map { $0.watch(on: sku) }
         guard !rearmed.isEmpty else { return Array(alertedEvery) }
-        guard !alertedEvery.isEmpty else { return rearmed }
+        guard !alertedEvery.isEmpty else { return Array(rearmed) }
         // Both lists are in position order: merged, as the line was walked.
         var merged: [Watch] = []
         merged.reserveCapacity(rearmed.count + alerted.count)
@@ -89,11 +91,11 @@ public struct StockOutcome: Sendable, Hashable {
         // The two fields read from the array in place: a copy of the watch would retain and release all of it.
         RestockAlert(
             store: store, epoch: epoch, sequence: firstSequence + UInt64(index), customer: alerted[index].customer, sku: sku,
-            quantity: quantity, position: alerted[index].position, at: at)
+            quantity: quantity, position: alerted[index].entry.position, at: at)
     }
 
-    /// What `table` holds for the customer of alert `index`: the id is read in place, not copied out.
-    func entry<Value>(forCustomerOf index: Int, in table: [CustomerID: Value]) -> Value? { table[alerted[index].customer] }
+    /// The slot of the observers of alert `index`'s customer; 0 when they have none.
+    func observerSlot(at index: Int) -> UInt32 { alerted[index].entry.observerSlot }
 }
 
 /// Everything a store needs to carry on where it stopped: what a durable store saves and restores.

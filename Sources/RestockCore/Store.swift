@@ -38,8 +38,9 @@ public final class Store: Sendable {
     /// The most watches the store holds (`nil`: no limit); see ``subscribe(_:to:mode:minQuantity:expiresAt:)``.
     public let maximumWatches: Int?
 
+    /// The state and the in-process observers, under one lock.
     private let state: Mutex<StoreState>
-    private let observers: ObserverRegistry
+    private let observerFailureHandler: (@Sendable (any Error, RestockAlert) -> Void)?
     private let clock: @Sendable () -> Date
 
     /// Creates a store, empty or restored from a snapshot.
@@ -76,7 +77,7 @@ public final class Store: Sendable {
         self.maximumWatchesPerCustomer = maximumWatchesPerCustomer
         self.alertEpoch = alertEpoch
         self.clock = clock
-        self.observers = ObserverRegistry(failureHandler: observerFailureHandler)
+        self.observerFailureHandler = observerFailureHandler
         let limits = StoreState.Limits(
             alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer, maximumWatches: maximumWatches)
         if let snapshot {
@@ -91,8 +92,11 @@ public final class Store: Sendable {
     package func restore(_ snapshot: StoreSnapshot) {
         let limits = StoreState.Limits(
             alertsPerUnit: alertsPerUnit, maximumWatchesPerCustomer: maximumWatchesPerCustomer, maximumWatches: maximumWatches)
-        let restored = StoreState(store: id, limits: limits, alertEpoch: alertEpoch, restoring: snapshot)
-        state.withLock { $0 = restored }
+        var restored = StoreState(store: id, limits: limits, alertEpoch: alertEpoch, restoring: snapshot)
+        state.withLock { state in
+            restored.takeObservers(from: state)
+            state = restored
+        }
     }
 
     // MARK: Requests
@@ -119,10 +123,12 @@ public final class Store: Sendable {
         _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, expiresAt: Date? = nil
     ) throws(RestockError) -> SubscribeOutcome {
         let now = clock()
-        let outcome = try state.withLock { state throws(RestockError) in
-            try state.subscribe(customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt, now: now)
+        let (outcome, delivery, slot) = try state.withLock { state throws(RestockError) in
+            let outcome = try state.subscribe(
+                customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt, now: now)
+            return (outcome, state.observers.delivery, state.observers.slot(of: customer))
         }
-        if let alert = outcome.alert { observers.deliver([alert]) }
+        if let alert = outcome.alert, let delivery { delivery.deliver(alert, slot: Int(slot), failureHandler: observerFailureHandler) }
         return outcome
     }
 
@@ -150,10 +156,11 @@ public final class Store: Sendable {
     @discardableResult
     public func changeStock(of sku: SKU, _ change: StockChange) throws(RestockError) -> StockOutcome {
         let now = clock()
-        let outcome = try state.withLock { state throws(RestockError) in
-            try state.changeStock(sku: sku, change: change, now: now)
+        // The observers are taken with the state, and called once the lock is released.
+        let (outcome, delivery) = try state.withLock { state throws(RestockError) in
+            (try state.changeStock(sku: sku, change: change, now: now), state.observers.delivery)
         }
-        observers.deliver(outcome)
+        delivery?.deliver(outcome, failureHandler: observerFailureHandler)
         return outcome
     }
 
@@ -199,29 +206,41 @@ public final class Store: Sendable {
     /// Registers an observer of one customer's alerts.
     /// - Returns: The token that keeps it registered; cancel or release it to unregister.
     public func observe(_ customer: CustomerID, with observer: some RestockObserver) -> ObservationToken {
-        observers.add(observer, for: customer)
+        add(observer, for: customer)
     }
 
     /// Registers a closure for one customer's alerts.
     public func observe(
         _ customer: CustomerID, _ handler: @escaping @Sendable (RestockAlert) throws -> Void
     ) -> ObservationToken {
-        observers.add(ClosureObserver(handler), for: customer)
+        add(ClosureObserver(handler), for: customer)
     }
 
     /// Registers an observer of every alert the store raises.
     public func observeAll(with observer: some RestockObserver) -> ObservationToken {
-        observers.add(observer, for: nil)
+        add(observer, for: nil)
     }
 
     /// A customer's alerts from now on, as an `AsyncSequence`.
     public func alerts(for customer: CustomerID) -> CustomerInbox {
-        CustomerInbox(customer: customer, registry: observers)
+        CustomerInbox { add($0, for: customer) }
     }
 
     /// The number of registered in-process observers.
-    public var observerCount: Int { observers.count }
+    public var observerCount: Int { state.withLock { $0.observers.count } }
 
     /// The number of registered in-process observers of one customer.
-    public func observerCount(for customer: CustomerID) -> Int { observers.count(for: customer) }
+    public func observerCount(for customer: CustomerID) -> Int { state.withLock { $0.observers.count(for: customer) } }
+
+    private func add(_ observer: any RestockObserver, for customer: CustomerID?) -> ObservationToken {
+        let registration = state.withLock { $0.addObserver(observer, for: customer) }
+        return ObservationToken(registration: registration, home: self)
+    }
+}
+
+extension Store: ObserverHome {
+    func remove(_ registration: ObserverRegistration) {
+        guard registration.deactivate() else { return }
+        state.withLock { $0.removeObserver(registration) }
+    }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// The rules of docs/contract.md, "Semantics" over plain values: watches, inventory, counters. ``Store`` keeps one under a lock.
+/// The rules of docs/contract.md, "Semantics" over plain values: watches, inventory, counters; and the in-process
+/// observers, whose slots the watches carry. ``Store`` keeps one under its lock.
 struct StoreState: Sendable {
     /// The store's options that bound what requests may do; ``Store`` validates them.
     struct Limits: Sendable {
@@ -20,13 +21,12 @@ struct StoreState: Sendable {
     /// What the ids of the alerts it raises carry besides the sequence (``Store/alertEpoch``).
     let alertEpoch: String?
 
-    /// Watches of each SKU in signup order, keyed by customer (``LineEntry``: the watch without its customer and SKU).
-    private var watchers: [SKU: InsertionOrderedDictionary<CustomerID, LineEntry>] = [:]
+    /// Each SKU's stock, line and held-back count; a SKU with neither stock nor watches has none.
+    private var shelves: [SKU: Shelf] = [:]
     /// The SKUs each customer watches.
     private var watchlists: [CustomerID: Watchlist] = [:]
-    private var inventory: [SKU: Int] = [:]
-    /// Per SKU, how many satisfied watches fair release holds back: while any wait, newcomers wait behind them.
-    private var heldBack: [SKU: Int] = [:]
+    /// The in-process observers; each customer's slot is stamped on their watches.
+    private(set) var observers = CustomerObservers()
     private(set) var nextPosition: UInt64 = 1
     private(set) var nextAlertSequence: UInt64 = 1
     private(set) var watchCount = 0
@@ -47,31 +47,28 @@ struct StoreState: Sendable {
     /// one on each of two threads (docs/benchmarks.md, B2).
     init(store: StoreID, limits: Limits, alertEpoch: String?, restoring snapshot: StoreSnapshot) {
         self.init(store: store, limits: limits, alertEpoch: alertEpoch)
-        inventory = snapshot.inventory.filter { $0.value > 0 }
+        var shelves: [SKU: Shelf] = [:]
+        for (sku, quantity) in snapshot.inventory where quantity > 0 { shelves[sku] = Shelf(quantity: quantity) }
         // A database gives the watches in position order already: sorted again only when they are not. Positions past
         // the bound are left out before anything counts on from them (StoreSnapshot).
         let bound = StoreSnapshot.maximumCounter
         let taken = snapshot.watches.contains { $0.position > bound } ? snapshot.watches.filter { $0.position <= bound } : snapshot.watches
         let inOrder = zip(taken, taken.dropFirst()).allSatisfy { $0.position < $1.position }
         let watches = inOrder ? taken : taken.sorted { $0.position < $1.position }
-        let inventory = self.inventory
-        let ((lines, heldBack, kept), watchlists) = Self.inParallel(
-            watches.count >= 10_000, { Self.lines(of: watches, inventory: inventory) }, { Self.watchlists(of: watches) })
-        self.watchers = lines
+        let (kept, watchlists) = Self.inParallel(
+            watches.count >= 10_000, { Self.fill(&shelves, with: watches) }, { Self.watchlists(of: watches) })
+        self.shelves = shelves
         self.watchlists = watchlists
-        self.heldBack = heldBack
         watchCount = kept
         let lastPosition = watches.last?.position ?? 0
         nextPosition = max(min(snapshot.nextPosition, bound), lastPosition + 1)
         nextAlertSequence = min(snapshot.nextAlertSequence, bound)
     }
 
-    /// Each SKU's line of `watches` (in position order), sized before it is filled; how many watches fair release holds
-    /// back in each (waiting, and satisfied by `inventory`); and how many watches were kept (a repeated customer and SKU
-    /// counts once, its last terms kept).
-    private static func lines(of watches: [Watch], inventory: [SKU: Int]) -> (
-        lines: [SKU: InsertionOrderedDictionary<CustomerID, LineEntry>], heldBack: [SKU: Int], kept: Int
-    ) {
+    /// Fills each SKU's line with `watches` (in position order), sized before it is filled, and counts how many watches
+    /// fair release holds back in each (waiting, and satisfied by the shelf's quantity); returns how many watches were
+    /// kept (a repeated customer and SKU counts once, its last terms kept). No one observes yet: no slot is stamped.
+    private static func fill(_ shelves: inout [SKU: Shelf], with watches: [Watch]) -> Int {
         var sizes: [SKU: Int] = [:]
         var counted: (sku: SKU, count: Int)?
         for watch in watches {
@@ -83,19 +80,22 @@ struct StoreState: Sendable {
             counted = (watch.sku, 1)
         }
         if let counted { sizes[counted.sku, default: 0] += counted.count }
-        var lines = sizes.mapValues { InsertionOrderedDictionary<CustomerID, LineEntry>(minimumCapacity: $0) }
-        var heldBack: [SKU: Int] = [:], kept = 0
-        // Watches of one SKU tend to come in runs: its line and quantity are looked up once per run.
-        var run: (sku: SKU, line: Dictionary<SKU, InsertionOrderedDictionary<CustomerID, LineEntry>>.Index, quantity: Int)?
+        for (sku, size) in sizes { shelves[sku, default: Shelf()].line = InsertionOrderedDictionary(minimumCapacity: size) }
+        var kept = 0
+        // Watches of one SKU tend to come in runs: its shelf is looked up once per run, and changed in place (a shelf read
+        // out of the table would be a copy).
+        var run: (sku: SKU, shelf: Dictionary<SKU, Shelf>.Index, quantity: Int)?
         for watch in watches {
             if run?.sku != watch.sku {
-                run = (watch.sku, lines.index(forKey: watch.sku)!, inventory[watch.sku] ?? 0)
+                let shelf = shelves.index(forKey: watch.sku)!
+                run = (watch.sku, shelf, shelves.values[shelf].quantity)
             }
-            guard let run, lines.values[run.line].updateValue(LineEntry(watch), forKey: watch.customer) == nil else { continue }
+            guard let run, shelves.values[run.shelf].line.updateValue(LineEntry(watch, observerSlot: 0), forKey: watch.customer) == nil
+            else { continue }
             kept += 1
-            if watch.isWaiting, watch.isSatisfied(by: run.quantity) { heldBack[watch.sku, default: 0] += 1 }
+            if watch.isWaiting, watch.isSatisfied(by: run.quantity) { shelves.values[run.shelf].heldBack += 1 }
         }
-        return (lines, heldBack, kept)
+        return kept
     }
 
     /// Each customer's watch list of `watches`.
@@ -133,18 +133,18 @@ struct StoreState: Sendable {
 
     // MARK: Queries (the pull model)
 
-    func quantity(of sku: SKU) -> Int { inventory[sku] ?? 0 }
+    func quantity(of sku: SKU) -> Int { shelves[sku]?.quantity ?? 0 }
 
-    var stockedSKUs: [SKU: Int] { inventory }
+    var stockedSKUs: [SKU: Int] { shelves.compactMapValues { $0.quantity > 0 ? $0.quantity : nil } }
 
-    func watch(customer: CustomerID, sku: SKU) -> Watch? { watchers[sku]?[customer]?.watch(of: customer, on: sku) }
+    func watch(customer: CustomerID, sku: SKU) -> Watch? { shelves[sku]?.line[customer]?.watch(of: customer, on: sku) }
 
     func watchCount(of customer: CustomerID) -> Int { watchlists[customer]?.count ?? 0 }
 
     /// Customers watching at least one SKU (a customer's watch list goes with their last watch).
     var customerCount: Int { watchlists.count }
 
-    func watchers(of sku: SKU) -> [Watch] { watchers[sku].map { Self.watches(in: $0, of: sku) } ?? [] }
+    func watchers(of sku: SKU) -> [Watch] { shelves[sku].map { Self.watches(in: $0.line, of: sku) } ?? [] }
 
     /// The watches of a line, in its order.
     private static func watches(in line: InsertionOrderedDictionary<CustomerID, LineEntry>, of sku: SKU) -> [Watch] {
@@ -161,7 +161,7 @@ struct StoreState: Sendable {
 
     var snapshot: StoreSnapshot {
         StoreSnapshot(
-            watches: watchers.flatMap { sku, line in Self.watches(in: line, of: sku) }, inventory: inventory,
+            watches: shelves.flatMap { sku, shelf in Self.watches(in: shelf.line, of: sku) }, inventory: stockedSKUs,
             nextPosition: nextPosition, nextAlertSequence: nextAlertSequence)
     }
 
@@ -180,7 +180,7 @@ struct StoreState: Sendable {
             // The limit bounds the watches kept: a new `once` watch alerted at once (satisfied, and no earlier
             // watch held back by fair release to queue behind) is not kept, so it is taken even at the limit.
             let watching = watchCount(of: customer)
-            let alertedAndGone = mode == .once && onHand >= minQuantity && (heldBack[sku] ?? 0) == 0
+            let alertedAndGone = mode == .once && onHand >= minQuantity && heldBack(of: sku) == 0
             if watching >= maximumWatchesPerCustomer, !alertedAndGone {
                 throw .tooManyWatches(customer: customer, watching: watching, limit: maximumWatchesPerCustomer)
             }
@@ -194,7 +194,7 @@ struct StoreState: Sendable {
         var watch: Watch
         if var existing {
             // New terms, same place in line.
-            if existing.isWaiting, existing.isSatisfied(by: onHand) { heldBack[sku, default: 0] -= 1 }
+            if existing.isWaiting, existing.isSatisfied(by: onHand) { shelves[sku]?.heldBack -= 1 }
             existing.mode = mode
             existing.minQuantity = minQuantity
             existing.expiresAt = expiresAt
@@ -209,9 +209,9 @@ struct StoreState: Sendable {
 
         var alert: RestockAlert?
         if watch.isWaiting, watch.isSatisfied(by: onHand) {
-            if (heldBack[sku] ?? 0) > 0 {
+            if heldBack(of: sku) > 0 {
                 // Fair release is holding earlier watches back; this one queues behind them.
-                heldBack[sku, default: 0] += 1
+                shelves[sku]?.heldBack += 1
             } else {
                 alert = makeAlert(for: watch, quantity: onHand, now: now)
                 watch.isWaiting = false
@@ -229,7 +229,7 @@ struct StoreState: Sendable {
 
     mutating func unsubscribe(customer: CustomerID, sku: SKU) -> Watch? {
         guard let removed = remove(customer: customer, sku: sku) else { return nil }
-        if removed.isWaiting, removed.isSatisfied(by: quantity(of: sku)) { heldBack[sku, default: 0] -= 1 }
+        if removed.isWaiting, removed.isSatisfied(by: quantity(of: sku)) { shelves[sku]?.heldBack -= 1 }
         return removed
     }
 
@@ -246,73 +246,55 @@ struct StoreState: Sendable {
 
     /// Applies a stock change and raises the alerts it causes, in position order.
     mutating func changeStock(sku: SKU, change: StockChange, now: Date) throws(RestockError) -> StockOutcome {
-        // Each table is searched for the SKU once: hashing the SKU was most of a small restock's cost.
-        let stocked = inventory.index(forKey: sku)
-        let previous = stocked.map { inventory.values[$0] } ?? 0
-        let onHand = try change.applied(to: previous, sku: sku)
-        if let stocked {
-            if onHand == 0 { inventory.remove(at: stocked) } else { inventory.values[stocked] = onHand }
-        } else if onHand > 0 {
-            inventory[sku] = onHand
+        // The SKU is hashed once: its stock, line and held-back count are one shelf (hashing the SKU was most of a small
+        // restock's cost), changed in one access, never copied out.
+        guard let shelf = shelves.index(forKey: sku) else {
+            // No shelf, no watches: only the stock changes.
+            let onHand = try change.applied(to: 0, sku: sku)
+            if onHand > 0 { shelves[sku] = Shelf(quantity: onHand) }
+            return StockOutcome(
+                sku: sku, previousQuantity: 0, quantity: onHand, alerted: [], rearmed: [], store: store,
+                epoch: alertEpoch, firstSequence: nextAlertSequence, at: now)
         }
-
-        let rise = onHand - previous
-        // Fair release: a rise of d units alerts at most d×K waiting watches; without it, all of them.
-        var budget: Int
-        if alertsPerUnit == 0 {
-            budget = .max
-        } else {
-            let (product, overflow) = max(0, rise).multipliedReportingOverflow(by: alertsPerUnit)
-            budget = overflow ? .max : product
-        }
-
-        // The line is walked in place: no watch is copied but those reported back, and no alert is made here (the
-        // outcome makes each when it is read).
-        var alerted: [Watch] = []
-        var rearmed: [Watch] = []
-        var stillHeldBack = 0
-        let lineIndex = watchers.index(forKey: sku)
-        if rise > 0, let lineIndex {
-            alerted.reserveCapacity(min(watchers.values[lineIndex].count, budget))
-        }
-        if let lineIndex {
-            watchers.values[lineIndex].updateEach { customer, watch in
-                guard watch.isSatisfied(by: onHand) else {
-                    if !watch.isWaiting {
-                        watch.isWaiting = true
-                        rearmed.append(watch.watch(of: customer, on: sku))
-                    }
-                    return true
-                }
-                guard watch.isWaiting else { return true }
-                guard budget > 0 else {
-                    stillHeldBack += 1
-                    return true
-                }
-                budget -= 1
-                switch watch.mode {
-                case .once:
-                    alerted.append(watch.watch(of: customer, on: sku))
-                    return false
-                case .every:
-                    watch.isWaiting = false
-                    alerted.append(watch.watch(of: customer, on: sku))
-                    return true
-                }
-            }
-            if watchers.values[lineIndex].isEmpty { watchers.remove(at: lineIndex) }
-        }
+        let walked = try shelves.values[shelf].take(change, of: sku, alertsPerUnit: alertsPerUnit)
+        if walked.isEmpty { shelves.remove(at: shelf) }
         let firstSequence = nextAlertSequence
-        nextAlertSequence += UInt64(alerted.count)
-        for watch in alerted where watch.mode == .once { forget(watch) }
-        if stillHeldBack > 0 {
-            heldBack[sku] = stillHeldBack
-        } else if !heldBack.isEmpty {
-            heldBack[sku] = nil
-        }
+        nextAlertSequence += UInt64(walked.alerted.count)
+        for watch in walked.alerted where watch.entry.mode == .once { forget(watch.customer, sku) }
         return StockOutcome(
-            sku: sku, previousQuantity: previous, quantity: onHand, alerted: alerted, rearmed: rearmed, store: store,
-            epoch: alertEpoch, firstSequence: firstSequence, at: now)
+            sku: sku, previousQuantity: walked.previous, quantity: walked.quantity, alerted: walked.alerted,
+            rearmed: walked.rearmed, store: store, epoch: alertEpoch, firstSequence: firstSequence,
+            at: now)
+    }
+
+    // MARK: Observers
+
+    /// Registers `observer` of `customer` (`nil`: of every customer); a customer's first observer gets them a slot,
+    /// stamped on each of their watches.
+    mutating func addObserver(_ observer: any RestockObserver, for customer: CustomerID?) -> ObserverRegistration {
+        let (registration, newSlot) = observers.add(observer, for: customer)
+        if let customer, let newSlot { stamp(newSlot, on: customer) }
+        return registration
+    }
+
+    /// Unregisters `registration`, already deactivated; a customer's last observer takes their slot off their watches.
+    mutating func removeObserver(_ registration: ObserverRegistration) {
+        guard let (customer, _) = observers.remove(registration) else { return }
+        stamp(0, on: customer)
+    }
+
+    /// Takes over the observers of `previous` (a store restored after it was made), stamping each observed
+    /// customer's slot on their watches here.
+    mutating func takeObservers(from previous: StoreState) {
+        observers = previous.observers
+        for (customer, slot) in observers.slots { stamp(slot, on: customer) }
+    }
+
+    /// Writes `slot` on every watch of `customer`.
+    private mutating func stamp(_ slot: UInt32, on customer: CustomerID) {
+        for sku in watchlists[customer]?.skus ?? [] {
+            shelves[sku]?.line.modifyValue(forKey: customer) { $0.observerSlot = slot }
+        }
     }
 
     // MARK: Bookkeeping
@@ -324,25 +306,30 @@ struct StoreState: Sendable {
             position: watch.position, at: now)
     }
 
+    /// How many satisfied watches of `sku` fair release holds back.
+    private func heldBack(of sku: SKU) -> Int { shelves[sku]?.heldBack ?? 0 }
+
     private mutating func insert(_ watch: Watch) {
-        guard watchers[watch.sku, default: InsertionOrderedDictionary()].updateValue(LineEntry(watch), forKey: watch.customer) == nil
-        else { return }
+        let entry = LineEntry(watch, observerSlot: observers.slot(of: watch.customer))
+        guard shelves[watch.sku, default: Shelf()].line.updateValue(entry, forKey: watch.customer) == nil else { return }
         watchCount += 1
         Self.add(watch.sku, to: &watchlists[watch.customer])
     }
 
     @discardableResult
     private mutating func remove(customer: CustomerID, sku: SKU) -> Watch? {
-        guard let removed = watchers[sku]?.removeValue(forKey: customer)?.watch(of: customer, on: sku) else { return nil }
-        if watchers[sku]?.isEmpty == true { watchers[sku] = nil }
-        forget(removed)
+        guard let shelf = shelves.index(forKey: sku),
+            let removed = shelves.values[shelf].line.removeValue(forKey: customer)?.watch(of: customer, on: sku)
+        else { return nil }
+        if shelves.values[shelf].isEmpty { shelves.remove(at: shelf) }
+        forget(customer, sku)
         return removed
     }
 
     /// Drops a watch, already out of its SKU's line, from its customer's watch list.
-    private mutating func forget(_ watch: Watch) {
+    private mutating func forget(_ customer: CustomerID, _ sku: SKU) {
         watchCount -= 1
-        if watchlists[watch.customer]?.remove(watch.sku) == false { watchlists[watch.customer] = nil }
+        if watchlists[customer]?.remove(sku) == false { watchlists[customer] = nil }
     }
 }
 

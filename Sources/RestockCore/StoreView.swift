@@ -107,7 +107,7 @@ public final class StoreView: Sendable {
 
     /// A customer's committed alerts from now on, as an `AsyncSequence`: make it before the restock it should see.
     public func alerts(for customer: CustomerID) -> CustomerInbox {
-        CustomerInbox(customer: customer, registry: observers)
+        CustomerInbox { observers.add($0, for: customer) }
     }
 
     /// The number of registered in-process observers.

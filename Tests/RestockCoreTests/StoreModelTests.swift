@@ -162,3 +162,57 @@ struct StoreModelTests {
         _ = tokens
     }
 }
+
+@Suite("In-process observers against a plain reference model")
+struct ObserverModelTests {
+    @Test("random observers added and cancelled among subscribes, unsubscribes, stock changes and restores: each hears exactly its customer's alerts raised while it is registered, in order", arguments: [0, 1, 2])
+    func observersHearTheirCustomers(seedBase: UInt64) throws {
+        for seed in seedBase * 100..<seedBase * 100 + 15 {
+            var random = SplitMix(seed: seed)
+            let store = try Store(id: storeID(), maximumWatchesPerCustomer: 1_000, clock: { fixedDate })
+            let customers = (0..<8).map { "c\($0)" }, skus = ["ipad", "mac", "watch"]
+            // Each observer: its customer (nil: every customer), its token while registered, what it heard, what it should have.
+            var observers: [(customer: String?, token: ObservationToken?, heard: RecordingObserver, expected: [String])] = []
+            func raised(_ alerts: [RestockAlert]) {
+                for alert in alerts {
+                    for index in observers.indices where observers[index].token != nil {
+                        guard observers[index].customer == nil || observers[index].customer == alert.customer.rawValue else { continue }
+                        observers[index].expected.append(alert.id)
+                    }
+                }
+            }
+            for step in 0..<300 {
+                let who = customers[random.next(below: customers.count)], what = skus[random.next(below: skus.count)]
+                switch random.next(below: 12) {
+                case 0, 1:
+                    let heard = RecordingObserver()
+                    let everyone = random.next(below: 5) == 0
+                    let token = everyone ? store.observeAll(with: heard) : store.observe(customer(who), with: heard)
+                    observers.append((everyone ? nil : who, token, heard, []))
+                case 2:
+                    let live = observers.indices.filter { observers[$0].token != nil }
+                    guard !live.isEmpty else { continue }
+                    let index = live[random.next(below: live.count)]
+                    if random.next(below: 2) == 0 { observers[index].token!.cancel() }
+                    observers[index].token = nil  // released: cancelled as well
+                case 3..<7:
+                    let mode: WatchMode = random.next(below: 2) == 0 ? .once : .every
+                    let outcome = try store.subscribe(customer(who), to: sku(what), mode: mode, minQuantity: 1 + random.next(below: 3))
+                    raised(outcome.alert.map { [$0] } ?? [])
+                case 7:
+                    if random.next(below: 2) == 0 { store.unsubscribe(customer(who), from: sku(what)) } else { store.unsubscribeAll(customer(who)) }
+                case 8:
+                    store.restore(store.snapshot)
+                default:
+                    raised(try store.changeStock(of: sku(what), .set(random.next(below: 5))).alerts)
+                }
+                for observer in observers {
+                    #expect(observer.heard.recorder.all.map(\.id) == observer.expected, "seed \(seed), step \(step), observer of \(observer.customer ?? "everyone")")
+                }
+                let live = observers.filter { $0.token != nil }
+                #expect(store.observerCount == live.count, "seed \(seed), step \(step)")
+                #expect(store.observerCount(for: customer(who)) == live.filter { $0.customer == who }.count, "seed \(seed), step \(step)")
+            }
+        }
+    }
+}
