@@ -54,7 +54,12 @@ struct StoreLogTests {
         let customers = Requests.customers(12_000, prefix: "burst")
         try await Requests.publish(Requests.subscriptions(customers, to: "ipad"), to: broker.url)
         try await StoreQueues.waitUntilDrained(store.dataDirectory, within: 120)
-        try await waitUntil("the store to say it caught up", within: 20) { store.log.contains("caught up with the journal") }
+        do {
+            try await waitUntil("the store to say it caught up", within: 20) { store.log.contains("caught up with the journal") }
+        } catch {
+            Issue.record("\(error); the store's log ends: \(store.log.suffix(3_000))")
+            return
+        }
         try await store.send(SIGTERM)
         let entries = try Self.entries(store.log)
         let behind = entries.filter { ($0["message"] as? String)?.contains("behind the journal") == true && $0["level"] as? String == "warning" }
