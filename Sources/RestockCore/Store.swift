@@ -123,12 +123,15 @@ public final class Store: Sendable {
         _ customer: CustomerID, to sku: SKU, mode: WatchMode = .once, minQuantity: Int = 1, expiresAt: Date? = nil
     ) throws(RestockError) -> SubscribeOutcome {
         let now = clock()
-        let (outcome, delivery, slot) = try state.withLock { state throws(RestockError) in
+        let (outcome, delivery) = try state.withLock { state throws(RestockError) in
             let outcome = try state.subscribe(
                 customer: customer, sku: sku, mode: mode, minQuantity: minQuantity, expiresAt: expiresAt, now: now)
-            return (outcome, state.observers.delivery, state.observers.slot(of: customer))
+            // The observers are taken with the state only for an alert, and called once the lock is released.
+            return (outcome, outcome.alert == nil ? nil : state.observers.delivery.map { ($0, state.observers.slot(of: customer)) })
         }
-        if let alert = outcome.alert, let delivery { delivery.deliver(alert, slot: Int(slot), failureHandler: observerFailureHandler) }
+        if let alert = outcome.alert, let (observers, slot) = delivery {
+            observers.deliver(alert, slot: Int(slot), failureHandler: observerFailureHandler)
+        }
         return outcome
     }
 
