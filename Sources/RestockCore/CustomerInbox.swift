@@ -1,5 +1,5 @@
-/// A customer's alerts as an `AsyncSequence`: every alert raised for the customer after the inbox was made,
-/// in order, buffered so that a slow reader never holds up the store.
+/// A customer's alerts as an `AsyncSequence`: every alert raised for the customer after the inbox was made, in the
+/// order they were delivered (see ``RestockObserver``), buffered so that a slow reader never holds up the store.
 ///
 /// The inbox observes the store for as long as it or an iterator of it lives: when the reading task is
 /// cancelled, or the inbox is released, its observer is unregistered.

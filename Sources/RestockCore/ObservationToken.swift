@@ -1,6 +1,7 @@
 /// Keeps an observer registered. Cancelling it, or releasing the last reference to it, unregisters the
-/// observer: after `cancel()` returns, the observer is not called again (a call already running on another
-/// thread finishes). This rules out lapsed listeners.
+/// observer: after `cancel()` returns, the observer is not called again, but by a delivery already under way on
+/// another thread (a call running finishes, and a delivery checks each observer just before its call, so one that
+/// checked before the cancel may still call). This rules out lapsed listeners.
 public final class ObservationToken: Sendable, Hashable {
     private let registration: ObserverRegistration
     private let home: any ObserverHome

@@ -1,7 +1,8 @@
 /// An observer of a ``Store``: it is told of each alert raised for the customers it observes.
 ///
 /// The store knows observers only through this protocol. It calls `restockAlertRaised(_:)` synchronously,
-/// outside its locks, on the thread that caused the alert, in ascending watch position. An observer must
+/// outside its locks, on the thread that caused the alert: the alerts of one stock change in ascending watch position;
+/// those of stock changes made at the same time on different threads may reach it interleaved. An observer must
 /// not block: hand slow work to your own task or queue, or consume ``Store/alerts(for:)`` instead, which
 /// buffers. An error thrown here is reported to the store's failure handler and stops no other observer.
 public protocol RestockObserver: Sendable {
