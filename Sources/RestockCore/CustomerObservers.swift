@@ -1,6 +1,7 @@
 /// A ``Store``'s in-process observers, kept with its state under the store's one lock, so that an alert finds its
 /// customer's observers by the slot its watch carries — an array index — instead of hashing the customer's id
-/// (docs/benchmarks.md, "B1, the in-process fan-out").
+/// (docs/benchmarks.md, "B1, the in-process fan-out"). A ``StoreView``'s ``ObserverRegistry`` keeps the same tables,
+/// and looks each alert's slot up by its customer.
 ///
 /// A customer is given a slot with their first observer and gives it back with their last; slot 0 is no one's. The
 /// state stamps a customer's slot on each of their watches when it is given, on each new watch while it is held, and
