@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LocalBroker
 import Mosquitto
 import RestockCore
@@ -51,8 +52,17 @@ struct StoreLogTests {
         let broker = try await MosquittoBroker.start()
         let store = try StoreProcess(broker: broker, extraArguments: ["--log-format", "json"])
         try await store.start()
+        // The store falls behind for sure: another process holds its state's write lock while the burst comes, so the
+        // requests are journaled and none is applied (as an operator's `sqlite3 … 'BEGIN IMMEDIATE'` would). Without it
+        // a fast store on a busy machine kept up with the publisher, and there was nothing to log.
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let holder = try DatabaseQueue(path: store.dataDirectory.appendingPathComponent("store.sqlite").path, configuration: configuration)
+        try holder.inDatabase { db in try db.execute(sql: "BEGIN IMMEDIATE") }
         let customers = Requests.customers(12_000, prefix: "burst")
         try await Requests.publish(Requests.subscriptions(customers, to: "ipad"), to: broker.url)
+        try await waitUntil("the store to warn that it is behind", within: 30) { store.log.contains("behind the journal") }
+        try holder.inDatabase { db in try db.execute(sql: "ROLLBACK") }
         try await StoreQueues.waitUntilDrained(store.dataDirectory, within: 120)
         do {
             try await waitUntil("the store to say it caught up", within: 20) { store.log.contains("caught up with the journal") }
