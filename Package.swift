@@ -123,7 +123,7 @@ let package = Package(
             name: "RestockServiceTests",
             dependencies: [
                 "RestockMQTT", "RestockPipeline", "RestockPostgres", "RestockCore", "Mosquitto", "RestockTestSupport", "Deadlines", "SeededRandom",
-                .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                "CountedSyncs", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // The command line's parsing in process: where each option's value comes from (OptionSources).

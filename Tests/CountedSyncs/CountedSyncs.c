@@ -18,6 +18,10 @@ enum { capacity = 4096 };
 static struct { char *path; long syncs; } counters[capacity];
 static long used;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+// A file whose syncs wait (counted_syncs_hold), how many syncs of it are waiting now, and what they wait on.
+static char *held;
+static long waiting;
+static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
 static sqlite3_vfs *underlying;
 static sqlite3_vfs counting;
 static sqlite3_io_methods methods;
@@ -48,8 +52,17 @@ static int counted_write(sqlite3_file *file, const void *buffer, int amount, sql
 }
 static int counted_truncate(sqlite3_file *file, sqlite3_int64 size) { return real(file)->pMethods->xTruncate(real(file), size); }
 static int counted_sync(sqlite3_file *file, int flags) {
-    int result = real(file)->pMethods->xSync(real(file), flags);
     long slot = ((CountedFile *)file)->slot;
+    if (slot >= 0) {
+        pthread_mutex_lock(&lock);
+        while (held != NULL && strcmp(held, counters[slot].path) == 0) {
+            waiting++;
+            pthread_cond_wait(&released, &lock);
+            waiting--;
+        }
+        pthread_mutex_unlock(&lock);
+    }
+    int result = real(file)->pMethods->xSync(real(file), flags);
     if (slot >= 0) {
         pthread_mutex_lock(&lock);
         counters[slot].syncs++;
@@ -130,4 +143,26 @@ long counted_syncs_of(const char *path) {
     }
     pthread_mutex_unlock(&lock);
     return syncs;
+}
+
+void counted_syncs_hold(const char *path) {
+    pthread_mutex_lock(&lock);
+    free(held);
+    held = strdup(path);
+    pthread_mutex_unlock(&lock);
+}
+
+long counted_syncs_waiting(void) {
+    pthread_mutex_lock(&lock);
+    long count = waiting;
+    pthread_mutex_unlock(&lock);
+    return count;
+}
+
+void counted_syncs_release(void) {
+    pthread_mutex_lock(&lock);
+    free(held);
+    held = NULL;
+    pthread_cond_broadcast(&released);
+    pthread_mutex_unlock(&lock);
 }

@@ -98,12 +98,21 @@ struct HostileInputTests {
             if attempt == 1 { try store.launch() }
         }
         #expect(store.log.contains("applying them one at a time"))
-        // The third start sets it aside and carries on.
+        // The third start sets it aside and carries on. The batch was applied while its sync was under way: when the
+        // store died before acknowledging it, the broker delivers the poison request again, and that copy is retried
+        // alone and set aside in turn (docs/contract.md, "Durability and redelivery"): two deaths more at most.
+        var deaths = 2
         try await store.start()
-        try await watcher.wait(for: "the request-failed error and the other requests applied") { watcher in
-            watcher.payloads(ErrorReport.self, on: "restock/apple/customers/mallory/errors").contains { $0.error == "request-failed" }
-                && watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/after/subscriptions").last?.watching.count == 1
-                && watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/before/subscriptions").last?.watching.count == 1
+        while true {
+            let done = try await watcher.waitUnless({ store.exitStatus != nil }, for: "the request-failed error and the other requests applied") { watcher in
+                watcher.payloads(ErrorReport.self, on: "restock/apple/customers/mallory/errors").contains { $0.error == "request-failed" }
+                    && watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/after/subscriptions").last?.watching.count == 1
+                    && watcher.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/before/subscriptions").last?.watching.count == 1
+            }
+            if done { break }
+            deaths += 1
+            try #require(deaths <= 4, "the store died \(deaths) times for one poison request")
+            _ = try store.launch()
         }
         let report = try #require(watcher.payloads(ErrorReport.self, on: "restock/apple/customers/mallory/errors").first)
         #expect(report.topic == "restock/apple/subscribe/mallory")

@@ -1,5 +1,6 @@
 import CountedSyncs
 import Foundation
+import GRDB
 import Testing
 
 @testable import RestockPipeline
@@ -32,8 +33,8 @@ struct DiskSyncTests {
         var state: Int { syncs(ofTheWALOf: DataDirectory.stateFileName) }
     }
 
-    @Test("each batch of requests the network thread records is synced to the disk before it returns: before the broker hears the store has it")
-    func requestsSyncedBeforeTheirAcknowledgement() throws {
+    @Test("a batch of requests is written to the log at once and synced by the log's own call, which the network thread makes before it acknowledges them")
+    func requestsSyncedByTheirOwnCall() throws {
         let counted = try Counted()
         for batch in 1...3 {
             let before = counted.log
@@ -42,8 +43,59 @@ struct DiskSyncTests {
                 return (topic: request.topic, payload: request.payload, size: request.payload.count, retained: false)
             }
             #expect(try counted.database.journal(batch: requests).count == batch)
+            #expect(counted.log == before, "batch \(batch) was synced before it could be handed on")
+            try counted.database.syncJournal()
             #expect(counted.log > before, "batch \(batch) was not synced")
         }
+    }
+
+    @Test("a power cut that takes the log's last batch before its sync, after the state applied it, leaves a store that starts and gives out places after it")
+    func lostUnsyncedTailStarts() throws {
+        let directory = Directory()
+        var database: StoreDatabase? = try StoreDatabase(directory: directory.url, store: apple)
+        var stage: Stage? = try Stage(database!)
+        // Requests 1 through 3 synced; 4 and 5 written and applied, their sync not yet returned.
+        try stage!.journal(["c1", "c2", "c3"], to: "ipad", in: database!)
+        try stage!.journal(["c4", "c5"], to: "ipad", in: database!, synced: false)
+        #expect(try stage!.processor.drainInbox() == 5)
+        database!.releaseDirectory()
+        (stage, database) = (nil, nil)
+        // What the log would hold after the power cut: the unsynced requests gone, and the places SQLite had given them.
+        try Self.cut(directory, logAfter: 3)
+
+        let reopened = try StoreDatabase(directory: directory.url, store: apple)
+        #expect(try reopened.processedThrough() == 5)
+        #expect(reopened.openingWarnings.count == 1)
+        #expect(reopened.openingWarnings.first?.contains("before requests 4 through 5 the state had applied") == true)
+        // A new request comes after every place the state applied: not skipped as applied already.
+        let next = PipelineTests.subscribe("c6", "ipad")
+        #expect(try reopened.journal(topic: next.topic, payload: next.payload).seq == 6)
+        #expect(try Stage(reopened).processor.drainInbox() == 1)
+        #expect(try reopened.loadSnapshot().watches.count == 6)
+    }
+
+    @Test("a log that lost requests the state knew synced is still refused: it is older than the state")
+    func lostSyncedRequestsRefused() throws {
+        let directory = Directory()
+        var database: StoreDatabase? = try StoreDatabase(directory: directory.url, store: apple)
+        var stage: Stage? = try Stage(database!)
+        try stage!.journal(["c1", "c2", "c3", "c4", "c5"], to: "ipad", in: database!)
+        #expect(try stage!.processor.drainInbox() == 5)
+        database!.releaseDirectory()
+        (stage, database) = (nil, nil)
+        try Self.cut(directory, logAfter: 3)
+        #expect(throws: RestockMQTTError.self) { try StoreDatabase(directory: directory.url, store: apple) }
+    }
+
+    /// Takes the requests after `place` out of the directory's log, and the places SQLite gave out after it, with no store
+    /// open on it: what the log holds after a power cut that took its last writes.
+    static func cut(_ directory: Directory, logAfter place: Int64) throws {
+        let log = try DatabaseQueue(path: directory.url.appendingPathComponent(RequestLog.fileName).path)
+        try log.write { db in
+            try db.execute(sql: "DELETE FROM request WHERE seq > ?", arguments: [place])
+            try db.execute(sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'request'", arguments: [place])
+        }
+        try log.close()
     }
 
     @Test("the state's commits do not wait for the disk, but the one after which the log is trimmed does, and the log keeps every request until then")

@@ -25,7 +25,8 @@ struct PairCheckTests {
 
         static func newLog() throws -> RequestLog { try RequestLog(DatabaseQueue(), path: logPath) }
 
-        func check(stateIsNew: Bool = false) throws {
+        @discardableResult
+        func check(stateIsNew: Bool = false) throws -> ClosedRange<Int64>? {
             try PairCheck(log: log, meta: StoreMeta(state, path: statePath), state: StateReader(state, path: statePath))
                 .run(stateIsNew: stateIsNew)
         }
@@ -35,11 +36,12 @@ struct PairCheckTests {
             for _ in 0..<count { _ = try log.append(topic: "t", payload: [1], size: 1, retained: false) }
         }
 
-        /// Records the requests up to `seq` as applied by the state.
-        func applied(through seq: Int64) throws {
+        /// Records the requests up to `seq` as applied by the state, and the log's place known synced then (`nil`: not
+        /// recorded, as by an earlier version).
+        func applied(through seq: Int64, logSynced: Int64? = nil) throws {
             var changes = StoreChanges()
             changes.processedThrough = seq
-            try StateWriter(state).commit(changes, messages: [])
+            try StateWriter(state).commit(changes, messages: [], journalSynced: logSynced)
         }
     }
 
@@ -106,6 +108,22 @@ struct PairCheckTests {
             refusal?.line == "the request log /data/journal.sqlite is older than the store's state /data/store.sqlite (requests up to 5 "
                 + "applied, the log ends at 2): requests acknowledged since may be lost; "
                 + "restore both files from one backup, or remove both to start an empty store")
+    }
+
+    @Test("a log that ends before what the state applied, but not before what the state knew synced, lost only unacknowledged requests: the pair starts and says which")
+    func logLostItsUnsyncedTail() throws {
+        let pair = try Pair()
+        try pair.check(stateIsNew: true)
+        try pair.journal(2)
+        try pair.applied(through: 5, logSynced: 2)
+        #expect(try pair.check() == 3...5)
+        try pair.applied(through: 5, logSynced: 1)
+        #expect(try pair.check() == 3...5)
+        try pair.applied(through: 2, logSynced: 2)
+        #expect(try pair.check() == nil)
+        // The log lost a request the state knew synced: it is older than the state.
+        try pair.applied(through: 5, logSynced: 3)
+        #expect(Self.refusal { try pair.check() }?.file == Self.logPath)
     }
 
     @Test("a state that has not applied all the log has forgotten is refused, naming the state; one that has starts")

@@ -33,11 +33,13 @@ struct PipelineTests {
                 logger: Logger(label: "test"), clock: { Date(timeIntervalSinceReferenceDate: 0) }, trimEvery: trimEvery)
         }
 
-        /// Journals a subscribe request to `item` for each of `customers` and passes it on, as the network thread does.
-        func journal(_ customers: [String], to item: String, in database: StoreDatabase) throws {
+        /// Journals a subscribe request to `item` for each of `customers` and passes it on, as the network thread does,
+        /// and syncs the log after each (unless `synced` is `false`: as a power cut would find the log before its sync).
+        func journal(_ customers: [String], to item: String, in database: StoreDatabase, synced: Bool = true) throws {
             for who in customers {
                 let request = PipelineTests.subscribe(who, item)
                 requests.append(try database.journal(topic: request.topic, payload: request.payload))
+                if synced { try database.syncJournal() }
             }
         }
 

@@ -42,4 +42,14 @@ public final class TopicWatcher: Sendable {
     public func wait(for what: String, within seconds: Double = 20, _ condition: @escaping @Sendable (TopicWatcher) -> Bool) async throws {
         try await waitUntil(what, within: seconds) { condition(self) }
     }
+
+    /// Waits until `condition` holds (`true`), or `stop` does first (`false`, `condition` not holding then); fails
+    /// after `seconds`.
+    public func waitUnless(
+        _ stop: @escaping @Sendable () -> Bool, for what: String, within seconds: Double = 20,
+        _ condition: @escaping @Sendable (TopicWatcher) -> Bool
+    ) async throws -> Bool {
+        try await waitUntil("\(what), or the stop", within: seconds) { condition(self) || stop() }
+        return condition(self)
+    }
 }

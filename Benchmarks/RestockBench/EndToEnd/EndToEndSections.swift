@@ -69,7 +69,7 @@ enum EndToEndSections {
         section.notes = [
             "Issue 35's floor of the store's path: two broker hops and one `fdatasync` on the data disk (a request durable "
                 + "before the broker counts it delivered), \(floor.formatted()) µs; the store's median is \(overFloor.formatted())× it. "
-                + "The store's path holds that one: the request log commits each read's batch with `synchronous=FULL` before "
+                + "The store's path holds that one: the request log syncs each read's batch while it is applied, and before "
                 + "its acknowledgements are written; the state's commits are not synced (`synchronous=NORMAL`), but the one "
                 + "after which the log is trimmed, every 2,048 requests."
         ]

@@ -68,7 +68,8 @@ extension StoreService {
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,
                 journal: RequestJournal(
                     storage: service.storage, topics: topics, requests: journaled, lifecycle: lifecycle, mark: journalMark,
-                    metrics: service.metrics, fence: fence, witnessWakeup: witnessWakeups?.continuation),
+                    metrics: service.metrics, fence: fence, witnessWakeup: witnessWakeups?.continuation,
+                    syncsBeforeHandingOn: try service.storage.stoppedWhileApplying()),
                 writeGate: gate)
             sessionEvents = session.connectionEvents()
 

@@ -194,6 +194,7 @@ public final class StoreService: Service, Sendable {
             for: configuration.store,
             claim: takeover.map { .takeover(instance: instance, $0) } ?? .exclusive(instance: instance), now: Date())
         for migration in storage.migrations { logger.info("\(migration)") }
+        for warning in storage.openingWarnings { logger.warning("\(warning)") }
         self.previousInstance = try storage.replaceInstance(with: instance)
         self.formerOwner = takeover.flatMap { $0.ownerEnded ? nil : $0.seen?.owner }.flatMap { $0.isEmpty ? nil : $0 }
         let (store, maximum) = (self.store, configuration.maximumWatches)

@@ -43,11 +43,19 @@ package protocol StoreStorage: AnyObject, Sendable {
     /// The schema migrations that ran when the storage was opened (the service logs them).
     var migrations: [SchemaVersion] { get }
 
+    /// What opening the storage found that the service says at start-up, at warning level (none by default).
+    var openingWarnings: [String] { get }
+
     // MARK: The request journal
 
     /// Records the requests of one read in one transaction, before any of them is acknowledged to the broker; returns
-    /// them with their places, in order. All are recorded, or none.
+    /// them with their places, in order. All are recorded, or none. They survive the process at once, and a power cut
+    /// once ``syncJournal()`` has returned.
     func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest]
+
+    /// Makes every request journaled so far survive a power cut; nothing to do where each journal's commit already
+    /// waits for the disk.
+    func syncJournal() throws
 
     /// The requests journaled after place `seq`, oldest first, at most `limit`.
     func journaledRequests(after seq: Int64, limit: Int) throws -> [JournaledRequest]
@@ -143,6 +151,15 @@ package protocol StoreStorage: AnyObject, Sendable {
 }
 
 extension StoreStorage {
+    package var openingWarnings: [String] { [] }
+
+    /// Whether the last run stopped (died, or was killed) while it applied requests: an attempt begun and not ended
+    /// (``beginAttempt(_:kills:)``) holds requests not yet applied.
+    package func stoppedWhileApplying() throws -> Bool {
+        guard let (attempt, _, _) = try lastAttempt() else { return false }
+        return attempt.last > (try processedThrough())
+    }
+
     /// Runs `operation` where the storage's blocking calls belong (``executor``).
     package func withExecutor<T, Failure: Error>(
         isolation: isolated (any Actor)? = #isolation, _ operation: () async throws(Failure) -> T

@@ -3,14 +3,15 @@ import Mosquitto
 import RestockPipeline
 
 /// The journaling stage of the store's pipeline: writes each request the store receives into the request log
-/// (``RequestLog``), on libmosquitto's network thread, before the callback returns — and so before
-/// libmosquitto writes the PUBACK — then passes it on to the applying stage in memory. It is the session's one
+/// (``RequestLog``), on libmosquitto's network thread, passes it on to the applying stage in memory, and syncs the
+/// log to the disk while it is applied — all before the callback returns, and so before libmosquitto writes the
+/// PUBACK. It is the session's one
 /// crossing from that thread into the service: one call per burst (``record(batch:number:)``), and one per probe
 /// answered, handed to the fence (``confirmed(throughBatch:)``). A request the broker
 /// counts as delivered is therefore already on disk; if the store dies first, the broker delivers it again.
 ///
-/// A local SQLite insert is the one blocking call made on that thread, on purpose: it is what makes the
-/// acknowledgement truthful. The log is a file of its own, so that insert never waits for a commit of the
+/// A local SQLite insert and the sync of its write-ahead log are the blocking calls made on that thread, on purpose:
+/// they make the acknowledgement truthful. The log is a file of its own, so that insert never waits for a commit of the
 /// store's state. Payloads are cut to just over the request limit, so a hostile 1 MiB payload
 /// costs 4 KiB on disk and is still refused as too large.
 ///
@@ -30,13 +31,20 @@ struct RequestJournal: MQTTInboundJournal {
     let fence: DeliveryFence
     /// Woken after each batch, where the backend keeps a journal witness (``JournalWitnessPublisher``).
     let witnessWakeup: AsyncStream<Void>.Continuation?
+    /// Whether each batch is synced before it is handed on, rather than while it is applied: for a run after the store
+    /// stopped while applying requests. A request that kills the store while it is applied, handed on before its sync,
+    /// dies unacknowledged, and the broker delivers it again at each start, where it would kill the store again before
+    /// its acknowledgement: synced first, it is acknowledged as it is applied, set aside after its second fault, and
+    /// not delivered again (docs/contract.md, "Durability and redelivery").
+    var syncsBeforeHandingOn = false
     /// The probe the client unsubscribes from after each batch's acknowledgements (nothing subscribes to it).
     var confirmationProbe: String? { topics.deliveryProbe }
 
     /// Journals the requests of one read in one transaction (group commit): all of them, or — when the log cannot be
     /// written — none, refused together, so that the broker delivers the whole burst again and none of it is applied
-    /// twice. The requests then pass to the applying stage in memory; the fence holds what they lead to until the
-    /// broker answers the probe written after their acknowledgements (``confirmed(throughBatch:)``).
+    /// twice. The requests then pass to the applying stage in memory, and are synced to the disk while they are applied;
+    /// the acknowledgements are written once the sync returns, and the fence holds what the requests lead to until the
+    /// broker answers the probe written after them (``confirmed(throughBatch:)``). A sync that fails stops the store.
     func record(batch messages: [MQTTMessage], number: UInt64) -> [MQTTInboundDisposition] {
         let entries = messages.filter { topics.request(for: $0.topic) != nil }.map(Self.entry)
         guard !entries.isEmpty else { return messages.map { _ in .recorded } }
@@ -50,12 +58,22 @@ struct RequestJournal: MQTTInboundJournal {
                 witnessWakeup?.yield()
             }
             metrics.requestsJournaled.increment(by: journaled.count)
+            if syncsBeforeHandingOn { try storage.syncJournal() }
+            // Applied while they are synced (docs/architecture.md, "The request log"): what they lead to waits for the
+            // fence, which the broker answers only after the acknowledgements, written once the sync has returned.
             requests.append(journaled)
-            return messages.map { _ in .recorded }
         } catch {
             refuse(because: error)
             return messages.map { _ in .refused }
         }
+        do {
+            if !syncsBeforeHandingOn { try storage.syncJournal() }
+        } catch {
+            // Handed on already: the store stops rather than journal the burst again when the broker delivers it again.
+            lifecycle.fail(StoreStageError(stage: StoreLifecycle.Stage.journal.rawValue, cause: error))
+            return messages.map { _ in .refused }
+        }
+        return messages.map { _ in .recorded }
     }
 
     /// The broker answered the probe after batch `number`: what its requests led to may go out. Only handed to the

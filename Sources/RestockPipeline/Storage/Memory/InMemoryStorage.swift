@@ -77,6 +77,9 @@ package final class InMemoryStorage: StoreStorage {
 
     package func processedThrough() throws -> Int64 { read(\.processedThrough) }
 
+    /// Nothing to do: the journal lives as long as the process.
+    package func syncJournal() throws {}
+
     package func trimJournal(through seq: Int64) throws { try write { $0.trimJournal(through: seq) } }
 
     package func probeJournal() throws { try write { _ in } }

@@ -8,10 +8,11 @@ import Glibc
 /// store's state (`store.sqlite`) and the request log (`journal.sqlite`, ``RequestLog``) — which the storage types
 /// then take as GRDB `DatabaseWriter`s.
 ///
-/// Both files use WAL mode. The request log runs with `synchronous=FULL`: each commit syncs its write-ahead log, so a
-/// request is on the disk before the broker is told it arrived, and survives a power cut. The state runs with
-/// `synchronous=NORMAL`: a commit survives the process being killed, and a power cut may take the last ones, which the
-/// log still holds (its trim waits for a commit of the state made durable, ``StoreChanges/durable``).
+/// Both files use WAL mode and `synchronous=NORMAL`: a commit survives the process being killed, and a power cut may
+/// take the last ones. The request log's commits are synced by a call of their own (``RequestLog/sync()``), which the
+/// network thread makes while the requests are applied and before the broker is told they arrived: an acknowledged
+/// request survives a power cut. The state's last commits, which a power cut may take, the log still holds (its trim
+/// waits for a commit of the state made durable, ``StoreChanges/durable``).
 struct DataDirectory: Sendable {
     /// The directory.
     let url: URL
@@ -71,7 +72,7 @@ struct DataDirectory: Sendable {
     func openState() throws(StorageError) -> DatabasePool { try open(statePath, synchronous: .normal) }
 
     /// Opens (creating if need be) the request log for reading and writing.
-    func openLog() throws(StorageError) -> DatabasePool { try open(logPath, synchronous: .full) }
+    func openLog() throws(StorageError) -> DatabasePool { try open(logPath, synchronous: .normal) }
 
     /// Opens the store's state read-only, without the lock, while a store may be running on it (WAL readers never
     /// block the writer).

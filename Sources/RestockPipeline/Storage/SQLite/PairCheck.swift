@@ -17,12 +17,21 @@ struct PairCheck {
     static let remedy = "restore both files from one backup, or remove both to start an empty store"
 
     /// Checks the pair; at the first open of a pair, records the log's identity in the state.
+    ///
+    /// The network thread hands requests on to be applied while their batch is being synced, and acknowledges them once
+    /// it is (docs/architecture.md, "The request log"): a power cut in between may leave the state with requests the
+    /// log lost. A log that ends before the state's `processedThrough`, but not before the place the state knew synced
+    /// (``CounterRecord/Name/journalSyncedThrough``), lost only requests never acknowledged: the broker delivers them
+    /// again. Those places are returned, and the log gives out places after them.
     /// - Parameter stateIsNew: Whether the state held none of the store's tables when it was opened (new, or emptied).
+    /// - Returns: The places the state applied that a power cut took from the log before they were synced, if any.
     /// - Throws: ``RestockMQTTError/dataDirectoryDamaged(file:problem:remedy:)`` naming the file that cannot be
     ///   the other's half; a ``StorageError`` when a file cannot be read or written.
-    func run(stateIsNew: Bool) throws {
+    @discardableResult
+    func run(stateIsNew: Bool) throws -> ClosedRange<Int64>? {
         let logged = try log.lastPlace()
         let applied = try state.processedThrough()
+        let synced = try state.journalSyncedThrough()
         let state = state.path, journal = log.path
         if stateIsNew, logged > 0 {
             throw RestockMQTTError.dataDirectoryDamaged(
@@ -40,7 +49,10 @@ struct PairCheck {
                     + "replaced): acknowledged requests it held may be lost",
                 remedy: Self.remedy)
         }
-        if applied > logged {
+        var lostUnsynced: ClosedRange<Int64>?
+        if applied > logged, let synced, logged >= synced {
+            lostUnsynced = (logged + 1)...applied
+        } else if applied > logged {
             throw RestockMQTTError.dataDirectoryDamaged(
                 file: journal,
                 problem: "the request log \(journal) is older than the store's state \(state) (requests up to \(applied) applied, "
@@ -57,5 +69,6 @@ struct PairCheck {
                     + "but the log has already forgotten those up to \(forgotten), so the ones in between would be lost",
                 remedy: Self.remedy)
         }
+        return lostUnsynced
     }
 }

@@ -175,6 +175,10 @@ package final class RequestLog: Sendable {
         try file.write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'probe'") }
     }
 
+    /// Makes every request appended so far survive a power cut: appends are committed without waiting for the disk,
+    /// and the network thread syncs them here once it has passed them on to be applied, before it acknowledges them.
+    package func sync() throws(StorageError) { try file.syncWriteAheadLog() }
+
     /// Forgets the entries up to `seq`: the store's state has recorded them as applied.
     package func trim(through seq: Int64) throws(StorageError) {
         try file.write { db in _ = try RequestRecord.filter(RequestRecord.Columns.seq <= seq).deleteAll(db) }

@@ -40,6 +40,8 @@ struct StateReader: Sendable {
             }
             var counters: [String: UInt64] = [:]
             for row in try Row.fetchAll(db, CounterRecord.all()) {
+                // How far the log is synced is read on its own, and may be 0.
+                if row[CounterRecord.Columns.name] as String? == CounterRecord.Name.journalSyncedThrough.rawValue { continue }
                 guard let record = try? CounterRecord(row: row), StoredValues.isCounter(Int64(truncatingIfNeeded: record.value)) else {
                     skipped.append("counter \(Self.describe(row))")
                     continue
@@ -107,6 +109,12 @@ struct StateReader: Sendable {
     /// The place in the request log of the last request applied (or set aside); 0 before the first.
     func processedThrough() throws(StorageError) -> Int64 {
         try read { db in try CounterRecord.value(of: .processedThrough, in: db) ?? 0 }
+    }
+
+    /// The last place of the request log known synced when the state was last committed; `nil` when no commit recorded
+    /// it (a state written by an earlier version, whose log synced each request before it was applied).
+    func journalSyncedThrough() throws(StorageError) -> Int64? {
+        try read { db in try CounterRecord.value(of: .journalSyncedThrough, in: db) }
     }
 
     /// How many rows each queue holds: requests not yet applied (in `log`, and requests an earlier version journaled

@@ -16,6 +16,10 @@ struct CounterRecord: Codable, Hashable, FetchableRecord, PersistableRecord {
         case nextPosition
         /// The sequence number the next alert takes.
         case nextAlertSequence
+        /// The last place of the request log known synced to the disk when the state was committed: a log that a power
+        /// cut left ending before the state's `processedThrough`, but not before this, lost only requests never
+        /// acknowledged to the broker (``PairCheck``).
+        case journalSyncedThrough
     }
 
     var name: String

@@ -14,16 +14,18 @@ struct StateWriter: Sendable {
     }
 
     /// Commits `changes`, with `messages`, its publications at the places the outbox gave them (``Outbox/place(_:)``).
-    func commit(_ changes: StoreChanges, messages: [CommittedPublication]) throws(StorageError) {
+    /// - Parameter journalSynced: The last place of the request log synced to the disk by now (``PairCheck``), recorded
+    ///   with how far the log is applied; `nil`: not recorded (tests of the state alone).
+    func commit(_ changes: StoreChanges, messages: [CommittedPublication], journalSynced: Int64? = nil) throws(StorageError) {
         if changes.durable {
-            try file.writeDurably { db in try Self.write(changes, messages: messages, in: db) }
+            try file.writeDurably { db in try Self.write(changes, messages: messages, journalSynced: journalSynced, in: db) }
         } else {
-            try file.write { db in try Self.write(changes, messages: messages, in: db) }
+            try file.write { db in try Self.write(changes, messages: messages, journalSynced: journalSynced, in: db) }
         }
     }
 
     /// Writes `changes` in the transaction of `db`.
-    private static func write(_ changes: StoreChanges, messages: [CommittedPublication], in db: Database) throws {
+    private static func write(_ changes: StoreChanges, messages: [CommittedPublication], journalSynced: Int64?, in db: Database) throws {
         try WatchTable.apply(changes.watchChanges, in: db)
         try Self.stock.insert(changes.inventory.map { StockRecord(sku: $0.key.rawValue, quantity: $0.value) }, in: db)
         if let counters = changes.counters {
@@ -35,7 +37,10 @@ struct StateWriter: Sendable {
         try AlertFigures.record(raised: changes.alertsRaised, at: changes.appliedAt, in: db)
         try Self.mirrors.insert(changes.mirrored.sorted().map { MirrorRecord(customer: $0.rawValue) }, in: db)
         try Outbox.insert(messages, in: db)
-        if let seq = changes.processedThrough { try CounterRecord.recordProcessed(through: seq, in: db) }
+        if let seq = changes.processedThrough {
+            try CounterRecord.recordProcessed(through: seq, in: db)
+            if let journalSynced { try CounterRecord.record(.journalSyncedThrough, journalSynced, in: db) }
+        }
     }
 
     // A batch of 512 requests may change the stock of 512 SKUs, or add a mirror for 512 new customers: many rows to

@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 
 /// One SQLite file of the data directory as the storage types use it: a connection to it (any GRDB
 /// `DatabaseWriter`: a `DatabasePool` on the file, or a `DatabaseQueue` in memory in the tests) and the path its
@@ -51,6 +52,25 @@ struct StorageFile: Sendable {
         try setSynchronous(.full)
         defer { try? setSynchronous(.normal) }
         return try write(body)
+    }
+
+    /// Syncs the file's write-ahead log to the disk, through SQLite's own file (and so its VFS): every commit made
+    /// before it survives a power cut once it returns, as if each had been made with `synchronous=FULL`. Taken apart
+    /// from the commit, so that a commit's work and its sync may overlap other work (``RequestLog/sync()``).
+    func syncWriteAheadLog() throws(StorageError) {
+        try storageAccess(.write, path) {
+            try writer.writeWithoutTransaction { db in
+                var file: UnsafeMutablePointer<sqlite3_file>?
+                var result = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file)
+                // No write-ahead log open: nothing was written since the connection was opened.
+                guard result == SQLITE_OK, let file, let sync = file.pointee.pMethods?.pointee.xSync else {
+                    if result != SQLITE_OK { throw DatabaseError(resultCode: ResultCode(rawValue: result)) }
+                    return
+                }
+                result = sync(file, SQLITE_SYNC_NORMAL)
+                if result != SQLITE_OK { throw DatabaseError(resultCode: ResultCode(rawValue: result), message: "cannot sync the write-ahead log") }
+            }
+        }
     }
 
     private func setSynchronous(_ level: DataDirectory.Synchronous) throws(StorageError) {

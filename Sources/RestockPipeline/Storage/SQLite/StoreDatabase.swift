@@ -44,6 +44,11 @@ package final class StoreDatabase: StoreStorage {
     private let attempts: AttemptRecord
     /// The migrations that ran when the files were opened (the service logs them).
     package let migrations: [SchemaVersion]
+    /// What the open found that the service says at start-up, at warning level.
+    package let openingWarnings: [String]
+    /// The last place journaled, and the last known synced to the disk (``syncJournal()``), recorded with each commit of
+    /// the state (``PairCheck``).
+    private let journalMarks: Mutex<(journaled: Int64, synced: Int64)>
 
     /// How a store process takes its data directory (docs/architecture.md, "Ownership: the lease").
     package enum Claim: Sendable {
@@ -107,8 +112,20 @@ package final class StoreDatabase: StoreStorage {
             let owner = try meta.recordOnce(.store, store.rawValue)
             guard owner == store.rawValue else { throw RestockMQTTError.dataDirectoryOfAnotherStore(directory.path, owner: owner ?? "?") }
         }
-        try PairCheck(log: log, meta: meta, state: reader).run(stateIsNew: stateIsNew)
+        let lost = try PairCheck(log: log, meta: meta, state: reader).run(stateIsNew: stateIsNew)
+        openingWarnings = lost.map { lost in
+            [
+                "the request log ends at \(lost.lowerBound - 1), before requests \(lost.lowerBound) through \(lost.upperBound) the state had "
+                    + "applied: a power cut took them before they were synced, so none was acknowledged, and the broker delivers them "
+                    + "again (applied again: docs/contract.md, \"Durability and redelivery\")"
+            ]
+        } ?? []
         try EarlierInbox(pool).move(to: log, applied: reader.processedThrough())
+        // What the log holds now is on the disk before any of it is counted synced: a killed process may have left its
+        // last batch written and not synced.
+        try log.sync()
+        let logged = try log.lastPlace()
+        journalMarks = Mutex((logged, logged))
     }
 
     /// Lets the directory go, so that a store made next — in this process too — opens it at once, while tasks of the
@@ -238,6 +255,7 @@ package final class StoreDatabase: StoreStorage {
     package func journal(topic: String, payload: [UInt8], size: Int? = nil, retained: Bool = false) throws -> JournaledRequest {
         let size = size ?? payload.count
         let seq = try log.append(topic: topic, payload: payload, size: size, retained: retained)
+        journalMarks.withLock { $0.journaled = max($0.journaled, seq) }
         return JournaledRequest(seq: seq, topic: topic, payload: payload, size: size, retained: retained)
     }
 
@@ -245,9 +263,17 @@ package final class StoreDatabase: StoreStorage {
     /// returns them with their places, in order. All are recorded, or none (the error says why).
     package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
         let places = try log.append(batch: requests)
+        if let last = places.last { journalMarks.withLock { $0.journaled = max($0.journaled, last) } }
         return zip(places, requests).map { seq, request in
             JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
         }
+    }
+
+    /// Makes every request journaled so far survive a power cut (``RequestLog/sync()``).
+    package func syncJournal() throws {
+        let journaled = journalMarks.withLock { $0.journaled }
+        try log.sync()
+        journalMarks.withLock { $0.synced = max($0.synced, journaled) }
     }
 
     /// Forgets the requests of the log through `seq`.
@@ -305,7 +331,7 @@ package final class StoreDatabase: StoreStorage {
     @discardableResult
     package func commit(_ changes: StoreChanges) throws -> [CommittedPublication] {
         let committed = outbox.place(changes.publications)
-        try writer.commit(changes, messages: committed)
+        try writer.commit(changes, messages: committed, journalSynced: journalMarks.withLock { $0.synced })
         return committed
     }
 
