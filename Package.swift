@@ -116,7 +116,7 @@ let package = Package(
         // Unit tests of the pipeline: no broker, no libmosquitto.
         .testTarget(
             name: "RestockPipelineTests",
-            dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", "StorageDifferential", "CountedSyncs", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["RestockPipeline", "RestockCore", "SeededRandom", "StorageDifferential", "CountedSyncs", "Deadlines", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         // Unit tests of the store service over a broker in memory (RestockTestSupport's InMemoryBroker): takeover,
         // draining, stage failure and reconnection in milliseconds.
         .testTarget(

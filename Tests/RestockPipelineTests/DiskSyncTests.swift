@@ -1,6 +1,8 @@
 import CountedSyncs
+import Deadlines
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 
 @testable import RestockPipeline
@@ -85,6 +87,32 @@ struct DiskSyncTests {
         (stage, database) = (nil, nil)
         try Self.cut(directory, logAfter: 3)
         #expect(throws: RestockMQTTError.self) { try StoreDatabase(directory: directory.url, store: apple) }
+    }
+
+    @Test("the state's commits go on while a checkpoint of its write-ahead log waits for the disk: checkpoints run on a thread of their own")
+    func checkpointsOffThePipeline() async throws {
+        let counted = try Counted()
+        let stage = try Stage(counted.database, trimEvery: 1_000_000)
+        let wal = counted.directory.url.resolvingSymlinksInPath().appendingPathComponent(DataDirectory.stateFileName + "-wal").path
+        counted_syncs_hold(wal)
+        defer { counted_syncs_release() }
+        // Enough commits for SQLite's automatic checkpoint (past 1,000 pages of log), which would sync in the commit.
+        let applied = Mutex(0)
+        let database = counted.database
+        Thread {
+            for index in 0..<1_500 {
+                guard (try? stage.journal(["c\(index)"], to: "ipad", in: database)) != nil,
+                    (try? stage.processor.drainInbox()) == 1
+                else { return }
+                applied.withLock { $0 += 1 }
+            }
+        }.start()
+        try await waitUntil("1,500 commits while a checkpoint waits for its sync", within: 60) {
+            applied.withLock { $0 } == 1_500 && counted_syncs_waiting() > 0
+        }
+        counted_syncs_release()
+        try await waitUntil("the checkpoint's sync done", within: 10) { counted_syncs_of(wal) > 0 && counted_syncs_waiting() == 0 }
+        #expect(try database.loadSnapshot().watches.count == 1_500)
     }
 
     /// Takes the requests after `place` out of the directory's log, and the places SQLite gave out after it, with no store

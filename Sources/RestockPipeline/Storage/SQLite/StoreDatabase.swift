@@ -42,6 +42,8 @@ package final class StoreDatabase: StoreStorage {
     private let meta: StoreMeta
     /// The requests being applied.
     private let attempts: AttemptRecord
+    /// Checkpoints the state off the pipeline's thread.
+    private let checkpointer: StateCheckpointer
     /// The migrations that ran when the files were opened (the service logs them).
     package let migrations: [SchemaVersion]
     /// What the open found that the service says at start-up, at warning level.
@@ -82,6 +84,9 @@ package final class StoreDatabase: StoreStorage {
         case .takeover(_, let held, _): lock = Mutex(held)
         }
         let pool = try data.openState()
+        // Checkpoints are the checkpointer's, on a thread of its own (StateCheckpointer).
+        try storageAccess(.write, data.statePath) { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") } }
+        checkpointer = try StateCheckpointer(path: data.statePath)
         let (stateIsNew, migration) = try StateSchema.prepare(pool)
         let logPool = try data.openLog()
         let fence = LeaseFence()
@@ -332,6 +337,7 @@ package final class StoreDatabase: StoreStorage {
     package func commit(_ changes: StoreChanges) throws -> [CommittedPublication] {
         let committed = outbox.place(changes.publications)
         try writer.commit(changes, messages: committed, journalSynced: journalMarks.withLock { $0.synced })
+        checkpointer.committed()
         return committed
     }
 
@@ -357,6 +363,7 @@ package final class StoreDatabase: StoreStorage {
     /// of its alerts, from the first, are acknowledged, and is forgotten when that is all of them.
     package func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
         try outbox.acknowledge(messages: seqs, batches: batches)
+        checkpointer.committed()
     }
 
     /// How many rows each queue holds (for tests and logs).
