@@ -15,12 +15,11 @@ typedef struct CountedFile {
 } CountedFile;
 
 enum { capacity = 4096 };
-static struct { char *path; long syncs; } counters[capacity];
+// Each file's syncs, whether its syncs are held (counted_syncs_hold), and how many of them wait now.
+static struct { char *path; long syncs; int held; long waiting; } counters[capacity];
 static long used;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-// A file whose syncs wait (counted_syncs_hold), how many syncs of it are waiting now, and what they wait on.
-static char *held;
-static long waiting;
+// What held syncs wait on.
 static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
 static sqlite3_vfs *underlying;
 static sqlite3_vfs counting;
@@ -35,6 +34,8 @@ static long counter_for(const char *path) {
     if (found < 0 && used < capacity) {
         counters[used].path = strdup(path);
         counters[used].syncs = 0;
+        counters[used].held = 0;
+        counters[used].waiting = 0;
         found = used++;
     }
     pthread_mutex_unlock(&lock);
@@ -55,10 +56,10 @@ static int counted_sync(sqlite3_file *file, int flags) {
     long slot = ((CountedFile *)file)->slot;
     if (slot >= 0) {
         pthread_mutex_lock(&lock);
-        while (held != NULL && strcmp(held, counters[slot].path) == 0) {
-            waiting++;
+        while (counters[slot].held) {
+            counters[slot].waiting++;
             pthread_cond_wait(&released, &lock);
-            waiting--;
+            counters[slot].waiting--;
         }
         pthread_mutex_unlock(&lock);
     }
@@ -146,23 +147,27 @@ long counted_syncs_of(const char *path) {
 }
 
 void counted_syncs_hold(const char *path) {
+    long slot = counter_for(path);
     pthread_mutex_lock(&lock);
-    free(held);
-    held = strdup(path);
+    if (slot >= 0) counters[slot].held = 1;
     pthread_mutex_unlock(&lock);
 }
 
-long counted_syncs_waiting(void) {
+long counted_syncs_waiting(const char *path) {
+    long count = 0;
     pthread_mutex_lock(&lock);
-    long count = waiting;
+    for (long index = 0; index < used; index++) {
+        if (strcmp(counters[index].path, path) == 0) count = counters[index].waiting;
+    }
     pthread_mutex_unlock(&lock);
     return count;
 }
 
-void counted_syncs_release(void) {
+void counted_syncs_release(const char *path) {
     pthread_mutex_lock(&lock);
-    free(held);
-    held = NULL;
+    for (long index = 0; index < used; index++) {
+        if (strcmp(counters[index].path, path) == 0) counters[index].held = 0;
+    }
     pthread_cond_broadcast(&released);
     pthread_mutex_unlock(&lock);
 }

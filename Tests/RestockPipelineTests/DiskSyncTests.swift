@@ -95,7 +95,7 @@ struct DiskSyncTests {
         let stage = try Stage(counted.database, trimEvery: 1_000_000)
         let wal = counted.directory.url.resolvingSymlinksInPath().appendingPathComponent(DataDirectory.stateFileName + "-wal").path
         counted_syncs_hold(wal)
-        defer { counted_syncs_release() }
+        defer { counted_syncs_release(wal) }
         // Enough commits for SQLite's automatic checkpoint (past 1,000 pages of log), which would sync in the commit.
         let applied = Mutex(0)
         let database = counted.database
@@ -108,10 +108,10 @@ struct DiskSyncTests {
             }
         }.start()
         try await waitUntil("1,500 commits while a checkpoint waits for its sync", within: 60) {
-            applied.withLock { $0 } == 1_500 && counted_syncs_waiting() > 0
+            applied.withLock { $0 } == 1_500 && counted_syncs_waiting(wal) > 0
         }
-        counted_syncs_release()
-        try await waitUntil("the checkpoint's sync done", within: 10) { counted_syncs_of(wal) > 0 && counted_syncs_waiting() == 0 }
+        counted_syncs_release(wal)
+        try await waitUntil("the checkpoint's sync done", within: 10) { counted_syncs_of(wal) > 0 && counted_syncs_waiting(wal) == 0 }
         #expect(try database.loadSnapshot().watches.count == 1_500)
     }
 

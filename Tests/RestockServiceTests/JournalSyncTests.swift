@@ -32,7 +32,7 @@ struct JournalSyncTests {
 
         let wal = directory.resolvingSymlinksInPath().appendingPathComponent(RequestLog.fileName + "-wal").path
         counted_syncs_hold(wal)
-        defer { counted_syncs_release() }
+        defer { counted_syncs_release(wal) }
         // The network thread's call, on a thread of its own: it blocks in the sync.
         let dispositions = Mutex<[MQTTInboundDisposition]?>(nil)
         Thread {
@@ -43,12 +43,12 @@ struct JournalSyncTests {
         let handedOn = Mutex<[JournaledRequest]>([])
         try await waitUntil("the request handed on to be applied while its sync waits", within: 10) {
             if case .items(let items) = requests.take(upTo: 10) { handedOn.withLock { $0 += items } }
-            return !handedOn.withLock { $0.isEmpty } && counted_syncs_waiting() > 0
+            return !handedOn.withLock { $0.isEmpty } && counted_syncs_waiting(wal) > 0
         }
         #expect(handedOn.withLock { $0.map(\.topic) } == [message.topic])
         #expect(dispositions.withLock { $0 } == nil, "acknowledged before its sync returned")
 
-        counted_syncs_release()
+        counted_syncs_release(wal)
         try await waitUntil("the batch acknowledged once synced", within: 10) { dispositions.withLock { $0 } != nil }
         #expect(dispositions.withLock { $0 } == [.recorded])
         #expect(counted_syncs_of(wal) >= 1)

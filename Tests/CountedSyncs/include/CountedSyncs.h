@@ -12,14 +12,13 @@ int counted_syncs_install(void);
 /// synced through the counting VFS since it was installed.
 long counted_syncs_of(const char *path);
 
-/// Makes each sync of the file at `path` wait, before it reaches the disk, until `counted_syncs_release` (one file
-/// at a time: a later call replaces the earlier).
+/// Makes each sync of the file at `path` wait, before it reaches the disk, until `counted_syncs_release(path)`.
 void counted_syncs_hold(const char *path);
 
-/// How many syncs of the held file are waiting now.
-long counted_syncs_waiting(void);
+/// How many syncs of the file at `path` are waiting now.
+long counted_syncs_waiting(const char *path);
 
-/// Lets every held sync go on, and holds none from then on.
-void counted_syncs_release(void);
+/// Lets the held syncs of the file at `path` go on, and holds none of its syncs from then on.
+void counted_syncs_release(const char *path);
 
 #endif

@@ -1,5 +1,6 @@
 import Dispatch
 import GRDB
+import Logging
 import Synchronization
 
 /// Copies the store's state's write-ahead log into its file on a thread of its own, a few commits at a time, instead of
@@ -23,6 +24,9 @@ final class StateCheckpointer: Sendable {
     }
 
     private let state = Mutex(State())
+    /// A checkpoint that fails is said at warning level, at most once a minute: the log then grows until one succeeds.
+    private let logger = Logger(label: "restock.store")
+    private let failures = LogThrottle()
 
     /// A checkpointer of the state at `path`, whose writer runs with the automatic checkpoint off.
     init(path: String) throws(StorageError) {
@@ -43,7 +47,15 @@ final class StateCheckpointer: Sendable {
         guard start else { return }
         queue.async { [self] in
             // PASSIVE: as much as it can without waiting; what is left goes at the next one.
-            _ = try? connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            do {
+                _ = try connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            } catch {
+                if failures.admit().say {
+                    logger.warning(
+                        "cannot checkpoint the store's state (said at most once a minute); its write-ahead log grows until a checkpoint succeeds",
+                        metadata: [StoreLoggingKeys.error: "\(error)"])
+                }
+            }
             state.withLock { $0.running = false }
         }
     }
