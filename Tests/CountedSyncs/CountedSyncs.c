@@ -136,12 +136,11 @@ int counted_syncs_install(void) {
     return sqlite3_vfs_register(&counting, 1);
 }
 
+// Each call below finds the file's counter as opening it does (made at the first mention), under the lock.
 long counted_syncs_of(const char *path) {
-    long syncs = 0;
+    long slot = counter_for(path);
     pthread_mutex_lock(&lock);
-    for (long index = 0; index < used; index++) {
-        if (strcmp(counters[index].path, path) == 0) syncs = counters[index].syncs;
-    }
+    long syncs = slot >= 0 ? counters[slot].syncs : 0;
     pthread_mutex_unlock(&lock);
     return syncs;
 }
@@ -154,20 +153,17 @@ void counted_syncs_hold(const char *path) {
 }
 
 long counted_syncs_waiting(const char *path) {
-    long count = 0;
+    long slot = counter_for(path);
     pthread_mutex_lock(&lock);
-    for (long index = 0; index < used; index++) {
-        if (strcmp(counters[index].path, path) == 0) count = counters[index].waiting;
-    }
+    long count = slot >= 0 ? counters[slot].waiting : 0;
     pthread_mutex_unlock(&lock);
     return count;
 }
 
 void counted_syncs_release(const char *path) {
+    long slot = counter_for(path);
     pthread_mutex_lock(&lock);
-    for (long index = 0; index < used; index++) {
-        if (strcmp(counters[index].path, path) == 0) counters[index].held = 0;
-    }
+    if (slot >= 0) counters[slot].held = 0;
     pthread_cond_broadcast(&released);
     pthread_mutex_unlock(&lock);
 }
