@@ -37,6 +37,9 @@ final class PostgresLease: StoreOwnership {
     private let store: StoreID
     /// The epoch this storage holds, checked by every write.
     let fence: PostgresFence
+    /// Until when no other process can have taken the lease over, by this process's clock, after its last renewal:
+    /// ``check()`` reads the lease only past it.
+    private let heldUntil = Mutex<ContinuousClock.Instant?>(nil)
 
     /// The lease of `store` in the session's database, fenced by `fence`.
     init(session: PostgresSession, store: StoreID, fence: PostgresFence) {
@@ -79,23 +82,37 @@ final class PostgresLease: StoreOwnership {
     /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` naming the new owner once a newer one holds it.
     func renew(at now: Date) throws(StorageError) {
         guard let epoch = try fence.epoch(path: session.settings.location) else { return }
+        let sent = ContinuousClock.now
         let lost: Holder? = try session.run(.write) { statements in
             let changed = try statements.execute(
                 "UPDATE restock_lease SET renewals = renewals + 1, renewed_at = now() WHERE store = \(store.rawValue) AND epoch = \(epoch)")
             return changed == 1 ? nil : try Self.holder(of: store, in: statements, lifetime: session.settings.leaseLifetime)
         }
         if let lost { throw fence.lose(to: lost, path: session.settings.location) }
+        let until = sent + Self.surelyHeld(lifetime: session.settings.leaseLifetime)
+        heldUntil.withLock { $0 = max($0 ?? until, until) }
     }
 
-    /// Whether this storage still holds the lease, read from the database.
+    /// How long after a renewal was sent no other process can have taken the lease over: a standby takes it only once
+    /// it has seen the renewals stand still for the lease's lifetime by its own clock (``PostgresStorage``'s standby), and
+    /// a normal start only once the database's clock says it was not renewed for that long — each counted from after
+    /// the renewal was sent. Four fifths of it, so that clocks that run at slightly different rates cannot matter.
+    static func surelyHeld(lifetime: Duration) -> Duration { lifetime * 4 / 5 }
+
+    /// Whether this storage still holds the lease: read from the database, unless a renewal was sent less than
+    /// ``surelyHeld(lifetime:)`` ago, which no takeover can have followed yet. The publisher asks before each round
+    /// of alerts: on a healthy store it costs no round trip, and a process frozen or stalled past it reads the lease
+    /// again before it sends anything.
     /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` once a newer owner holds it.
     func check() throws(StorageError) {
         guard let epoch = try fence.epoch(path: session.settings.location) else { return }
+        if let until = heldUntil.withLock({ $0 }), ContinuousClock.now < until { return }
         if let holder = try holder(), holder.epoch != epoch { throw fence.lose(to: holder, path: session.settings.location) }
     }
 
     /// Lets the lease go at a clean stop, if this storage still holds it: a standby, or a normal start, takes it at once.
     func release() {
+        heldUntil.withLock { $0 = nil }
         guard let epoch = try? fence.epoch(path: session.settings.location) else { return }  // lost, or never taken
         _ = try? session.run(.write) { statements in
             try statements.execute("UPDATE restock_lease SET released = true WHERE store = \(store.rawValue) AND epoch = \(epoch)")
@@ -140,6 +157,18 @@ final class PostgresFence: Sendable {
             return first
         }
         return StorageError.leaseLost(path, owner: lost.owner, epoch: lost.epoch)
+    }
+
+    /// The SQLSTATE `restock_fence` refuses a write with (``PostgresSchema``): a newer owner's epoch is in the lease.
+    static let refusal = "RS001"
+
+    /// The error of a write `restock_fence` refused: the storage loses the lease to the holder `statements` read now.
+    /// - Returns: `nil` when the lease's row is gone, or holds this storage's epoch again (the refusal then stands as it is).
+    func refused(_ statements: Statements, path: String) throws -> StorageError? {
+        guard let epoch = try self.epoch(path: path),
+            let holder = try PostgresLease.holder(of: store, in: statements, lifetime: LeaseHolder.lifetime), holder.epoch != epoch
+        else { return nil }
+        return lose(to: holder, path: path)
     }
 
     /// Refuses the transaction of `statements` when a newer owner's epoch is in the lease: reads it `FOR KEY SHARE`, inside

@@ -8,14 +8,19 @@ struct PostgresOutbox {
     let statements: Statements
     let store: String
 
+    /// Of `messages`, the last with each key, in their order: what writing them in turn would leave.
+    static func lastOfEachKey(_ messages: [CommittedPublication]) -> [CommittedPublication] {
+        var last: [String: Int] = [:]
+        for (index, message) in messages.enumerated() { last[message.publication.key] = index }
+        return last.values.sorted().map { messages[$0] }
+    }
+
     /// Writes `messages` at their places. A retained topic keeps only its newest version waiting: a message replaces the
     /// row with its key (or its place), and of two with one key in the same batch the later one wins, as SQLite's
     /// `INSERT OR REPLACE` of the rows in turn leaves it. The store's highest place written rises with them.
     func insert(_ messages: [CommittedPublication]) throws {
         guard !messages.isEmpty else { return }
-        var last: [String: Int] = [:]
-        for (index, message) in messages.enumerated() { last[message.publication.key] = index }
-        let rows = last.values.sorted().map { messages[$0] }
+        let rows = Self.lastOfEachKey(messages)
         let publications = rows.map(\.publication)
         try statements.execute(
             """
@@ -57,25 +62,32 @@ struct PostgresOutbox {
     }
 
     /// A message's row as the acknowledgements need it.
-    private struct Row {
+    struct Row {
         var batch: Int
         var sent: Int
         let sku: String?
     }
 
-    /// Records acknowledgements: the alerts acknowledged count in the figures first (at `date`), then single messages are
-    /// forgotten and each batch records how many of its alerts, from the first, are acknowledged — forgotten when that is
-    /// all of them. The rows are read once and the acknowledgements applied to them in order, as SQLite's statements in
-    /// turn apply them; then what changed is written in two statements.
-    func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)], at date: Date) throws {
+    /// The rows of the messages at `seqs` that acknowledgements change, by place: one statement, read before the
+    /// acknowledgement's own (only this store's storage writes its outbox, one call at a time).
+    func rows(at seqs: [Int64]) throws -> [Int64: Row] {
         var rows: [Int64: Row] = [:]
-        for row in try statements.query(
-            "SELECT seq, batch, sent, sku FROM restock_outbox WHERE store = \(store) AND seq = ANY(\((seqs + batches.map(\.seq)))::int8[])")
-        {
+        for row in try statements.query("SELECT seq, batch, sent, sku FROM restock_outbox WHERE store = \(store) AND seq = ANY(\(seqs)::int8[])") {
             let (seq, batch, sent, sku) = try row.decode((Int64, Int64, Int64, String?).self)
             rows[seq] = Row(batch: Int(batch), sent: Int(sent), sku: sku)
         }
-        try PostgresAlertFigures(statements: statements, store: store).recordAcknowledged(acknowledged(seqs, batches, in: rows), at: date)
+        return rows
+    }
+
+    /// Records acknowledgements: the alerts acknowledged count in the figures first (at `date`), then single messages are
+    /// forgotten and each batch records how many of its alerts, from the first, are acknowledged — forgotten when that is
+    /// all of them. The acknowledgements are applied to `rows` (``rows(at:)``) in order, as SQLite's statements in turn
+    /// apply them; what changed is written by one call of `restock_acknowledge`, fenced by the lease.
+    static func acknowledgement(
+        of seqs: [Int64], batches: [(seq: Int64, sent: Int)], rows: [Int64: Row], at date: Date, store: String, epoch: Int64?
+    ) -> PostgresQuery {
+        var rows = rows
+        let counts = acknowledged(seqs, batches, in: rows).sorted { $0.key < $1.key }
         var removed: Set<Int64> = []
         var updated: [Int64: Int] = [:]
         for seq in seqs where rows.removeValue(forKey: seq) != nil { removed.insert(seq) }
@@ -90,21 +102,17 @@ struct PostgresOutbox {
                 removed.insert(batch.seq)
             }
         }
-        if !removed.isEmpty {
-            try statements.execute("DELETE FROM restock_outbox WHERE store = \(store) AND seq = ANY(\(Array(removed))::int8[])")
-        }
-        guard !updated.isEmpty else { return }
-        try statements.execute(
+        let changed = updated.sorted { $0.key < $1.key }
+        return """
+            SELECT restock_acknowledge(\(store), \(epoch), \(counts.map(\.key))::text[], \(counts.map { Int64($0.value) })::int8[],
+                \(PostgresAlertFigures.hour(of: date)), \(removed.sorted())::int8[], \(changed.map(\.key))::int8[],
+                \(changed.map { Int64($0.value) })::int8[])
             """
-            UPDATE restock_outbox AS o SET sent = u.sent FROM unnest(\(Array(updated.keys))::int8[], \(updated.values.map { Int64($0) })::int8[])
-                AS u(seq, sent)
-            WHERE o.store = \(store) AND o.seq = u.seq
-            """)
     }
 
     /// How many alerts of each SKU the acknowledgements acknowledge newly, from the rows as they were before: each single
     /// alert once, and of each batch the alerts past those acknowledged before.
-    private func acknowledged(_ seqs: [Int64], _ batches: [(seq: Int64, sent: Int)], in rows: [Int64: Row]) -> [String: Int] {
+    private static func acknowledged(_ seqs: [Int64], _ batches: [(seq: Int64, sent: Int)], in rows: [Int64: Row]) -> [String: Int] {
         var counts: [String: Int] = [:]
         for seq in Set(seqs) {
             guard let row = rows[seq], let sku = row.sku, row.batch == 0 else { continue }

@@ -3,43 +3,48 @@ import PostgresNIO
 import RestockCore
 import RestockPipeline
 
-/// Writes what a batch of requests changed (``StoreChanges``) into one store's rows, inside the transaction of a commit,
-/// in the order SQLite's `StateWriter` does: watches, inventory, counters, forgotten customers, dead letters, figures,
-/// mirrors, the outbox, how far the journal is applied. Many rows go to one statement, as arrays (`unnest`).
+/// Writes what a batch of requests changed (``StoreChanges``) into one store's rows: one call of `restock_commit`
+/// (``PostgresSchema``), its own transaction, fenced by the lease, which writes them in the order SQLite's `StateWriter`
+/// does — watches, inventory, counters, forgotten customers, dead letters, figures, mirrors, the outbox, how far the
+/// journal is applied — each kind of row many to a statement, from the arrays this builds.
 struct PostgresStateWriter {
-    let statements: Statements
-    let store: String
-
-    /// Writes `changes`, with `messages`, its publications at the places the outbox gave them.
-    func commit(_ changes: StoreChanges, messages: [CommittedPublication]) throws {
-        try apply(changes.watchChanges)
-        if !changes.inventory.isEmpty {
-            let skus = changes.inventory.map(\.key.rawValue), quantities = changes.inventory.map { Int64($0.value) }
-            try statements.execute(
-                """
-                INSERT INTO restock_inventory (store, sku, quantity) SELECT \(store), * FROM unnest(\(skus)::text[], \(quantities)::int8[])
-                ON CONFLICT (store, sku) DO UPDATE SET quantity = excluded.quantity
-                """)
+    /// The commit of `changes`, with `messages`, its publications at the places the outbox gave them: one statement.
+    static func commit(_ changes: StoreChanges, messages: [CommittedPublication], store: String, epoch: Int64?) -> PostgresQuery {
+        let watches = WatchRuns(changes.watchChanges)
+        let inventory = changes.inventory.sorted { $0.key.rawValue < $1.key.rawValue }
+        var counters: [(String, Int64)] = []
+        if let next = changes.counters {
+            counters = [("nextPosition", Int64(next.nextPosition)), ("nextAlertSequence", Int64(next.nextAlertSequence))]
         }
-        if let counters = changes.counters {
-            try setCounters(["nextPosition": Int64(counters.nextPosition), "nextAlertSequence": Int64(counters.nextAlertSequence)])
-        }
-        for forgotten in changes.forgotten { try forget(forgotten) }
-        if !changes.deadLettersRemoved.isEmpty {
-            try statements.execute("DELETE FROM restock_dead_letter WHERE store = \(store) AND seq = ANY(\(changes.deadLettersRemoved)::int8[])")
-        }
-        try PostgresAlertFigures(statements: statements, store: store).record(raised: changes.alertsRaised, at: changes.appliedAt)
-        if !changes.mirrored.isEmpty {
-            let customers = changes.mirrored.map(\.rawValue).sorted()
-            try statements.execute(
-                "INSERT INTO restock_mirror (store, customer) SELECT \(store), * FROM unnest(\(customers)::text[]) ON CONFLICT DO NOTHING")
-        }
-        try PostgresOutbox(statements: statements, store: store).insert(messages)
-        if let seq = changes.processedThrough { try setCounters(["processedThrough": seq]) }
+        let forgotten = changes.forgotten
+        let raised = changes.alertsRaised.sorted { $0.key.rawValue < $1.key.rawValue }
+        let hour = PostgresAlertFigures.hour(of: changes.appliedAt)
+        let outbox = PostgresOutbox.lastOfEachKey(messages)
+        let publications = outbox.map(\.publication)
+        return """
+            SELECT restock_commit(\(store), \(epoch), \(watches.kinds)::text[], \(watches.counts)::int8[],
+                \(watches.saves.map(\.customer.rawValue))::text[], \(watches.saves.map(\.sku.rawValue))::text[],
+                \(watches.saves.map(\.mode.rawValue))::text[], \(watches.saves.map { Int64($0.minQuantity) })::int8[],
+                \(watches.saves.map { Int64(bitPattern: $0.position) })::int8[],
+                \(watches.saves.map(\.since.timeIntervalSinceReferenceDate))::float8[], \(watches.saves.map(\.isWaiting))::bool[],
+                \(watches.saves.map { $0.expiresAt?.timeIntervalSinceReferenceDate ?? .nan })::float8[],
+                \(watches.removals.map(\.customer.rawValue))::text[], \(watches.removals.map(\.sku.rawValue))::text[],
+                \(watches.positions.map { Int64(bitPattern: $0) })::int8[],
+                \(inventory.map(\.key.rawValue))::text[], \(inventory.map { Int64($0.value) })::int8[],
+                \(counters.map(\.0))::text[], \(counters.map(\.1))::int8[],
+                \(forgotten.map(\.customer.rawValue))::text[], \(forgotten.flatMap(\.customerTopics))::text[],
+                \(forgotten.flatMap(\.requestTopics))::text[], \(changes.deadLettersRemoved)::int8[],
+                \(raised.map(\.key.rawValue))::text[], \(raised.map { Int64($0.value) })::int8[], \(hour),
+                \(PostgresAlertFigures.firstHourOfDay(endingIn: hour)), \(changes.mirrored.map(\.rawValue).sorted())::text[],
+                \(outbox.map(\.seq))::int8[], \(publications.map(\.key))::text[], \(publications.map(\.topic))::text[],
+                \(publications.map { ByteBuffer(bytes: $0.payload) })::bytea[], \(publications.map(\.retain))::bool[],
+                \(publications.map { Int64($0.alertCount) })::int8[], \(publications.map { $0.sku != nil })::bool[],
+                \(publications.map { $0.sku ?? "" })::text[], \(changes.processedThrough))
+            """
     }
 
-    /// Sets counters by name.
-    func setCounters(_ values: [String: Int64]) throws {
+    /// Sets counters by name, inside the transaction of `statements`.
+    static func setCounters(_ values: [String: Int64], statements: Statements, store: String) throws {
         let names = Array(values.keys), numbers = names.map { values[$0]! }
         try statements.execute(
             """
@@ -47,76 +52,63 @@ struct PostgresStateWriter {
             ON CONFLICT (store, name) DO UPDATE SET value = excluded.value
             """)
     }
+}
 
-    /// Removes every row about a forgotten customer but their watches (the batch's watch changes remove those).
-    private func forget(_ forgotten: StoreChanges.Forgotten) throws {
-        try statements.execute("DELETE FROM restock_mirror WHERE store = \(store) AND customer = \(forgotten.customer.rawValue)")
-        try statements.execute("DELETE FROM restock_outbox WHERE store = \(store) AND topic = ANY(\(forgotten.customerTopics)::text[])")
-        try statements.execute("DELETE FROM restock_dead_letter WHERE store = \(store) AND topic = ANY(\(forgotten.requestTopics)::text[])")
-    }
+/// A batch's watch changes as `restock_commit` takes them: runs of one kind, in order (`kinds`, `counts`), over the
+/// arrays of each kind. A run of saves keeps each key's last version, in key order (one statement may change a row once
+/// only in PostgreSQL, where SQLite writes the versions in turn); a position another watch holds fails the commit, as
+/// SQLite's `UNIQUE` does.
+struct WatchRuns {
+    /// Each run's kind: "s" saves, "r" removals by key, "a" set alerted (not waiting), "w" set waiting, "p" removals by
+    /// position.
+    private(set) var kinds: [String] = []
+    /// Each run's length in the arrays of its kind.
+    private(set) var counts: [Int64] = []
+    private(set) var saves: [Watch] = []
+    private(set) var removals: [WatchKey] = []
+    /// The positions of the runs "a", "w" and "p", in turn.
+    private(set) var positions: [UInt64] = []
 
-    // MARK: Watches
-
-    /// Applies watch changes in the order they were made; runs of saves or deletes go many to a statement.
-    private func apply(_ changes: [StoreChanges.WatchChange]) throws {
-        var saves: [Watch] = [], deletes: [WatchKey] = []
-        func flush() throws {
-            try save(saves)
-            try delete(deletes)
-            (saves, deletes) = ([], [])
-        }
+    init(_ changes: [StoreChanges.WatchChange]) {
+        var pendingSaves: [Watch] = [], pendingRemovals: [WatchKey] = []
         for change in changes {
             switch change {
             case .save(let watch):
-                if !deletes.isEmpty { try flush() }
-                saves.append(watch)
+                if !pendingRemovals.isEmpty { flush(&pendingSaves, &pendingRemovals) }
+                pendingSaves.append(watch)
             case .remove(let key):
-                if !saves.isEmpty { try flush() }
-                deletes.append(key)
-            case .setWaiting(let waiting, let positions):
-                try flush()
-                let list = positions.map { Int64(bitPattern: $0) }
-                try statements.execute(
-                    "UPDATE restock_watch SET waiting = \(waiting) WHERE store = \(store) AND position = ANY(\(list)::int8[])")
-            case .removePositions(let positions):
-                try flush()
-                let list = positions.map { Int64(bitPattern: $0) }
-                try statements.execute("DELETE FROM restock_watch WHERE store = \(store) AND position = ANY(\(list)::int8[])")
+                if !pendingSaves.isEmpty { flush(&pendingSaves, &pendingRemovals) }
+                pendingRemovals.append(key)
+            case .setWaiting(let waiting, let list):
+                flush(&pendingSaves, &pendingRemovals)
+                run(waiting ? "w" : "a", list.count)
+                positions += list
+            case .removePositions(let list):
+                flush(&pendingSaves, &pendingRemovals)
+                run("p", list.count)
+                positions += list
             }
         }
-        try flush()
+        flush(&pendingSaves, &pendingRemovals)
     }
 
-    /// Upserts a run of saves in key order; a key saved twice keeps its last version (one statement may change a row
-    /// once only in PostgreSQL, where SQLite writes the versions in turn). A position another watch holds fails the
-    /// statement, as SQLite's `UNIQUE` does.
-    private func save(_ watches: [Watch]) throws {
-        guard !watches.isEmpty else { return }
-        var last: [WatchKey: Int] = [:]
-        for (index, watch) in watches.enumerated() { last[WatchKey(customer: watch.customer, sku: watch.sku)] = index }
-        let rows = last.values.sorted().map { watches[$0] }.sorted { ($0.customer, $0.sku) < ($1.customer, $1.sku) }
-        // NaN stands for no expiry: arrays carry no NULL here. SQLite stores a NaN as NULL too.
-        let expiries = rows.map { $0.expiresAt?.timeIntervalSinceReferenceDate ?? .nan }
-        try statements.execute(
-            """
-            INSERT INTO restock_watch (store, customer, sku, mode, min_quantity, position, since, waiting, expires_at)
-            SELECT \(store), c, s, m, q, p, t, w, NULLIF(e, 'NaN'::float8)
-            FROM unnest(\(rows.map(\.customer.rawValue))::text[], \(rows.map(\.sku.rawValue))::text[], \(rows.map(\.mode.rawValue))::text[],
-                \(rows.map { Int64($0.minQuantity) })::int8[], \(rows.map { Int64(bitPattern: $0.position) })::int8[],
-                \(rows.map(\.since.timeIntervalSinceReferenceDate))::float8[], \(rows.map(\.isWaiting))::bool[], \(expiries)::float8[])
-                AS r(c, s, m, q, p, t, w, e)
-            ON CONFLICT (store, customer, sku) DO UPDATE SET mode = excluded.mode, min_quantity = excluded.min_quantity,
-                position = excluded.position, since = excluded.since, waiting = excluded.waiting, expires_at = excluded.expires_at
-            """)
+    private mutating func run(_ kind: String, _ count: Int) {
+        kinds.append(kind)
+        counts.append(Int64(count))
     }
 
-    /// Deletes a run of watches by key.
-    private func delete(_ keys: [WatchKey]) throws {
-        guard !keys.isEmpty else { return }
-        try statements.execute(
-            """
-            DELETE FROM restock_watch WHERE store = \(store)
-                AND (customer, sku) IN (SELECT * FROM unnest(\(keys.map(\.customer.rawValue))::text[], \(keys.map(\.sku.rawValue))::text[]))
-            """)
+    private mutating func flush(_ pendingSaves: inout [Watch], _ pendingRemovals: inout [WatchKey]) {
+        if !pendingSaves.isEmpty {
+            var last: [WatchKey: Int] = [:]
+            for (index, watch) in pendingSaves.enumerated() { last[WatchKey(customer: watch.customer, sku: watch.sku)] = index }
+            let rows = last.values.map { pendingSaves[$0] }.sorted { ($0.customer, $0.sku) < ($1.customer, $1.sku) }
+            run("s", rows.count)
+            saves += rows
+        }
+        if !pendingRemovals.isEmpty {
+            run("r", pendingRemovals.count)
+            removals += pendingRemovals
+        }
+        (pendingSaves, pendingRemovals) = ([], [])
     }
 }

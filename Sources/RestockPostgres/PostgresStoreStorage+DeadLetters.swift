@@ -3,7 +3,7 @@ import PostgresNIO
 import RestockPipeline
 
 // Crash containment (SQLite's `DeadLetters` and `AttemptRecord`): the requests set aside, and the attempt being applied,
-// in `restock_dead_letter` and `restock_attempt`. The attempt is a row written in a fenced transaction, not a file
+// in `restock_dead_letter` and `restock_attempt`. The attempt is a row written by a fenced statement, not a file
 // written in place: it costs a round trip per batch where SQLite's costs a system call.
 extension PostgresStoreStorage {
     /// Sets `request` aside, records it as processed and queues `error`, in one transaction.
@@ -20,7 +20,7 @@ extension PostgresStoreStorage {
                     retained = excluded.retained, failed_at = excluded.failed_at, reason = excluded.reason
                 """)
             try PostgresOutbox(statements: statements, store: store).insert([committed])
-            try PostgresStateWriter(statements: statements, store: store).setCounters(["processedThrough": request.seq])
+            try PostgresStateWriter.setCounters(["processedThrough": request.seq], statements: statements, store: store)
         }
         return committed
     }
@@ -64,14 +64,14 @@ extension PostgresStoreStorage {
     /// Records that applying `attempt` begins, with no fault and `kills` earlier deaths (0 to 255, as the file's byte).
     package func beginAttempt(_ attempt: Attempt, kills: Int) throws {
         let kills = Int64(UInt8(clamping: kills))
-        try write { statements in
-            try statements.execute(
-                """
-                INSERT INTO restock_attempt (store, first, last, suspects_through, faulted, kills)
-                VALUES (\(store.rawValue), \(attempt.first), \(attempt.last), \(attempt.suspectsThrough), false, \(kills))
-                ON CONFLICT (store) DO UPDATE SET first = excluded.first, last = excluded.last,
-                    suspects_through = excluded.suspects_through, faulted = false, kills = excluded.kills
-                """)
+        try fenced { store, epoch in
+            """
+            INSERT INTO restock_attempt (store, first, last, suspects_through, faulted, kills)
+            SELECT \(store), \(attempt.first), \(attempt.last), \(attempt.suspectsThrough), false, \(kills)
+            WHERE restock_fence(\(store), \(epoch))
+            ON CONFLICT (store) DO UPDATE SET first = excluded.first, last = excluded.last,
+                suspects_through = excluded.suspects_through, faulted = false, kills = excluded.kills
+            """
         }
     }
 
@@ -81,12 +81,11 @@ extension PostgresStoreStorage {
     /// Marks the attempt as failed; with none recorded, the mark alone reads as an attempt at place 0, as the file that
     /// holds only it does.
     package func failAttempt() {
-        _ = try? write { statements in
-            try statements.execute(
-                """
-                INSERT INTO restock_attempt (store, first, last, suspects_through, faulted, kills)
-                VALUES (\(store.rawValue), 0, 0, 0, true, 0) ON CONFLICT (store) DO UPDATE SET faulted = true
-                """)
+        _ = try? fenced { store, epoch in
+            """
+            INSERT INTO restock_attempt (store, first, last, suspects_through, faulted, kills)
+            SELECT \(store), 0, 0, 0, true, 0 WHERE restock_fence(\(store), \(epoch)) ON CONFLICT (store) DO UPDATE SET faulted = true
+            """
         }
     }
 }

@@ -4,7 +4,7 @@ import RestockPipeline
 // The request journal (SQLite's `RequestLog`): `restock_journal`, places given out per store from
 // `restock_store.journal_place`, so that they rise by one and are never given twice, trimmed or not.
 extension PostgresStoreStorage {
-    /// Appends the requests of one read in one transaction, checked against the lease, in one statement: their places
+    /// Appends the requests of one read in one statement, its own transaction, checked against the lease: their places
     /// are taken from the store's row and the rows written from arrays (`unnest`), whatever their number. Nothing for no
     /// request, as SQLite's log.
     package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
@@ -12,20 +12,19 @@ extension PostgresStoreStorage {
         let count = Int64(requests.count)
         let topics = requests.map(\.topic), payloads = requests.map { ByteBuffer(bytes: $0.payload) }
         let sizes = requests.map { Int64($0.size) }, retained = requests.map(\.retained)
-        let places: [Int64] = try write { statements in
-            try statements.query(
-                """
-                WITH place AS (
-                    UPDATE restock_store SET journal_place = journal_place + \(count) WHERE store = \(store.rawValue)
-                    RETURNING journal_place - \(count) AS first)
-                INSERT INTO restock_journal (store, seq, topic, payload, size, retained)
-                SELECT \(store.rawValue), place.first + r.n, r.topic, r.payload, r.size, r.retained
-                FROM place, unnest(\(topics)::text[], \(payloads)::bytea[], \(sizes)::int8[], \(retained)::bool[])
-                    WITH ORDINALITY AS r(topic, payload, size, retained, n)
-                RETURNING seq
-                """
-            ).map { try $0.decode(Int64.self) }.sorted()
-        }
+        let places = try fenced { store, epoch in
+            """
+            WITH place AS (
+                UPDATE restock_store SET journal_place = journal_place + \(count)
+                WHERE store = \(store) AND (SELECT restock_fence(\(store), \(epoch)))
+                RETURNING journal_place - \(count) AS first)
+            INSERT INTO restock_journal (store, seq, topic, payload, size, retained)
+            SELECT \(store), place.first + r.n, r.topic, r.payload, r.size, r.retained
+            FROM place, unnest(\(topics)::text[], \(payloads)::bytea[], \(sizes)::int8[], \(retained)::bool[])
+                WITH ORDINALITY AS r(topic, payload, size, retained, n)
+            RETURNING seq
+            """
+        }.map { try $0.decode(Int64.self) }.sorted()
         journalMark.advance(to: places.last ?? 0)
         return zip(places, requests).map { seq, request in
             JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
@@ -57,12 +56,18 @@ extension PostgresStoreStorage {
     package func syncJournal() throws {}
 
     package func trimJournal(through seq: Int64) throws {
-        try write { try $0.execute("DELETE FROM restock_journal WHERE store = \(store.rawValue) AND seq <= \(seq)") }
+        try fenced { store, epoch in
+            "DELETE FROM restock_journal WHERE store = \(store) AND seq <= \(seq) AND (SELECT restock_fence(\(store), \(epoch)))"
+        }
     }
 
     /// A write that changes nothing, checked against the lease: the database takes writes again.
     package func probeJournal() throws {
-        try write { try $0.execute("UPDATE restock_store SET journal_place = journal_place WHERE store = \(store.rawValue)") }
+        try fenced { store, epoch in
+            """
+            UPDATE restock_store SET journal_place = journal_place WHERE store = \(store) AND (SELECT restock_fence(\(store), \(epoch)))
+            """
+        }
     }
 
     /// A request from a row of (seq, topic, payload, size, retained).

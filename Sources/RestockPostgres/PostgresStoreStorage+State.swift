@@ -11,7 +11,7 @@ extension PostgresStoreStorage {
     @discardableResult
     package func commit(_ changes: StoreChanges) throws -> [CommittedPublication] {
         let committed = place(changes.publications)
-        try write { try PostgresStateWriter(statements: $0, store: store.rawValue).commit(changes, messages: committed) }
+        try fenced { store, epoch in PostgresStateWriter.commit(changes, messages: committed, store: store, epoch: epoch) }
         return committed
     }
 
@@ -43,7 +43,10 @@ extension PostgresStoreStorage {
     package func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
         guard !seqs.isEmpty || !batches.isEmpty else { return }
         let now = Date()
-        try write { try PostgresOutbox(statements: $0, store: store.rawValue).acknowledge(messages: seqs, batches: batches, at: now) }
+        let rows = try session.run(.read) { try PostgresOutbox(statements: $0, store: store.rawValue).rows(at: seqs + batches.map(\.seq)) }
+        try fenced { store, epoch in
+            PostgresOutbox.acknowledgement(of: seqs, batches: batches, rows: rows, at: now, store: store, epoch: epoch)
+        }
     }
 
     package func outboxDepth() throws -> Int {

@@ -95,6 +95,23 @@ package final class PostgresStoreStorage: StoreStorage {
         return try session.transaction(.write, fence: { try fence.check($0, path: location) }, body)
     }
 
+    /// Runs `statement`, one statement fenced by the lease in the database (`restock_fence($1, $2)`, called before it
+    /// writes, with the store and the epoch held), as a transaction of its own: one round trip, where ``write(_:)`` waits
+    /// for `BEGIN`, the fence, each statement and `COMMIT` in turn. Refused as ``write(_:)`` is, and nothing of it is
+    /// written.
+    @discardableResult
+    func fenced(_ statement: (_ store: String, _ epoch: Int64?) -> PostgresQuery) throws(StorageError) -> [PostgresRow] {
+        let fence = lease.fence, location = location
+        let query = statement(store.rawValue, try fence.epoch(path: location))
+        return try session.run(.write) { statements in
+            do {
+                return try statements.query(query)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == PostgresFence.refusal {
+                throw try fence.refused(statements, path: location) ?? error
+            }
+        }
+    }
+
     /// Runs the statements of `body`, which only read, in one snapshot of the database.
     @discardableResult
     func read<T>(_ body: (Statements) throws -> T) throws(StorageError) -> T {

@@ -128,6 +128,30 @@ extension PostgresServerTests {
             }
         }
 
+        @Test("the publisher's check of the lease costs no round trip for four fifths of the lifetime after a renewal was sent (no standby can take over sooner), and reads the lease after that")
+        func checkAfterARenewal() async throws {
+            try await PrivatePostgres.with { server in
+                let (_, backend, owner) = try Self.owned(server, lifetime: .seconds(2))
+                let sent = ContinuousClock.now
+                try owner.ownership.renew(at: Date())
+                // A takeover at once, as no standby makes one (a standby waits for the renewals to stand still for the
+                // lifetime): only the check's own reading can see it.
+                let taken = try backend.open(
+                    for: apple, claim: .takeover(instance: "bbbbbbbbbbbb", StandbyTakeover(hold: nil, seen: Self.seen(owner))), now: Date())
+                try owner.ownership.check()
+                #expect(ContinuousClock.now - sent < PostgresLease.surelyHeld(lifetime: .seconds(2)), "the check came too late to tell")
+                try await waitUntil("the check to read the takeover", within: 30) {
+                    do {
+                        try owner.ownership.check()
+                        return false
+                    } catch { return true }
+                }
+                #expect(ContinuousClock.now - sent >= PostgresLease.surelyHeld(lifetime: .seconds(2)))
+                Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, "the check past the renewal's time") { try owner.ownership.check() }
+                withExtendedLifetime(taken) {}
+            }
+        }
+
         @Test("a released lease is taken at once by a normal start, and by a standby's wait")
         func releasedTakenAtOnce() async throws {
             try await PrivatePostgres.with { server in
@@ -271,6 +295,53 @@ extension PostgresServerTests {
                 #expect(try await server.psql("SELECT journal_place FROM restock_store WHERE store = 'apple'") == String(Int(place)! + 1))
                 Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, "a write after the takeover") { _ = try owner.journal(batch: [request()]) }
                 withExtendedLifetime(standby) {}
+            }
+        }
+
+        @Test("a write of one statement that meets a takeover under way waits for it, then is refused naming the new owner, and writes nothing (the fence in the database, restock_fence)")
+        func oneStatementWaitsForATakeover() async throws {
+            try await PrivatePostgres.with { server in
+                let owner = try Self.open(server, as: "aaaaaaaaaaaa")
+                _ = try owner.journal(batch: [request()])
+                // A takeover under way: the lease's row locked and changed, not committed yet.
+                let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+                let logger = Logger(label: "test")
+                let taking = try await PostgresConnection.connect(
+                    on: group.next(), configuration: PostgresSession.configuration(of: server.settings, server: server.settings.servers[0]), id: 1,
+                    logger: logger
+                ).get()
+                _ = try await taking.query("BEGIN", logger: logger).get()
+                _ = try await taking.query("SELECT epoch FROM restock_lease WHERE store = 'apple' FOR UPDATE", logger: logger).get()
+                _ = try await taking.query(
+                    "UPDATE restock_lease SET epoch = epoch + 1, owner = 'bbbbbbbbbbbb', renewals = 0 WHERE store = 'apple'", logger: logger
+                ).get()
+                let started = Mutex(false)
+                let writes: [(String, @Sendable () throws -> Void)] = [
+                    ("journal", { _ = try owner.journal(batch: [request()]) }),
+                    ("commit", {
+                        var changes = StoreChanges()
+                        changes.save(Watch(customer: customer("c0"), sku: sku("s0"), mode: .once, minQuantity: 1, position: 1, since: Date()))
+                        _ = try owner.commit(changes)
+                    }),
+                    ("attempt", { try owner.beginAttempt(Attempt(first: 1, last: 1, suspectsThrough: 0), kills: 0) }),
+                ]
+                let waiting = writes.map { what, write in
+                    (what, Self.inBackground {
+                        started.withLock { $0 = true }
+                        Self.expectLeaseLost(to: "bbbbbbbbbbbb", epoch: 2, what, write)
+                    })
+                }
+                try await waitUntil("the writes to wait for the lease's row", within: 30) {
+                    guard started.withLock({ $0 }) else { return false }
+                    return try await server.psql("SELECT count(*) FROM pg_locks WHERE NOT granted") == "1"
+                }
+                _ = try await taking.query("COMMIT", logger: logger).get()
+                for (_, task) in waiting { try await task.value }
+                #expect(try await server.psql("SELECT journal_place FROM restock_store WHERE store = 'apple'") == "1")
+                #expect(try await server.psql("SELECT count(*) FROM restock_watch") == "0")
+                #expect(try await server.psql("SELECT count(*) FROM restock_attempt") == "0")
+                try await taking.close().get()
+                try await group.shutdownGracefully()
             }
         }
 

@@ -48,7 +48,7 @@ extension PostgresServerTests {
             }
         }
 
-        @Test("a database at schema version 1 is migrated to the next: the watch table keeps half of each page free from then on, and nothing else changes")
+        @Test("a database at schema version 1 is migrated to the last: the watch table keeps half of each page free from then on, its commits go through the functions of version 3, and nothing else changes")
         func versionOneMigrated() async throws {
             try await PrivatePostgres.with { server in
                 let first = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
@@ -57,13 +57,19 @@ extension PostgresServerTests {
                 try first.commit(changes)
                 first.ownership.release()
                 first.releaseDirectory()
-                // What version 1 made: the watch table packed full, and its version alone recorded.
+                // What version 1 made: the watch table packed full, no functions, and its version alone recorded.
                 _ = try await server.psql("ALTER TABLE restock_watch RESET (fillfactor)")
+                _ = try await server.psql("DROP FUNCTION restock_acknowledge, restock_commit, restock_fence")
                 _ = try await server.psql("DELETE FROM restock_schema_version WHERE version > 1")
                 let again = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
                 #expect(again.migrations.first?.from == 1 && again.migrations.first?.to == PostgresSchema.knownVersion)
                 #expect(try await server.psql("SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'restock_watch'") == "fillfactor=50")
                 #expect(try await server.psql("SELECT customer || ' ' || waiting FROM restock_watch") == "c0 true")
+                // Version 3's functions: a commit is one call of `restock_commit`, fenced by `restock_fence`.
+                var more = StoreChanges()
+                more.save(Watch(customer: customer("c1"), sku: sku("s0"), mode: .every, minQuantity: 1, position: 2, since: Date()))
+                try again.commit(more)
+                #expect(try await server.psql("SELECT count(*) FROM restock_watch") == "2")
                 again.ownership.release()
             }
         }
