@@ -35,8 +35,10 @@ struct BenchRun {
                 let latency = LatencyBench(runs: runs)
                 let result = try await latency.run(say: say)
                 sections.append(EndToEndSections.latency(result, runs: runs))
-                let (onPostgres, takeover) = try await latency.runOnPostgres(say: say)
-                sections.append(EndToEndSections.latencyOnPostgres(onPostgres, sqlite: result.store, takeover: takeover, runs: runs))
+                let onPostgres = try await latency.runOnPostgres(say: say)
+                sections.append(
+                    EndToEndSections.latencyOnPostgres(
+                        (onPostgres.store, onPostgres.tools), sqlite: result.store, takeover: onPostgres.takeover, runs: runs))
             }
             if options.includes("B5") {
                 let bench = SubscribeThroughputBench(runs: runs)

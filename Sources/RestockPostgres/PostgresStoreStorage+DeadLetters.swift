@@ -62,13 +62,15 @@ extension PostgresStoreStorage {
     }
 
     /// Records that applying `attempt` begins, with no fault and `kills` earlier deaths (0 to 255, as the file's byte).
+    /// Not waited for on the server's disk (`synchronous_commit` off for its transaction): it must outlive the store's
+    /// process, not the server, as SQLite's `attempt` file is written without a sync.
     package func beginAttempt(_ attempt: Attempt, kills: Int) throws {
         let kills = Int64(UInt8(clamping: kills))
         try fenced { store, epoch in
             """
             INSERT INTO restock_attempt (store, first, last, suspects_through, faulted, kills)
             SELECT \(store), \(attempt.first), \(attempt.last), \(attempt.suspectsThrough), false, \(kills)
-            WHERE restock_fence(\(store), \(epoch))
+            WHERE restock_fence(\(store), \(epoch)) AND set_config('synchronous_commit', 'off', true) = 'off'
             ON CONFLICT (store) DO UPDATE SET first = excluded.first, last = excluded.last,
                 suspects_through = excluded.suspects_through, faulted = false, kills = excluded.kills
             """

@@ -1,4 +1,5 @@
 import Foundation
+import Deadlines
 import LocalBroker
 import RestockCore
 import RestockTestSupport
@@ -30,6 +31,39 @@ extension PostgresServerTests {
                 #expect(throws: refusal) { _ = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date()) }
                 #expect(try await server.psql("SELECT count(*) FROM restock_store WHERE store = 'pear'") == "0")
                 #expect(try await server.psql("SELECT epoch || ' ' || released FROM restock_lease WHERE store = 'apple'") == "2 true")
+            }
+        }
+
+        @Test("the state's commits and the attempts are not waited for on the server's disk, but the journal's appends and a durable commit are: the server syncs its write-ahead log for each of those only")
+        func flushedOnlyWhereDurable() async throws {
+            try await PrivatePostgres.with { server in
+                let storage = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                // The server's count of write-ahead log syncs, which a server process reports when idle, lazily (up to
+                // some ten seconds later), all of its own at once.
+                @Sendable func syncs() async throws -> Int { Int(try await server.psql("SELECT wal_sync FROM pg_stat_wal")) ?? 0 }
+                let base = try await syncs()
+                let rounds = 200
+                for round in 1...rounds {
+                    var changes = StoreChanges()
+                    changes.save(Watch(customer: customer("c\(round)"), sku: sku("s0"), mode: .every, minQuantity: 1, position: UInt64(round), since: Date()))
+                    try storage.commit(changes)
+                    try storage.beginAttempt(Attempt(first: Int64(round), last: Int64(round), suspectsThrough: 0), kills: 0)
+                }
+                for round in 1...50 {
+                    _ = try storage.journal(batch: [(topic: "t", payload: [UInt8(round)], size: 1, retained: false)])
+                    var changes = StoreChanges()
+                    changes.durable = true
+                    changes.processedThrough = Int64(round)
+                    try storage.commit(changes)
+                }
+                // The 100 flushed commits, reported: with them, the 400 before, by the same server process.
+                try await waitUntil("the syncs of 100 flushed commits counted", within: 90, pollEvery: .milliseconds(500)) {
+                    try await syncs() >= base + 100
+                }
+                // Besides, the server's WAL writer syncs a few times a second by itself.
+                let counted = try await syncs() - base
+                #expect(counted < 100 + rounds / 2, "\(counted) syncs for 100 flushed commits and \(2 * rounds) others")
+                storage.ownership.release()
             }
         }
 

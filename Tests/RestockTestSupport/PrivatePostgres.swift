@@ -22,7 +22,8 @@ public final class PrivatePostgres: Sendable {
     public let database = "postgres"
     /// The temporary directory: `data`, `socket`, `postgres.log`.
     public let directory: URL
-    private let binaries: URL
+    /// Where the server's binaries are (Debian's `/usr/lib/postgresql/<version>/bin`: `pgbench` among them).
+    public let binaries: URL
     private let process = Mutex<ChildProcess?>(nil)
     /// Addresses besides 127.0.0.1 it listens on, trusted as its own (`samenet`): the host side of test hosts' links.
     public let listenAddresses: [String]

@@ -166,7 +166,10 @@ enum EndToEndSections {
     }
 
     /// B4 on PostgreSQL beside SQLite's B4 of the same run, and the takeover's time.
-    static func latencyOnPostgres(_ store: LatencyBench.Percentiles, sqlite: LatencyBench.Percentiles, takeover: Samples, runs: Int) -> BenchSection {
+    static func latencyOnPostgres(
+        _ result: (store: LatencyBench.Percentiles, tools: LatencyBench.Percentiles), sqlite: LatencyBench.Percentiles, takeover: Samples, runs: Int
+    ) -> BenchSection {
+        let store = result.store
         var section = BenchSection(
             id: "B4-PG", title: "B4 on PostgreSQL: latency, and the takeover",
             method: """
@@ -182,9 +185,23 @@ enum EndToEndSections {
         section.table.add(["stock command → alert, p99 µs", store.p99.formatted(), sqlite.p99.formatted(), store.p99.ratio(to: sqlite.p99).formatted()])
         section.table.add(["stock command → alert, max µs", store.max.formatted(), sqlite.max.formatted(), store.max.ratio(to: sqlite.max).formatted()])
         section.table.add(["standby online after the live store's SIGKILL, s", takeover.formatted(), "–", "–"])
+        section.table.add(["one `INSERT` committed by `pgbench`, one after another, median µs", store.databaseRoundTrip.formatted(), "–", "–"])
+        // Issue 35's floor on PostgreSQL: two trips through the broker (the C tools' single hop in the same run, twice)
+        // and one statement committed, by the server's own client.
+        let floor = Samples(zip(result.tools.p50.values, store.databaseRoundTrip.values).map { 2 * $0 + $1 })
+        let overFloor = store.p50.ratio(to: floor)
         section.notes = [
             "The takeover waits for the lease to lapse: 5 s without a renewal by the database's clock (docs/operations.md, "
-                + "\"Running on PostgreSQL\"), then the standby opens the storage, restores the registry and connects."
+                + "\"Running on PostgreSQL\"), then the standby opens the storage, restores the registry and connects.",
+            "Issue 35's floor of the store's path on PostgreSQL: two broker hops (the C tools' in this run: "
+                + "\(result.tools.p50.formatted()) µs each) and one statement committed (`pgbench`), \(floor.formatted()) µs; the "
+                + "store's median is \(overFloor.formatted())× it.",
+        ]
+        section.goals = [
+            Goal(
+                text: "B4 on PostgreSQL p50 ÷ (2 broker hops + 1 statement committed, measured in the run) ≤ 1.25 (issue 35)",
+                figure: "\(overFloor.formatted())× (floor \(floor.formatted()) µs; p50 \(store.p50.formatted()) µs)",
+                isMet: overFloor.median <= 1.25)
         ]
         return section
     }

@@ -18,6 +18,8 @@ struct LatencyBench {
         var p50 = Samples(), p99 = Samples(), max = Samples()
         /// The median `fdatasync` on the store's data disk in each run (``DiskSync``), in µs; on SQLite only.
         var fdatasync = Samples()
+        /// The median statement committed by `pgbench` in each run (``DatabaseRoundTrip``), in µs; on PostgreSQL only.
+        var databaseRoundTrip = Samples()
 
         mutating func append(_ histogram: Histogram<UInt64>) {
             p50.append(Double(histogram.valueAtPercentile(50)) / 1_000)
@@ -58,6 +60,7 @@ struct LatencyBench {
             result.store.append(storeRun)
             result.tools.append(toolsRun)
             if let directory = state.dataDirectory { result.store.fdatasync.append(try DiskSync.medianMicroseconds(in: directory)) }
+            if let postgres { result.store.databaseRoundTrip.append(try await DatabaseRoundTrip.medianMicroseconds(on: postgres)) }
             say("  B4\(postgres == nil ? "" : " on PostgreSQL") run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs")
         }
         await admin.disconnect()
@@ -69,9 +72,10 @@ struct LatencyBench {
 
     /// The store's percentiles on a private PostgreSQL server of their own, and then the takeover's time there
     /// (``TakeoverBench``), in seconds.
-    func runOnPostgres(say: (String) -> Void) async throws -> (store: Percentiles, takeover: Samples) {
+    func runOnPostgres(say: (String) -> Void) async throws -> (store: Percentiles, tools: Percentiles, takeover: Samples) {
         try await PrivatePostgres.with { server in
-            (try await run(say: say, postgres: server).store, try await TakeoverBench(runs: runs).run(say: say, postgres: server))
+            let latency = try await run(say: say, postgres: server)
+            return (latency.store, latency.tools, try await TakeoverBench(runs: runs).run(say: say, postgres: server))
         }
     }
 
