@@ -2,5 +2,5 @@
 /// a newer one is told apart from (``SchemaVersion``).
 public enum RestockVersion {
     /// The release, as `major.minor.patch`.
-    public static let current = "1.0.0"
+    public static let current = "1.1.0"
 }

@@ -55,6 +55,8 @@ struct PostgresFailure: StorageFailure {
             (storageKind, code, reason) = (.unavailable, -7, error.description)
         } else if let error = error as? NoAnswer {
             (storageKind, code, reason) = (.unavailable, -6, error.description)
+        } else if let error = error as? FunctionsMissing {
+            (storageKind, code, reason) = (.corrupt, -10, error.description)
         } else if let error = error as? RootCertificatesUnreadable {
             (storageKind, code, reason) = (.corrupt, -5, error.description)
         } else if error is PostgresDecodingError {
@@ -115,6 +117,20 @@ struct PostgresFailure: StorageFailure {
         let what: String
         let timeout: Duration
         var description: String { "no answer to \(what) within \(timeout.components.seconds) s: the connection is closed and made again" }
+    }
+
+    /// Functions of the store's schema are missing from the database (an operator dropped them), and this user cannot
+    /// make them again: no write of the store would succeed, and trying again cannot help.
+    struct FunctionsMissing: Error, CustomStringConvertible {
+        let names: [String]
+        /// Why making them failed, in PostgreSQL's words.
+        let reason: String
+        var description: String {
+            let list = names.joined(separator: ", ")
+            return "the store's schema lacks the function\(names.count == 1 ? "" : "s") \(list), and this user cannot make "
+                + "\(names.count == 1 ? "it" : "them") again (\(reason)): start the store once as a user that may create "
+                + "functions in the schema (its owner), which makes \(names.count == 1 ? "it" : "them") again"
+        }
     }
 
     /// The file of `sslrootcert` cannot be read: nothing can be verified, and trying again cannot help.

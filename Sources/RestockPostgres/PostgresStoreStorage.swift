@@ -148,7 +148,17 @@ package final class PostgresStoreStorage: StoreStorage {
 
     /// The migration that ran when the storage was opened, if any (the service logs it).
     package var migrations: [SchemaVersion] {
-        schemaChange.map { [SchemaVersion(path: location, from: $0.from, to: $0.to)] } ?? []
+        guard let schemaChange, schemaChange.from != schemaChange.to else { return [] }
+        return [SchemaVersion(path: location, from: schemaChange.from, to: schemaChange.to)]
+    }
+
+    /// The schema's functions the database lacked and the opening made again, if any: said at warning level.
+    package var openingWarnings: [String] {
+        guard let restored = schemaChange?.restoredFunctions, !restored.isEmpty else { return [] }
+        return [
+            "\(location) lacked the function\(restored.count == 1 ? "" : "s") \(restored.joined(separator: ", ")) of its schema "
+                + "(dropped by hand?): made again"
+        ]
     }
 
     package var isRestored: Bool {

@@ -48,6 +48,47 @@ extension PostgresServerTests {
             }
         }
 
+        @Test("a start finds a function of the schema dropped by hand and makes it again, saying so, where it could only go online to stop at its first write (found by an outside trial); a user who may not make it is refused in one line before the store goes online")
+        func droppedFunctionMadeAgain() async throws {
+            try await PrivatePostgres.with { server in
+                let first = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                first.ownership.release()
+                first.releaseDirectory()
+                // A user of the store's tables who may not create anything in the schema (PostgreSQL 15's default).
+                _ = try await server.psql("CREATE ROLE op LOGIN")
+                _ = try await server.psql("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO op")
+                _ = try await server.psql("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+                _ = try await server.psql("DROP FUNCTION restock_acknowledge")
+                var settings = server.settings
+                settings.user = "op"
+                do {
+                    _ = try PostgresStorage(settings: settings).open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+                    Issue.record("a store without its functions opened")
+                } catch let error as StorageError {
+                    #expect(error.kind == .corrupt && !error.isRetriable, "\(error)")
+                    #expect("\(error)".contains("lacks the function restock_acknowledge"), "\(error)")
+                    #expect(!"\(error)".contains("\n"), "one line: \(error)")
+                }
+                #expect(try await server.psql("SELECT count(*) FROM pg_proc WHERE proname = 'restock_acknowledge'") == "0")
+                // Its owner makes it again, and says so.
+                let again = try server.backend.open(for: apple, claim: .exclusive(instance: "cccccccccccc"), now: Date())
+                #expect(again.migrations.isEmpty)
+                #expect(again.openingWarnings.count == 1 && again.openingWarnings.first?.contains("restock_acknowledge") == true, "\(again.openingWarnings)")
+                let placed = try again.commit({
+                    var changes = StoreChanges()
+                    changes.publications = [Publication(key: "k", topic: "t", payload: [1], retain: false)]
+                    return changes
+                }())
+                try again.acknowledge(messages: placed.map(\.seq), batches: [])
+                #expect(try again.outboxDepth() == 0)
+                again.ownership.release()
+                again.releaseDirectory()
+                let third = try server.backend.open(for: apple, claim: .exclusive(instance: "dddddddddddd"), now: Date())
+                #expect(third.openingWarnings.isEmpty, "nothing is missing any more")
+                third.ownership.release()
+            }
+        }
+
         @Test("a database at schema version 1 is migrated to the last: the watch table keeps half of each page free from then on, its commits go through the functions of version 3, and nothing else changes")
         func versionOneMigrated() async throws {
             try await PrivatePostgres.with { server in
