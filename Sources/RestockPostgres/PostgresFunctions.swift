@@ -29,10 +29,9 @@ extension PostgresSchema {
                     RETURN true;
                 END $$
                 """),
-        // A commit of the state (`PostgresStateWriter`), fenced, not waited for on the server's disk unless durable
-        // (`synchronous_commit` off for its transaction, as SQLite's state commits with `synchronous=NORMAL`: what a
-        // crash of the server takes of it is applied again from the journal, whose commits are flushed, and come
-        // after it in the server's one write-ahead log), in the order and with the statements of SQLite's
+        // A commit of the state (`PostgresStateWriter`), fenced and flushed (a commit not waited for can be lost to a
+        // failover while the store's process, alive, holds what it committed: docs/benchmarks.md, "B4 on PostgreSQL,
+        // one statement per write"), in the order and with the statements of SQLite's
         // `StateWriter`: watch changes in runs (`g_kinds`: 's' saves, 'r' removals by key, 'a' alerted, 'w' re-armed,
         // 'p' removals by position; `g_counts`: each run's length in its kind's arrays), the inventory, counters,
         // forgotten customers' rows, dead letters, the alert figures, mirrors, the outbox, then `processedThrough`.
@@ -48,7 +47,7 @@ extension PostgresSchema {
                     a_sku text[], a_raised int8[], a_hour int8, a_fold_before int8, m_customer text[],
                     o_seq int8[], o_key text[], o_topic text[], o_payload bytea[], o_retain bool[], o_batch int8[], o_has_sku bool[],
                     o_sku text[],
-                    p_processed int8, p_durable boolean) RETURNS boolean LANGUAGE plpgsql AS $$
+                    p_processed int8) RETURNS boolean LANGUAGE plpgsql AS $$
                 DECLARE
                     v_group int;
                     v_count int;
@@ -57,9 +56,6 @@ extension PostgresSchema {
                     v_position int := 0;
                 BEGIN
                     PERFORM restock_fence(p_store, p_epoch);
-                    IF NOT p_durable THEN
-                        PERFORM set_config('synchronous_commit', 'off', true);
-                    END IF;
                     FOR v_group IN 1 .. COALESCE(array_length(g_kinds, 1), 0) LOOP
                         v_count := g_counts[v_group];
                         IF g_kinds[v_group] = 's' THEN

@@ -39,7 +39,7 @@ struct PostgresStateWriter {
                 \(outbox.map(\.seq))::int8[], \(publications.map(\.key))::text[], \(publications.map(\.topic))::text[],
                 \(publications.map { ByteBuffer(bytes: $0.payload) })::bytea[], \(publications.map(\.retain))::bool[],
                 \(publications.map { Int64($0.alertCount) })::int8[], \(publications.map { $0.sku != nil })::bool[],
-                \(publications.map { $0.sku ?? "" })::text[], \(changes.processedThrough), \(changes.durable))
+                \(publications.map { $0.sku ?? "" })::text[], \(changes.processedThrough))
             """
     }
 

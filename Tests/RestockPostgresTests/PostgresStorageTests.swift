@@ -34,7 +34,7 @@ extension PostgresServerTests {
             }
         }
 
-        @Test("the state's commits and the attempts are not waited for on the server's disk, but the journal's appends and a durable commit are: the server syncs its write-ahead log for each of those only")
+        @Test("the attempts are not waited for on the server's disk, but the journal's appends and the state's commits are (a commit not waited for could be lost to a failover while the store holds it: found by the failover test): the server syncs its write-ahead log for each of those only")
         func flushedOnlyWhereDurable() async throws {
             try await PrivatePostgres.with { server in
                 let storage = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
@@ -44,25 +44,22 @@ extension PostgresServerTests {
                 let base = try await syncs()
                 let rounds = 200
                 for round in 1...rounds {
-                    var changes = StoreChanges()
-                    changes.save(Watch(customer: customer("c\(round)"), sku: sku("s0"), mode: .every, minQuantity: 1, position: UInt64(round), since: Date()))
-                    try storage.commit(changes)
                     try storage.beginAttempt(Attempt(first: Int64(round), last: Int64(round), suspectsThrough: 0), kills: 0)
                 }
                 for round in 1...50 {
                     _ = try storage.journal(batch: [(topic: "t", payload: [UInt8(round)], size: 1, retained: false)])
                     var changes = StoreChanges()
-                    changes.durable = true
+                    changes.save(Watch(customer: customer("c\(round)"), sku: sku("s0"), mode: .every, minQuantity: 1, position: UInt64(round), since: Date()))
                     changes.processedThrough = Int64(round)
                     try storage.commit(changes)
                 }
-                // The 100 flushed commits, reported: with them, the 400 before, by the same server process.
+                // The 100 flushed commits, reported: with them, the 200 before, by the same server process.
                 try await waitUntil("the syncs of 100 flushed commits counted", within: 90, pollEvery: .milliseconds(500)) {
                     try await syncs() >= base + 100
                 }
                 // Besides, the server's WAL writer syncs a few times a second by itself.
                 let counted = try await syncs() - base
-                #expect(counted < 100 + rounds / 2, "\(counted) syncs for 100 flushed commits and \(2 * rounds) others")
+                #expect(counted < 100 + rounds / 2, "\(counted) syncs for 100 flushed commits and \(rounds) attempts")
                 storage.ownership.release()
             }
         }
