@@ -103,12 +103,18 @@ struct PostgresStandbyTests {
             try await live.start()
             let collector = try await AlertCollector(broker: broker)
             try await server.stop()
-            // Sent while the database is away: the journal cannot write them, so the broker keeps them.
-            try await subscribeAll(200, through: broker, mode: "once")
-            try await waitUntil("the store to say it paused", within: 60) { live.log.contains("paused journaling requests") }
-            try await server.start()
-            try await waitUntil("200 watches stored once the database is back", within: 90) {
-                (try? await server.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "200"
+            do {
+                // Sent while the database is away: the journal cannot write them, so the broker keeps them.
+                try await subscribeAll(200, through: broker, mode: "once")
+                try await waitUntil("the store to say it paused", within: 60) { live.log.contains("paused journaling requests") }
+                try await server.start()
+                try await waitUntil("200 watches stored once the database is back", within: 90) {
+                    (try? await server.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) == "200"
+                }
+            } catch {
+                let count = (try? await server.psql("SELECT count(*) FROM restock_watch WHERE store = 'apple'")) ?? "?"
+                Issue.record("\(error): \(count) watches; the store's log ends: \(live.log.suffix(3_000))")
+                throw error
             }
             try await mosquittoPub(broker, "restock/apple/admin/stock", #"{"sku":"switch-2","set":1000}"#)
             try await waitUntil("every customer alerted", within: 60) { collector.customers == 200 }
