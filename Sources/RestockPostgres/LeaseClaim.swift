@@ -81,5 +81,6 @@ struct MissingLease: StorageFailure {
     let store: StoreID
     var reason: String { "the lease of store \(store) is missing from restock_lease (removed by hand?)" }
     var code: Int { -4 }
+    var refusesTheData: Bool { false }
     func kind(at path: String) -> StorageError.Kind { .corrupt }
 }

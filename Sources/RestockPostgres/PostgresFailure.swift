@@ -22,6 +22,9 @@ struct PostgresFailure: StorageFailure {
     let code: Int
     /// The error as postgres-nio (or SwiftNIO, for a connection never made) threw it.
     let underlying: any Error
+    /// The server refused the data it was given: a data exception (SQLSTATE class 22), an integrity constraint (23), a
+    /// program limit such as a row too big (54). A permission, a missing function, the fence's `RS001` are not.
+    private(set) var refusesTheData = false
 
     func kind(at path: String) -> StorageError.Kind { storageKind }
 
@@ -31,8 +34,10 @@ struct PostgresFailure: StorageFailure {
         if let error = error as? PSQLError {
             if let state = error.serverInfo?[.sqlState] {
                 storageKind = Self.kind(ofSQLState: state)
+                refusesTheData = ["22", "23", "54"].contains(state.prefix(2))
                 code = Int(state, radix: 36) ?? 0
-                reason = "\(error.serverInfo?[.message] ?? "PostgreSQL error") (SQLSTATE \(state))"
+                let message = error.serverInfo?[.message] ?? "PostgreSQL error"
+                reason = "\(state == "42883" ? Self.withoutArguments(message) : message) (SQLSTATE \(state))"
             } else {
                 storageKind = Self.kind(ofClientCode: error.code)
                 code = -1
@@ -57,6 +62,8 @@ struct PostgresFailure: StorageFailure {
             (storageKind, code, reason) = (.unavailable, -6, error.description)
         } else if let error = error as? FunctionsMissing {
             (storageKind, code, reason) = (.corrupt, -10, error.description)
+        } else if let error = error as? FunctionsNotExecutable {
+            (storageKind, code, reason) = (.corrupt, -11, error.description)
         } else if let error = error as? RootCertificatesUnreadable {
             (storageKind, code, reason) = (.corrupt, -5, error.description)
         } else if error is PostgresDecodingError {
@@ -133,6 +140,18 @@ struct PostgresFailure: StorageFailure {
         }
     }
 
+    /// The store's user may not execute functions of its schema (`EXECUTE` revoked): every write would be refused.
+    struct FunctionsNotExecutable: Error, CustomStringConvertible {
+        let names: [String]
+        let user: String
+        var description: String {
+            let list = names.joined(separator: ", ")
+            let plural = names.count == 1 ? "" : "s"
+            return "the user \(user) may not execute the store's function\(plural) \(list) (EXECUTE revoked?): "
+                + "GRANT EXECUTE ON FUNCTION \(list) TO \(user), as the schema's owner, then start the store again"
+        }
+    }
+
     /// The file of `sslrootcert` cannot be read: nothing can be verified, and trying again cannot help.
     struct RootCertificatesUnreadable: Error, CustomStringConvertible {
         let file: String
@@ -193,9 +212,19 @@ struct PostgresFailure: StorageFailure {
         }
     }
 
-    /// Whether the connection is of no more use after this failure: everything but an error the server answered with.
+    /// A function missing (SQLSTATE 42883), without the argument types PostgreSQL lists: `restock_commit`'s forty made one
+    /// line of 500 characters (found by an outside trial).
+    static func withoutArguments(_ message: String) -> String {
+        guard let open = message.firstIndex(of: "("), let close = message.lastIndex(of: ")"), open < close else { return message }
+        return message[..<open] + "(…)" + message[message.index(after: close)...]
+    }
+
+    /// Whether the connection is of no more use after this failure: everything but an error the server answered with, or
+    /// a verdict of the store's own on what it read (a function missing, not executable, a value of another type).
     var losesTheConnection: Bool {
-        guard let error = underlying as? PSQLError else { return !(underlying is PostgresDecodingError) }
+        guard let error = underlying as? PSQLError else {
+            return !(underlying is PostgresDecodingError || underlying is FunctionsMissing || underlying is FunctionsNotExecutable)
+        }
         return error.serverInfo?[.sqlState] == nil || storageKind == .unavailable
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Deadlines
 import LocalBroker
+import Logging
 import RestockCore
 import RestockTestSupport
 import Testing
@@ -61,6 +62,40 @@ extension PostgresServerTests {
                 let counted = try await syncs() - base
                 #expect(counted < 100 + rounds / 2, "\(counted) syncs for 100 flushed commits and \(rounds) attempts")
                 storage.ownership.release()
+            }
+        }
+
+        @Test("a commit refused for want of a permission (EXECUTE revoked) is the storage's trouble, not the request's: after two such stops and the grant, the request is applied, not set aside as one that failed the store twice (found by an outside trial)")
+        func permissionRefusalNotCountedAgainstTheRequest() async throws {
+            try await PrivatePostgres.with { server in
+                try server.makeSchema()
+                let settings = try await server.tableUser("op")
+                let ipad = sku("ipad")
+                for (round, instance) in ["bbbbbbbbbbbb", "cccccccccccc", "dddddddddddd"].enumerated() {
+                    _ = try await server.psql("GRANT EXECUTE ON FUNCTION restock_commit TO PUBLIC")
+                    let storage = try PostgresStorage(settings: settings).open(for: apple, claim: .exclusive(instance: instance), now: Date())
+                    if round == 0 {
+                        let payload = Array(#"{"sku":"ipad"}"#.utf8)
+                        _ = try storage.journal(batch: [(topic: appleTopics.subscribe(customer("alice")), payload: payload, size: payload.count, retained: false)])
+                    }
+                    let refused = round < 2
+                    if refused { _ = try await server.psql("REVOKE EXECUTE ON FUNCTION restock_commit FROM PUBLIC") }
+                    let (_, wakeup) = AsyncStream.makeStream(of: Void.self)
+                    let store = try Store(id: apple, restoring: try storage.loadSnapshotReportingSkipped().snapshot)
+                    let processor = try RequestProcessor(
+                        store: store, topics: appleTopics, storage: storage, requests: HandOff(capacity: 10, wakeup: wakeup),
+                        committed: HandOff(capacity: 10, wakeup: wakeup), logger: Logger(label: "test"), clock: { Date() })
+                    if refused {
+                        #expect(throws: StorageError.self) { try processor.drainInbox() }
+                        #expect(try storage.lastAttempt()?.faulted == false, "round \(round): not marked as the request's failure")
+                    } else {
+                        #expect(try processor.drainInbox() == 1)
+                        #expect(try storage.deadLetterList().isEmpty)
+                        #expect(store.watchers(of: ipad).map(\.customer) == [customer("alice")])
+                    }
+                    storage.ownership.release()
+                    storage.releaseDirectory()
+                }
             }
         }
 

@@ -23,6 +23,24 @@ extension PrivatePostgres {
 
     /// The backend of the server's database.
     var backend: PostgresStorage { PostgresStorage(settings: settings) }
+
+    /// The settings of a new user `name` who may read and write the store's tables (made by a first start as the superuser),
+    /// as an operator grants them, and may execute functions only as PostgreSQL grants everyone.
+    func tableUser(_ name: String) async throws -> PostgresSettings {
+        _ = try await psql("CREATE ROLE \(name) LOGIN")
+        _ = try await psql("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO \(name)")
+        _ = try await psql("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO \(name)")
+        var settings = settings
+        settings.user = name
+        return settings
+    }
+
+    /// Opens the store apple as the superuser, to make its schema, and closes it.
+    func makeSchema() throws {
+        let first = try backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+        first.ownership.release()
+        first.releaseDirectory()
+    }
 }
 
 /// A temporary directory, removed when released: a SQLite data directory for the differential test.

@@ -222,6 +222,12 @@ package final class RequestProcessor: Sendable {
             storage.endAttempt()  // not the requests' fault
             pendingCommit.withLock { $0 = (changes, last) }
             throw error
+        } catch let error as StorageError where !error.refusesTheData {
+            // A permission revoked, a function or table missing, a damaged file: the storage's trouble, not the
+            // requests'. Counted against them, a supervisor's restarts set an acknowledged request aside (found by an
+            // outside trial); the store stops, and at its next start the batch is retried.
+            storage.endAttempt()
+            throw error
         } catch {
             storage.failAttempt()
             throw error

@@ -103,6 +103,10 @@ public struct StorageError: Error, CustomStringConvertible {
         }
     }
 
+    /// Whether the backend refused the data it was given (a value, a constraint), which a request may have caused; not a
+    /// permission, a damaged file, a lost lease or a system call's failure (see ``StorageFailure/refusesTheData``).
+    package var refusesTheData: Bool { failure?.refusesTheData ?? false }
+
     /// The lease's new holder, when a newer owner holds it (``Kind/leaseLost``).
     public var leaseLost: LeaseLost? { cause as? LeaseLost }
 
@@ -151,6 +155,10 @@ package protocol StorageFailure: Error {
     var reason: String { get }
     /// The backend's code for it, to tell two errors apart.
     var code: Int { get }
+    /// Whether the backend refused what it was given to write (a value it cannot hold, a constraint): the request that
+    /// brought it may be the cause. Anything else (a permission, a missing table or function, a damaged file, the lease)
+    /// is the storage's or its operator's doing, never a request's.
+    var refusesTheData: Bool { get }
 }
 
 /// Runs a storage access on `path`, turning what the backend throws into a ``StorageError``.

@@ -13,4 +13,7 @@ struct InMemoryStorageFailure: StorageFailure {
 
     /// SQLite's code for a constraint violated, to tell it from other failures.
     var code: Int { 19 }
+
+    /// A constraint violated, as SQLite's.
+    var refusesTheData: Bool { true }
 }

@@ -25,4 +25,7 @@ extension DatabaseError: StorageFailure {
     }
 
     package var code: Int { Int(extendedResultCode.rawValue) }
+
+    /// A constraint, a value too big, of the wrong type or out of range.
+    package var refusesTheData: Bool { [.SQLITE_CONSTRAINT, .SQLITE_TOOBIG, .SQLITE_MISMATCH, .SQLITE_RANGE].contains(resultCode) }
 }
