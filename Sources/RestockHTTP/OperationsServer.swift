@@ -35,11 +35,15 @@ public struct OperationsServer: Service {
     /// - Throws: when the address cannot be bound.
     public func run() async throws {
         let router = Router()
-        router.get("livez") { _, _ in Self.answer(health.liveness) }
-        router.get("readyz") { _, _ in
+        let readiness = { @Sendable in
             let detail = [health.watchesDetail, health.storageDetail].compactMap { $0 }
             return Self.answer(health.readiness, broker: health.broker, detail: detail.isEmpty ? nil : detail.joined(separator: "; "))
         }
+        router.get("livez") { _, _ in Self.answer(health.liveness) }
+        router.get("readyz") { _, _ in readiness() }
+        // A probe by HEAD (`curl -I`, some load balancers) gets GET's status and headers, without the body.
+        router.head("livez") { _, _ in Self.answer(health.liveness).withoutBody }
+        router.head("readyz") { _, _ in readiness().withoutBody }
         router.get("metrics") { [metrics] _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -90,6 +94,11 @@ public struct OperationsServer: Service {
             return Response(status: .serviceUnavailable, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
         }
     }
+}
+
+extension Response {
+    /// The answer to a HEAD: this one's status and headers, with no body.
+    fileprivate var withoutBody: Response { Response(status: status, headers: headers) }
 }
 
 /// The endpoint cannot listen on its address.

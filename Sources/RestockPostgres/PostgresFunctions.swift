@@ -176,4 +176,21 @@ extension PostgresSchema {
         }
         return missing.map(\.name)
     }
+
+    /// Refuses a user who may not execute every function of ``functions`` (an operator revoked `EXECUTE`), so that a
+    /// store never goes online to stop at its first write (found by an outside trial). Inside the transaction of
+    /// ``prepare(_:)``, after ``restoreFunctions(_:)``.
+    /// - Throws: ``PostgresFailure/FunctionsNotExecutable``.
+    static func checkFunctionsExecutable(_ statements: Statements) throws {
+        let refused = try statements.query(
+            """
+            SELECT proname::text, current_user::text FROM pg_proc
+            WHERE proname = ANY(\(functions.map(\.name))::text[]) AND pg_function_is_visible(oid)
+                AND NOT has_function_privilege(oid, 'EXECUTE')
+            ORDER BY proname
+            """
+        ).map { try $0.decode((String, String).self) }
+        guard let user = refused.first?.1 else { return }
+        throw PostgresFailure.FunctionsNotExecutable(names: refused.map(\.0), user: user)
+    }
 }

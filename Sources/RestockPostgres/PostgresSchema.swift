@@ -112,6 +112,7 @@ enum PostgresSchema {
             }
             guard current < known else {
                 let restored = try restoreFunctions(statements)
+                try checkFunctionsExecutable(statements)
                 return .success(restored.isEmpty ? nil : Change(from: current, to: known, restoredFunctions: restored))
             }
             if current == 0 {

@@ -35,11 +35,13 @@ package struct PostgresSettings: Sendable, Hashable {
         self.database = database
     }
 
-    /// The settings `url` gives; the password from `url`, else `password` (`RESTOCK_DATABASE_PASSWORD`).
+    /// The settings `url` gives; the password from `url`, else `password` (`RESTOCK_DATABASE_PASSWORD`); an empty one is none.
     package init(_ url: DatabaseURL, password: String? = nil) {
         self.servers = url.servers
         self.user = url.user
-        self.password = url.password ?? password
+        // An empty one is none (PostgreSQL refuses empty passwords): `RESTOCK_DATABASE_PASSWORD=` read as a wrong password
+        // (found by an outside trial).
+        self.password = [url.password, password].lazy.compactMap { $0 }.first { !$0.isEmpty }
         self.database = url.database
         self.tls = url.tls
         self.rootCertificates = url.rootCertificates

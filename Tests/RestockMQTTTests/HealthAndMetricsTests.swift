@@ -82,6 +82,11 @@ struct HealthAndMetricsTests {
         #expect(bad.status != 0)
         #expect(try await httpGet(url + "/livez").status == 200)
         #expect(try await httpGet(url + "/nothing").status == 404)
+        // A probe by HEAD (`curl -I`) is answered as GET is, without the body (it was 404: found by an outside trial).
+        for path in ["/livez", "/readyz"] {
+            let head = try await httpGet(url + path, method: "HEAD")
+            #expect(head.status == 200 && head.body.isEmpty, "\(path): \(head)")
+        }
         #expect(store.exitStatus == nil)
     }
 

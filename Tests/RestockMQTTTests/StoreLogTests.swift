@@ -4,6 +4,7 @@ import LocalBroker
 import Mosquitto
 import RestockCore
 import RestockMQTT
+import RestockPipeline
 import RestockTestSupport
 import Testing
 import Deadlines
@@ -34,7 +35,9 @@ struct StoreLogTests {
         #expect(accepted["level"] as? String == "debug" && accepted["label"] as? String == "restock.store")
         #expect(Self.metadata(accepted)["customer"] == "alice" && Self.metadata(accepted)["kind"] == "subscribe", "\(accepted)")
         #expect(Self.metadata(accepted)["position"] == "1" && Self.metadata(accepted)["sku"] == "ipad", "\(accepted)")
-        #expect(entries.contains { ($0["message"] as? String)?.hasPrefix("store apple online") == true && $0["level"] as? String == "info" })
+        let online = try #require(entries.first { ($0["message"] as? String)?.hasPrefix("store apple online") == true })
+        #expect(online["level"] as? String == "info")
+        #expect(Self.metadata(online)["version"] == RestockVersion.current, "every start says its release: \(online)")
     }
 
     @Test("at the default level nothing is logged per accepted request")

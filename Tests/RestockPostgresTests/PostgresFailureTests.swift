@@ -14,8 +14,8 @@ import Testing
 @Suite("Errors of a database that cannot be used")
 struct PostgresFailureTests {
     /// The error of reading the watches of store apple from `url`, as the store and the command line print it.
-    func failure(_ url: String) async throws -> String {
-        let storage = PostgresStorage(settings: PostgresSettings(try DatabaseURL(parsing: url), password: nil))
+    func failure(_ url: String, password: String? = nil) async throws -> String {
+        let storage = PostgresStorage(settings: PostgresSettings(try DatabaseURL(parsing: url), password: password))
         do {
             _ = try await storage.exportWatches(of: try StoreID("apple")) { _ in }
         } catch {
@@ -48,12 +48,50 @@ struct PostgresFailureTests {
         }
     }
 
+    @Test("a function missing is named without its argument types (restock_commit's forty made one line of 500 characters: found by an outside trial), and keeps the connection; only a refusal of the data (SQLSTATE classes 22, 23, 54) may be a request's doing, not a permission or a missing function")
+    func functionMissingAndDataRefusals() async throws {
+        #expect(PostgresFailure.withoutArguments("function f(text, bigint[]) does not exist") == "function f(…) does not exist")
+        #expect(PostgresFailure.withoutArguments("no list here") == "no list here")
+        try await PrivatePostgres.with { server in
+            let session = PostgresSession(settings: server.settings)
+            defer { session.disconnect() }
+            func refusal(_ sql: String) -> StorageError? {
+                do {
+                    try session.run(.write) { try $0.execute(PostgresQuery(unsafeSQL: sql)) }
+                } catch {
+                    return error
+                }
+                return nil
+            }
+            let missing = refusal("SELECT restock_nothing(1, 'two', ARRAY[3])")
+            #expect(missing.map { "\($0)".contains("function restock_nothing(…) does not exist (SQLSTATE 42883)") } == true, "\(String(describing: missing))")
+            #expect(missing?.refusesTheData == false)
+            _ = try await server.psql("CREATE TABLE t (k int PRIMARY KEY, v int CHECK (v > 0))")
+            _ = try await server.psql("CREATE ROLE op LOGIN")
+            #expect(refusal("SELECT 1/0")?.refusesTheData == true)
+            #expect(refusal("INSERT INTO t VALUES (1, -1)")?.refusesTheData == true)
+            var settings = server.settings
+            settings.user = "op"
+            let op = PostgresSession(settings: settings)
+            defer { op.disconnect() }
+            do {
+                try op.run(.write) { try $0.execute("INSERT INTO t VALUES (2, 2)") }
+                Issue.record("a user without a grant wrote")
+            } catch {
+                #expect((error as? StorageError)?.refusesTheData == false && "\(error)".contains("42501"), "\(error)")
+            }
+        }
+    }
+
     @Test("a server that asks for a password none was given says so in a sentence, not postgres-nio's name for it (found by an outside trial: authMechanismRequiresPassword)")
     func passwordMissing() async throws {
         try await PrivatePostgres.with { server in
             try await server.requirePassword(of: "pwuser", password: "s3cret")
             let text = try await failure("postgres://pwuser@127.0.0.1:\(server.port)/\(server.database)")
             #expect(text.hasSuffix(": the server asks for a password and none was given (RESTOCK_DATABASE_PASSWORD, or in the URL)"), "\(text)")
+            // `RESTOCK_DATABASE_PASSWORD=`: none given, not a wrong one (found by an outside trial).
+            let empty = try await failure("postgres://pwuser@127.0.0.1:\(server.port)/\(server.database)", password: "")
+            #expect(empty.hasSuffix(": the server asks for a password and none was given (RESTOCK_DATABASE_PASSWORD, or in the URL)"), "\(empty)")
             let wrong = try await failure("postgres://pwuser:wrong@127.0.0.1:\(server.port)/\(server.database)")
             #expect(wrong.contains("password authentication failed") && !wrong.contains("wrong"), "\(wrong)")
         }

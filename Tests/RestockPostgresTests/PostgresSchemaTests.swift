@@ -51,16 +51,11 @@ extension PostgresServerTests {
         @Test("a start finds a function of the schema dropped by hand and makes it again, saying so, where it could only go online to stop at its first write (found by an outside trial); a user who may not make it is refused in one line before the store goes online")
         func droppedFunctionMadeAgain() async throws {
             try await PrivatePostgres.with { server in
-                let first = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
-                first.ownership.release()
-                first.releaseDirectory()
+                try server.makeSchema()
                 // A user of the store's tables who may not create anything in the schema (PostgreSQL 15's default).
-                _ = try await server.psql("CREATE ROLE op LOGIN")
-                _ = try await server.psql("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO op")
+                let settings = try await server.tableUser("op")
                 _ = try await server.psql("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
                 _ = try await server.psql("DROP FUNCTION restock_acknowledge")
-                var settings = server.settings
-                settings.user = "op"
                 do {
                     _ = try PostgresStorage(settings: settings).open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
                     Issue.record("a store without its functions opened")
@@ -86,6 +81,29 @@ extension PostgresServerTests {
                 let third = try server.backend.open(for: apple, claim: .exclusive(instance: "dddddddddddd"), now: Date())
                 #expect(third.openingWarnings.isEmpty, "nothing is missing any more")
                 third.ownership.release()
+            }
+        }
+
+        @Test("a start as a user who may not execute a function of the schema (EXECUTE revoked by hand) is refused in one line that names the function and the grant, where it went online to stop at its first write (found by an outside trial); once granted, it opens")
+        func revokedExecuteRefused() async throws {
+            try await PrivatePostgres.with { server in
+                try server.makeSchema()
+                let settings = try await server.tableUser("op")
+                _ = try await server.psql("REVOKE EXECUTE ON FUNCTION restock_commit FROM PUBLIC")
+                do {
+                    _ = try PostgresStorage(settings: settings).open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+                    Issue.record("a store that may not execute its functions opened")
+                } catch let error as StorageError {
+                    #expect(error.kind == .corrupt && !error.isRetriable, "\(error)")
+                    #expect("\(error)".contains("may not execute the store's function restock_commit"), "\(error)")
+                    #expect("\(error)".contains("GRANT EXECUTE ON FUNCTION restock_commit TO op"), "\(error)")
+                    #expect(!"\(error)".contains("\n"), "one line: \(error)")
+                }
+                _ = try await server.psql("GRANT EXECUTE ON FUNCTION restock_commit TO op")
+                let granted = try PostgresStorage(settings: settings).open(for: apple, claim: .exclusive(instance: "cccccccccccc"), now: Date())
+                #expect(granted.openingWarnings.isEmpty)
+                #expect(try granted.commit(StoreChanges()).isEmpty)
+                granted.ownership.release()
             }
         }
 

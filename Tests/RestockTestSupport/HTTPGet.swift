@@ -13,10 +13,11 @@ public struct HTTPAnswer: Sendable {
     public let body: String
 }
 
-/// One GET of `url` (a loopback address), bounded by `timeout` seconds.
+/// One GET (or another `method`: HEAD) of `url` (a loopback address), bounded by `timeout` seconds.
 /// - Throws: when nothing answers (refused, timed out).
-public func httpGet(_ url: String, timeout: Double = 5) async throws -> HTTPAnswer {
+public func httpGet(_ url: String, method: String = "GET", timeout: Double = 5) async throws -> HTTPAnswer {
     var request = URLRequest(url: URL(string: url)!)
+    request.httpMethod = method
     request.timeoutInterval = timeout
     let (data, response) = try await URLSession.shared.data(for: request)
     return HTTPAnswer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: String(decoding: data, as: UTF8.self))

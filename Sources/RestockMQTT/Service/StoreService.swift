@@ -286,7 +286,11 @@ public final class StoreService: Service, Sendable {
         let brokers = configuration.connection.brokers.map(\.description).joined(separator: ",")
         logger.info(
             "store \(store.id) online",
-            metadata: [StoreLoggingKeys.broker: "\(brokers)", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)"])
+            metadata: [
+                StoreLoggingKeys.broker: "\(brokers)", StoreLoggingKeys.topics: "\(topics.root)/#", StoreLoggingKeys.instance: "\(instance)",
+                // Which release runs, in every start's log (found by an outside trial: only a migration said it).
+                StoreLoggingKeys.version: "\(RestockVersion.current)",
+            ])
         return true
     }
 

@@ -29,8 +29,8 @@ package enum StoreLoggingKeys {
     package static let stage = "stage"
     /// A file of the data directory, and the free space on its file system.
     package static let file = "file", free = "free"
-    /// The broker's URL, the store's topic filter, and this store process's instance id.
-    package static let broker = "broker", topics = "topics", instance = "instance"
+    /// The broker's URL, the store's topic filter, this store process's instance id, and the release it runs.
+    package static let broker = "broker", topics = "topics", instance = "instance", version = "version"
     /// How many watches, SKUs, inventory records and mirrors (restored, or published again).
     package static let watches = "watches", skus = "skus", inventory = "inventory", mirrors = "mirrors"
     /// Whether the broker kept the store's session.
