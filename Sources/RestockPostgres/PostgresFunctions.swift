@@ -35,6 +35,11 @@ extension PostgresSchema {
         // `StateWriter`: watch changes in runs (`g_kinds`: 's' saves, 'r' removals by key, 'a' alerted, 'w' re-armed,
         // 'p' removals by position; `g_counts`: each run's length in its kind's arrays), the inventory, counters,
         // forgotten customers' rows, dead letters, the alert figures, mirrors, the outbox, then `processedThrough`.
+        // A function's statements run on plans cached for the session, made once for no particular arrays with the
+        // statistics of that moment: the outbox's delete by key or place, planned while the outbox was nearly empty,
+        // scanned all of the store's rows filtered by the arrays, 30-60 ms per commit of 1,000 mirrors once thousands were waiting (B5 on
+        // PostgreSQL fell to a third: docs/benchmarks.md). It is planned at each call (`EXECUTE`), for its arrays and the
+        // outbox as it is; a plan per call for every statement (`plan_cache_mode = force_custom_plan`) cost B4 about 1 ms.
         Function(
             name: "restock_commit",
             definition: """
@@ -114,7 +119,7 @@ extension PostgresSchema {
                         INSERT INTO restock_mirror (store, customer) SELECT p_store, * FROM unnest(m_customer) ON CONFLICT DO NOTHING;
                     END IF;
                     IF cardinality(o_seq) > 0 THEN
-                        DELETE FROM restock_outbox WHERE store = p_store AND (key = ANY(o_key) OR seq = ANY(o_seq));
+                        EXECUTE 'DELETE FROM restock_outbox WHERE store = $1 AND (key = ANY($2) OR seq = ANY($3))' USING p_store, o_key, o_seq;
                         INSERT INTO restock_outbox (store, seq, key, topic, payload, retain, batch, sent, sku)
                         SELECT p_store, q, k, t, p, r, b, 0, CASE WHEN h THEN s END
                         FROM unnest(o_seq, o_key, o_topic, o_payload, o_retain, o_batch, o_has_sku, o_sku) AS m(q, k, t, p, r, b, h, s);
