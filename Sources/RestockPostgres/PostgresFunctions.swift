@@ -37,9 +37,10 @@ extension PostgresSchema {
         // forgotten customers' rows, dead letters, the alert figures, mirrors, the outbox, then `processedThrough`.
         // A function's statements run on plans cached for the session, made once for no particular arrays with the
         // statistics of that moment: the outbox's delete by key or place, planned while the outbox was nearly empty,
-        // scanned all of the store's rows filtered by the arrays, 30-60 ms per commit of 1,000 mirrors once thousands were waiting (B5 on
-        // PostgreSQL fell to a third: docs/benchmarks.md). It is planned at each call (`EXECUTE`), for its arrays and the
-        // outbox as it is; a plan per call for every statement (`plan_cache_mode = force_custom_plan`) cost B4 about 1 ms.
+        // scanned all of the store's rows filtered by the arrays, 30-60 ms per commit of 1,000 mirrors once thousands
+        // were waiting (B5 on PostgreSQL fell to a third: docs/benchmarks.md). So each statement that finds rows by an
+        // array (watches by position or key, the outbox by key or place) is planned at each call (`EXECUTE`), for its
+        // arrays and the table as it is; those that insert, or find one row by its key, keep the cached plan.
         Function(
             name: "restock_commit",
             definition: """
@@ -74,15 +75,16 @@ extension PostgresSchema {
                                 position = excluded.position, since = excluded.since, waiting = excluded.waiting, expires_at = excluded.expires_at;
                             v_save := v_save + v_count;
                         ELSIF g_kinds[v_group] = 'r' THEN
-                            DELETE FROM restock_watch WHERE store = p_store AND (customer, sku) IN (
-                                SELECT * FROM unnest(r_customer[v_remove + 1 : v_remove + v_count], r_sku[v_remove + 1 : v_remove + v_count]));
+                            EXECUTE 'DELETE FROM restock_watch WHERE store = $1 AND (customer, sku) IN (SELECT * FROM unnest($2, $3))'
+                                USING p_store, r_customer[v_remove + 1 : v_remove + v_count], r_sku[v_remove + 1 : v_remove + v_count];
                             v_remove := v_remove + v_count;
                         ELSIF g_kinds[v_group] = 'p' THEN
-                            DELETE FROM restock_watch WHERE store = p_store AND position = ANY(p_positions[v_position + 1 : v_position + v_count]);
+                            EXECUTE 'DELETE FROM restock_watch WHERE store = $1 AND position = ANY($2)'
+                                USING p_store, p_positions[v_position + 1 : v_position + v_count];
                             v_position := v_position + v_count;
                         ELSE
-                            UPDATE restock_watch SET waiting = (g_kinds[v_group] = 'w')
-                            WHERE store = p_store AND position = ANY(p_positions[v_position + 1 : v_position + v_count]);
+                            EXECUTE 'UPDATE restock_watch SET waiting = $1 WHERE store = $2 AND position = ANY($3)'
+                                USING g_kinds[v_group] = 'w', p_store, p_positions[v_position + 1 : v_position + v_count];
                             v_position := v_position + v_count;
                         END IF;
                     END LOOP;
@@ -134,7 +136,8 @@ extension PostgresSchema {
                 END $$
                 """),
         // Acknowledgements (`PostgresOutbox`), fenced: the alerts acknowledged per SKU added to the hour's figures, the
-        // messages done removed, and the batches' counts of alerts acknowledged so far.
+        // messages done removed, and the batches' counts of alerts acknowledged so far (the outbox's rows found by arrays,
+        // planned at each call as in restock_commit).
         Function(
             name: "restock_acknowledge",
             definition: """
@@ -150,11 +153,11 @@ extension PostgresSchema {
                         WHERE f.store = p_store AND f.sku = c.s AND f.hour = a_hour;
                     END IF;
                     IF cardinality(p_removed) > 0 THEN
-                        DELETE FROM restock_outbox WHERE store = p_store AND seq = ANY(p_removed);
+                        EXECUTE 'DELETE FROM restock_outbox WHERE store = $1 AND seq = ANY($2)' USING p_store, p_removed;
                     END IF;
                     IF cardinality(u_seq) > 0 THEN
-                        UPDATE restock_outbox AS o SET sent = u.sent FROM unnest(u_seq, u_sent) AS u(seq, sent)
-                        WHERE o.store = p_store AND o.seq = u.seq;
+                        EXECUTE 'UPDATE restock_outbox AS o SET sent = u.sent FROM unnest($2::int8[], $3::int8[]) AS u(seq, sent)
+                            WHERE o.store = $1 AND o.seq = u.seq' USING p_store, u_seq, u_sent;
                     END IF;
                     RETURN true;
                 END $$
