@@ -115,6 +115,35 @@ struct DiskSyncTests {
         #expect(try database.loadSnapshot().watches.count == 1_500)
     }
 
+    @Test("a truncating checkpoint (a forget's, the stop's) made while the checkpointer's own runs waits for it, where SQLite refused it at once with SQLITE_BUSY and the forgotten customer stayed in the write-ahead log (found by the storage's differential test under CI's load)")
+    func truncatingCheckpointWaitsForThePassiveOne() async throws {
+        let counted = try Counted()
+        let stage = try Stage(counted.database, trimEvery: 1_000_000)
+        let wal = counted.directory.url.resolvingSymlinksInPath().appendingPathComponent(DataDirectory.stateFileName + "-wal").path
+        counted_syncs_hold(wal)
+        defer { counted_syncs_release(wal) }
+        // Enough commits for the checkpointer to start one, which then waits for its sync of the log.
+        for index in 0..<StateCheckpointer.commitsPerCheckpoint {
+            _ = try stage.journal(["c\(index)"], to: "ipad", in: counted.database)
+            #expect(try stage.processor.drainInbox() == 1)
+        }
+        try await waitUntil("the checkpointer's checkpoint waiting for its sync", within: 30) { counted_syncs_waiting(wal) > 0 }
+        final class Outcome: Sendable { let result = Mutex<Result<Void, any Error>?>(nil) }
+        let outcome = Outcome(), database = counted.database
+        Thread {
+            let result = Result { try database.checkpoint() }
+            outcome.result.withLock { $0 = result }
+        }.start()
+        // It waits while the other holds its sync: given a second to end, it does not (SQLite's refusal came at once).
+        try? await waitUntil("the truncating checkpoint to end, which it must not yet", within: 1) { outcome.result.withLock { $0 } != nil }
+        #expect(outcome.result.withLock { $0 } == nil, "the truncating checkpoint ended while another ran: \(String(describing: outcome.result.withLock { $0 }))")
+        counted_syncs_release(wal)
+        try await waitUntil("the truncating checkpoint done", within: 30) { outcome.result.withLock { $0 } != nil }
+        #expect(throws: Never.self) { try outcome.result.withLock { $0 }?.get() }
+        let size = try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int
+        #expect(size == 0, "the state's write-ahead log is truncated")
+    }
+
     /// Takes the requests after `place` out of the directory's log, and the places SQLite gave out after it, with no store
     /// open on it: what the log holds after a power cut that took its last writes.
     static func cut(_ directory: Directory, logAfter place: Int64) throws {

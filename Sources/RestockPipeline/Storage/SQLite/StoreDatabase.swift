@@ -344,7 +344,7 @@ package final class StoreDatabase: StoreStorage {
     /// Checkpoints both files' write-ahead logs into them and truncates the logs to nothing (after a customer is
     /// forgotten: the WAL keeps old page images until then).
     package func checkpoint() throws {
-        try state.checkpoint()
+        try checkpointer.exclusively { () throws(StorageError) in try state.checkpoint() }
         try log.checkpoint()
     }
 
