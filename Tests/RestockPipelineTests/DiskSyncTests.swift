@@ -91,10 +91,7 @@ struct DiskSyncTests {
 
     @Test("the state's commits go on while a checkpoint of its write-ahead log waits for the disk: checkpoints run on a thread of their own")
     func checkpointsOffThePipeline() async throws {
-        let counted = try Counted()
-        let stage = try Stage(counted.database, trimEvery: 1_000_000)
-        let wal = counted.directory.url.resolvingSymlinksInPath().appendingPathComponent(DataDirectory.stateFileName + "-wal").path
-        counted_syncs_hold(wal)
+        let (counted, stage, wal) = try Self.holdingTheStateWALSyncs()
         defer { counted_syncs_release(wal) }
         // Enough commits for SQLite's automatic checkpoint (past 1,000 pages of log), which would sync in the commit.
         let applied = Mutex(0)
@@ -117,10 +114,7 @@ struct DiskSyncTests {
 
     @Test("a truncating checkpoint (a forget's, the stop's) made while the checkpointer's own runs waits for it, where SQLite refused it at once with SQLITE_BUSY and the forgotten customer stayed in the write-ahead log (found by the storage's differential test under CI's load)")
     func truncatingCheckpointWaitsForThePassiveOne() async throws {
-        let counted = try Counted()
-        let stage = try Stage(counted.database, trimEvery: 1_000_000)
-        let wal = counted.directory.url.resolvingSymlinksInPath().appendingPathComponent(DataDirectory.stateFileName + "-wal").path
-        counted_syncs_hold(wal)
+        let (counted, stage, wal) = try Self.holdingTheStateWALSyncs()
         defer { counted_syncs_release(wal) }
         // Enough commits for the checkpointer to start one, which then waits for its sync of the log.
         for index in 0..<StateCheckpointer.commitsPerCheckpoint {
@@ -142,6 +136,16 @@ struct DiskSyncTests {
         #expect(throws: Never.self) { try outcome.result.withLock { $0 }?.get() }
         let size = try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int
         #expect(size == 0, "the state's write-ahead log is truncated")
+    }
+
+    /// A counted data directory and a stage over it, every sync of the state's write-ahead log held (the caller releases
+    /// the path returned).
+    static func holdingTheStateWALSyncs() throws -> (Counted, Stage, wal: String) {
+        let counted = try Counted()
+        let stage = try Stage(counted.database, trimEvery: 1_000_000)
+        let wal = counted.directory.url.resolvingSymlinksInPath().appendingPathComponent(DataDirectory.stateFileName + "-wal").path
+        counted_syncs_hold(wal)
+        return (counted, stage, wal)
     }
 
     /// Takes the requests after `place` out of the directory's log, and the places SQLite gave out after it, with no store
