@@ -28,7 +28,7 @@ final class StateCheckpointer: Sendable {
     /// checkpoint of a file at a time and answers a second with `SQLITE_BUSY` at once, whatever the busy timeout. A
     /// forget's truncating checkpoint failed so when it met a passive one, and the customer's bytes stayed in the
     /// write-ahead log until the next (found by the storage's differential test under CI's load).
-    private let running = Mutex(())
+    private let checkpointing = Mutex(())
     /// A checkpoint that fails is said at warning level, at most once a minute: the log then grows until one succeeds.
     private let logger = Logger(label: "restock.store")
     private let failures = LogThrottle()
@@ -53,7 +53,7 @@ final class StateCheckpointer: Sendable {
         queue.async { [self] in
             // PASSIVE: as much as it can without waiting; what is left goes at the next one.
             do {
-                _ = try running.withLock { _ in try connection.writeWithoutTransaction { db in try db.checkpoint(.passive) } }
+                _ = try checkpointing.withLock { _ in try connection.writeWithoutTransaction { db in try db.checkpoint(.passive) } }
             } catch {
                 if failures.admit().say {
                     logger.warning(
@@ -68,6 +68,6 @@ final class StateCheckpointer: Sendable {
     /// Runs `checkpoint` (a truncating checkpoint of the state, from another connection) once no checkpoint of this one
     /// runs, and none starts until it is done.
     func exclusively<T>(_ checkpoint: () throws(StorageError) -> T) throws(StorageError) -> T {
-        try running.withLock { _ throws(StorageError) in try checkpoint() }
+        try checkpointing.withLock { _ throws(StorageError) in try checkpoint() }
     }
 }
