@@ -202,6 +202,22 @@ struct StateMachineTests {
         #expect(machine.recordedBatches == 3)
     }
 
+    @Test("the probe written on resuming after a pause is answered apart from the batches' probes: it confirms no batch, and a loss before its answer leaves the next connection unconfirmed")
+    func resumptionProbe() async throws {
+        var machine = try await connected(.whenAllowed)
+        machine.probeQueued(mid: 7, batch: 1)
+        machine.resumptionProbeQueued(mid: 8)
+        #expect(!machine.isResumptionConfirmed)
+        #expect(machine.unsubscribeAnswered(mid: 8).isEmpty, "nothing goes to the journal or a caller")
+        #expect(machine.isResumptionConfirmed)
+        #expect(summary(machine.unsubscribeAnswered(mid: 7)) == ["confirm through batch 1"])
+        machine.resumptionProbeQueued(mid: 9)
+        #expect(!machine.isResumptionConfirmed, "each pause asks again")
+        perform(machine.disconnected(requested: false, reason: "lost", hint: ""))
+        #expect(machine.unsubscribeAnswered(mid: 9).isEmpty)
+        #expect(!machine.isResumptionConfirmed, "an answer after the loss is not taken for one")
+    }
+
     @Test("a subscription made again after a reconnect and refused (a cluster electing leaders) is asked for again, backing off, until granted (found by the issue 25 trial: the store's admin/report subscription was lost for good)")
     func refusedResubscriptionAskedAgain() async throws {
         var machine = try await connected(.automatic)

@@ -65,6 +65,10 @@ extension MQTTClientStateMachine {
         var lossCounted = false
         /// The probes written on the current connection and not answered yet, by message id: the batch each follows.
         var probes: [Int32: UInt64] = [:]
+        /// The probe the network thread wrote on resuming after a pause (``LibMosquittoLoop``), not answered yet.
+        var resumptionProbe: Int32?
+        /// Whether the broker answered ``resumptionProbe`` on the current connection.
+        var resumptionConfirmed = false
 
         init(thread: any NetworkThreadControl, preparation: Preparation?) {
             self.thread = thread

@@ -191,7 +191,11 @@ struct MQTTClientStateMachine {
     mutating func disconnected(requested: Bool, reason: String, hint: String = "") -> [Action] {
         // A probe unanswered now is never answered: libmosquitto does not send an UNSUBSCRIBE again after reconnecting;
         // neither is a subscription made again (it is made again at the next CONNACK, or asked for again if refused).
-        modifyRun { $0.probes.removeAll() }
+        modifyRun { run in
+            run.probes.removeAll()
+            run.resumptionProbe = nil
+            run.resumptionConfirmed = false
+        }
         subscriptions.connectionLost(at: .now)
         var actions: [Action] = []
         var lost = false
@@ -270,6 +274,23 @@ struct MQTTClientStateMachine {
         modifyRun { $0.probes[mid] = batch }
     }
 
+    /// The network thread, resuming after a pause, queued a probe with message id `mid`: what it reads waits for the
+    /// answer.
+    mutating func resumptionProbeQueued(mid: Int32) {
+        modifyRun { run in
+            run.resumptionProbe = mid
+            run.resumptionConfirmed = false
+        }
+    }
+
+    /// Whether the broker answered the probe written on resuming, on the current connection.
+    var isResumptionConfirmed: Bool {
+        switch state {
+        case .connected(let run), .reconnecting(let run), .connecting(let run, _), .idle(let run?): run.resumptionConfirmed
+        case .idle(nil): false
+        }
+    }
+
     // MARK: Subscriptions made again
 
     /// The client made the subscription to `filter` again itself, with message id `mid`.
@@ -319,6 +340,13 @@ struct MQTTClientStateMachine {
 
     /// An UNSUBACK arrived: a probe's answer, or a caller's.
     mutating func unsubscribeAnswered(mid: Int32) -> [Action] {
+        let resumption = modifyRun { run in
+            guard run.resumptionProbe == mid else { return false }
+            run.resumptionProbe = nil
+            run.resumptionConfirmed = true
+            return true
+        }
+        if resumption == true { return [] }
         if let batch = modifyRun({ $0.probes.removeValue(forKey: mid) }) ?? nil { return [.confirm(throughBatch: batch)] }
         return operations.unsubscribes.complete(mid).map { [.answerUnsubscribe($0)] } ?? []
     }

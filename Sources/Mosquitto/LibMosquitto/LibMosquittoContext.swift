@@ -266,6 +266,14 @@ final class LibMosquittoContext: Sendable {
         state.withLock { $0.hasRefusedResubscriptions ? $0.dueResubscriptions(at: .now) : [] }
     }
 
+    /// The probe written on resuming after a pause was queued with message id `mid` (on the network thread).
+    func resumptionProbeQueued(mid: Int32) {
+        state.withLock { $0.resumptionProbeQueued(mid: mid) }
+    }
+
+    /// Whether the broker answered the probe written on resuming, on the current connection.
+    var isResumptionConfirmed: Bool { state.withLock { $0.isResumptionConfirmed } }
+
     /// The probe that follows batch `batch` was queued with message id `mid` (on the network thread, before it is written).
     func probeQueued(mid: Int32, batch: UInt64) {
         state.withLock { $0.probeQueued(mid: mid, batch: batch) }

@@ -22,6 +22,13 @@ import Darwin
 /// With a write gate (``MQTTWriteGate``), it looks at the clock before each read and each write phase: after a pause
 /// longer than the gate's limit (the process frozen, or starved) it asks the gate before going on, and when refused it
 /// shuts the socket unwritten and is fenced for good.
+///
+/// A journaling connection with a probe (``MQTTInboundJournal/confirmationProbe``) that resumes after such a pause
+/// first has the broker confirm that it still holds the session here (``confirmingTurn(_:readable:)``): another
+/// process may have taken the session over meanwhile, and the end of this connection, which the broker closed then,
+/// may reach this side after the messages it sent before — even long after, when the segment that carried it was lost
+/// and is sent again. (Found in CI: a frozen store, woken after another took over, read its 20 requests in flight
+/// with no end behind them yet, and applied them; the broker delivered them to the newer one too.)
 struct LibMosquittoLoop {
     let pointer: OpaquePointer
     let context: LibMosquittoContext
@@ -30,17 +37,29 @@ struct LibMosquittoLoop {
     private var lastLook = ContinuousClock.now
     /// Whether the write gate refused: nothing more is written, no reconnect is made.
     private(set) var isFenced = false
+    /// How long the broker has to answer the probe written on resuming after a pause.
+    let confirmationTimeout: Duration
+    /// While the answer to that probe is awaited: until when.
+    private var confirmationDeadline: ContinuousClock.Instant?
 
-    init(pointer: OpaquePointer, context: LibMosquittoContext, wakeup: LibMosquittoWakeup) {
+    init(pointer: OpaquePointer, context: LibMosquittoContext, wakeup: LibMosquittoWakeup, confirmationTimeout: Duration) {
         self.pointer = pointer
         self.context = context
         self.wakeup = wakeup
+        self.confirmationTimeout = confirmationTimeout
     }
+
+    /// Whether messages read since a pause wait for the broker's answer, their acknowledgements queued: none of them may
+    /// be written.
+    var holdsUnconfirmed: Bool { confirmationDeadline != nil && context.inboundCount > 0 }
 
     /// How long a turn waits at most: how soon a keepalive is sent when nothing else happens.
     static let timeoutMilliseconds: Int32 = 100
     /// The most messages in one batch: a read phase ends there, to write their acknowledgements.
     static let batchLimit = 1_000
+    /// The most messages held while the broker's answer after a pause is awaited (the largest receive maximum of MQTT 5;
+    /// QoS 0 messages are not bounded by it).
+    static let heldLimit = 65_535
 
     private static let success = MOSQ_ERR_SUCCESS.rawValue
 
@@ -50,7 +69,9 @@ struct LibMosquittoLoop {
     mutating func turn() -> Int32 {
         let socket = mosquitto_socket(pointer)
         guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
-        let events = Int16(POLLIN) | (mosquitto_want_write(pointer) ? Int16(POLLOUT) : 0)
+        // The acknowledgements of held messages are queued: the socket is not waited on for writing until they may go.
+        let writes = mosquitto_want_write(pointer) && !holdsUnconfirmed
+        let events = Int16(POLLIN) | (writes ? Int16(POLLOUT) : 0)
         var entries = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
         let tlsPending = LibMosquittoTLS.hasPendingData(pointer)
         if poll(&entries, 2, tlsPending ? 0 : Self.timeoutMilliseconds) < 0 {
@@ -58,8 +79,14 @@ struct LibMosquittoLoop {
         }
         if entries[1].revents != 0 { wakeup.drain() }
         // The process may have been frozen in that poll, and another have taken its place meanwhile.
-        guard mayGoOn() else { return MOSQ_ERR_CONN_LOST.rawValue }
-        if tlsPending || entries[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+        switch look() {
+        case .fenced: return MOSQ_ERR_CONN_LOST.rawValue
+        case .resumed: beginConfirmation()
+        case .goOn: break
+        }
+        let readable = tlsPending || entries[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0
+        if confirmationDeadline != nil { return confirmingTurn(socket, readable: readable) }
+        if readable {
             let (code, refused) = readPhase(socket)
             if code != Self.success || mosquitto_socket(pointer) < 0 { return code }
             if refused { return readToTheEnd() }
@@ -73,23 +100,82 @@ struct LibMosquittoLoop {
         // Also when nothing woke the socket for writing: an operation queued since the poll (as mosquitto_loop does
         // when its socket pair wakes it). Writing to a socket that cannot take more writes nothing.
         if mosquitto_want_write(pointer) {
-            guard mayGoOn() else { return MOSQ_ERR_CONN_LOST.rawValue }
+            guard look() != .fenced else { return MOSQ_ERR_CONN_LOST.rawValue }
             let code = mosquitto_loop_write(pointer, 1)
             if code != Self.success || mosquitto_socket(pointer) < 0 { return code }
         }
         return mosquitto_loop_misc(pointer)
     }
 
+    /// What a look at the clock found (``look()``).
+    private enum Look {
+        /// No pause since the last look.
+        case goOn
+        /// A pause longer than the write gate's limit, after which the gate allowed going on.
+        case resumed
+        /// The gate refused, now or before.
+        case fenced
+    }
+
     /// Whether the thread may go on: yes, unless it paused longer than the write gate's limit since its last look and
     /// the gate then refuses.
-    private mutating func mayGoOn() -> Bool {
+    private mutating func look() -> Look {
         let now = ContinuousClock.now
-        guard let gate = context.writeGate, !isFenced else { return !isFenced }
+        guard let gate = context.writeGate, !isFenced else { return isFenced ? .fenced : .goOn }
         guard now - lastLook > gate.pauseLimit else {
             lastLook = now
-            return true
+            return .goOn
         }
-        return ask(gate, because: "after a pause of \(now - lastLook)")
+        return ask(gate, because: "after a pause of \(now - lastLook)") ? .resumed : .fenced
+    }
+
+    /// After a pause, on a journaling connection with a probe: queues the probe, whose answer on this connection says
+    /// that the broker still holds the session here; until then what is read is held (``confirmingTurn(_:readable:)``).
+    private mutating func beginConfirmation() {
+        guard context.journal != nil, let probe = context.probe, confirmationDeadline == nil else { return }
+        var mid: Int32 = 0
+        guard mosquitto_unsubscribe_v5(pointer, &mid, probe, nil) == Self.success else { return }
+        context.resumptionProbeQueued(mid: mid)
+        confirmationDeadline = .now + confirmationTimeout
+    }
+
+    /// A turn while the answer to the probe written on resuming is awaited. What was queued before anything was read —
+    /// the probe last — is written; what is read is held: none of it is journaled, and none of its acknowledgements
+    /// written. The answer sends it all to the journal as one batch (its acknowledgements are written at the next
+    /// turn). The end of the connection, no answer within ``confirmationTimeout``, or more than ``heldLimit`` messages
+    /// before it, drop it unacknowledged: the broker delivers it again to whoever holds the session then.
+    private mutating func confirmingTurn(_ socket: Int32, readable: Bool) -> Int32 {
+        if !holdsUnconfirmed, mosquitto_want_write(pointer) {
+            let code = mosquitto_loop_write(pointer, 1)
+            if code != Self.success || mosquitto_socket(pointer) < 0 { return endConfirmation(code) }
+        }
+        if readable {
+            var code = Self.success
+            repeat {
+                errno = 0
+                code = mosquitto_loop_read(pointer, 1)
+            } while code == Self.success && mosquitto_socket(pointer) == socket && !context.stopRequested
+                && context.inboundCount < Self.heldLimit && (Self.readable(socket) || LibMosquittoTLS.hasPendingData(pointer))
+            if code != Self.success || mosquitto_socket(pointer) != socket { return endConfirmation(code) }
+        }
+        if context.isResumptionConfirmed {
+            confirmationDeadline = nil
+            return journal() ? readToTheEnd() : Self.success
+        }
+        let overdue = confirmationDeadline.map { ContinuousClock.now >= $0 } ?? true
+        guard overdue || context.inboundCount >= Self.heldLimit else { return Self.success }
+        let why = overdue ? "no answer within \(confirmationTimeout)" : "\(Self.heldLimit) messages and no answer yet"
+        context.logger.warning(
+            "the broker did not confirm the session after a pause (\(why)): the connection is closed, none of the \(context.inboundCount) messages read since acknowledged")
+        shutdown(socket, Int32(SHUT_RDWR))
+        return endConfirmation(readToTheEnd(dropping: true))
+    }
+
+    /// Stops waiting for the broker's answer, dropping what was held; returns `code`.
+    private mutating func endConfirmation(_ code: Int32) -> Int32 {
+        confirmationDeadline = nil
+        context.discardInbound()
+        return code
     }
 
     /// Whether the thread may reconnect: the write gate, if any, is asked first (libmosquitto resends what it had in
@@ -135,16 +221,17 @@ struct LibMosquittoLoop {
         return (code, journal())
     }
 
-    /// After a refusal shut the socket: libmosquitto reads on to the end of the connection — what the kernel still
-    /// holds, then the end — closing it and calling the disconnect callback, with nothing written meanwhile.
-    private func readToTheEnd() -> Int32 {
+    /// After the socket was shut: libmosquitto reads on to the end of the connection — what the kernel still holds, then
+    /// the end — closing it and calling the disconnect callback, with nothing written meanwhile. What it reads goes to
+    /// the journal (after the journal's refusal), or is dropped (`dropping`: after the broker did not confirm).
+    private func readToTheEnd(dropping: Bool = false) -> Int32 {
         var code = Self.success
         var reads = 0
         while code == Self.success, mosquitto_socket(pointer) >= 0, reads < 100_000 {
             errno = 0
             code = mosquitto_loop_read(pointer, 1)
             reads += 1
-            _ = journal()
+            if dropping { context.discardInbound() } else { _ = journal() }
         }
         return code == Self.success ? MOSQ_ERR_CONN_LOST.rawValue : code
     }

@@ -80,7 +80,9 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
         guard let wakeup else { return }
         let pointer = handle.pointer, context = handle.context
         guard connectToFirstAnswering() else { return }
-        var loop = LibMosquittoLoop(pointer: pointer, context: context, wakeup: wakeup)
+        // The broker answers within the keepalive, or the connection counts as lost (MQTT's own rule for a PINGRESP).
+        let answerWithin = Duration.seconds(configuration.keepAliveSeconds > 0 ? configuration.keepAliveSeconds : 30)
+        var loop = LibMosquittoLoop(pointer: pointer, context: context, wakeup: wakeup, confirmationTimeout: answerWithin)
         var attempt = 0
         var connections: UInt64 = 0
         while true {
@@ -94,6 +96,13 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
                 // SUBSCRIBE and DISCONNECT went out around libmosquitto: wait for the broker to close, discarding
                 // what it sends, so that closing here can never reset the connection before it read them.
                 LibMosquittoRawPackets.awaitClose(socket: mosquitto_socket(pointer), within: 2_000)
+                return
+            case .endCleanly where loop.holdsUnconfirmed:
+                // Messages read after a pause wait for the broker's confirmation, their acknowledgements queued: none may
+                // be written, so the connection ends unwritten, and the broker keeps them for the session.
+                context.discardInbound()
+                let socket = mosquitto_socket(pointer)
+                if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
                 return
             case .endCleanly:
                 // Also when `disconnect()` came while a reconnect was under way and its DISCONNECT found no socket.

@@ -7,7 +7,7 @@ import Synchronization
 
 /// A TCP relay from a free loopback port to a loopback target port, that can cut every link it carries
 /// at once: both sides see their connection reset in the middle of whatever they were sending.
-final class TCPProxy: Sendable {
+public final class TCPProxy: Sendable {
     /// One relayed connection: the client's socket and the one to the target.
     private final class Link: Sendable {
         let client: Int32
@@ -29,17 +29,22 @@ final class TCPProxy: Sendable {
         func pumpFinished() -> Bool { pumpsRunning.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
     }
 
-    let port: Int
-    let targetPort: Int
+    public let port: Int
+    public let targetPort: Int
     private let listener: Int32
     private let links = Mutex<[ObjectIdentifier: Link]>([:])
     private let accepted = Atomic<Int>(0)
     /// While set, every byte in either direction is read and dropped: a network that went silent, with every
     /// connection still open at both ends.
     private let dropping = Atomic<Bool>(false)
+    /// While set, the end of a connection (a close, a reset) is not passed on: the other side keeps its connection
+    /// open, and what it sends is lost.
+    private let holdingEnds = Atomic<Bool>(false)
+    /// Bytes read from the connecting clients, toward the target, and from the target, toward them.
+    private let fromClients = Atomic<Int>(0), toClients = Atomic<Int>(0)
 
     /// Listens on a free port of 127.0.0.1 and relays each connection to `127.0.0.1:targetPort`.
-    init(to targetPort: Int) throws {
+    public init(to targetPort: Int) throws {
         self.targetPort = targetPort
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
@@ -60,15 +65,19 @@ final class TCPProxy: Sendable {
     deinit { close() }
 
     /// `mqtt://127.0.0.1:port`.
-    var url: String { "mqtt://127.0.0.1:\(port)" }
+    public var url: String { "mqtt://127.0.0.1:\(port)" }
     /// How many connections it has accepted so far.
-    var connectionsAccepted: Int { accepted.load(ordering: .relaxed) }
+    public var connectionsAccepted: Int { accepted.load(ordering: .relaxed) }
     /// How many links it carries now.
-    var liveLinks: Int { links.withLock { $0.count } }
+    public var liveLinks: Int { links.withLock { $0.count } }
+    /// How many bytes it has read from the connecting clients so far, toward the target.
+    public var bytesFromClients: Int { fromClients.load(ordering: .acquiring) }
+    /// How many bytes it has passed on to the connecting clients so far (written to their connections).
+    public var bytesToClients: Int { toClients.load(ordering: .acquiring) }
 
     /// Cuts every link it carries now; new connections are relayed as before. Returns how many it cut.
     @discardableResult
-    func cut() -> Int {
+    public func cut() -> Int {
         links.withLock { links in
             for link in links.values { link.shutdownBoth() }
             return links.count
@@ -79,10 +88,15 @@ final class TCPProxy: Sendable {
     /// partition does. What is sent meanwhile waits (TCP keeps it and delivers it once the network is back), and so does
     /// a close. It used to drop the bytes instead, which TCP never does in the middle of a live connection: a stream
     /// missing bytes broke MQTT's framing, and the store's publishing connection then hung on a packet that never ended.
-    func blackhole(_ on: Bool) { dropping.store(on, ordering: .releasing) }
+    public func blackhole(_ on: Bool) { dropping.store(on, ordering: .releasing) }
+
+    /// Holds the end of every connection from now on (`true`), or passes it on again (`false`, and the ends held
+    /// meanwhile go through): as when the segment that ends a connection is lost and sent again late. A side whose
+    /// peer closed sees its connection open and what it writes vanish, until the hold ends.
+    public func holdEnds(_ on: Bool) { holdingEnds.store(on, ordering: .releasing) }
 
     /// Stops listening and cuts every link.
-    func close() {
+    public func close() {
         shutdown(listener, Int32(SHUT_RDWR))
         cut()
     }
@@ -121,6 +135,7 @@ final class TCPProxy: Sendable {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }
+            if source == link.client { fromClients.add(count, ordering: .releasing) }
             if dropping.load(ordering: .acquiring) {
                 // Read just as the hold began: relayed once it ends, in order.
                 while dropping.load(ordering: .acquiring) { usleep(5_000) }
@@ -131,8 +146,10 @@ final class TCPProxy: Sendable {
                 if written < 0, errno == EINTR { continue }
                 guard written > 0 else { break relay }
                 sent += written
+                if destination == link.client { toClients.add(written, ordering: .releasing) }
             }
         }
+        while holdingEnds.load(ordering: .acquiring) { usleep(5_000) }
         link.shutdownBoth()
         if link.pumpFinished() {
             links.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(link)) }
@@ -150,12 +167,12 @@ final class TCPProxy: Sendable {
     }
 }
 
-struct ProxyError: Error, CustomStringConvertible {
+public struct ProxyError: Error, CustomStringConvertible {
     let call: String
     let code: Int32
     init(_ call: String, _ code: Int32) {
         self.call = call
         self.code = code
     }
-    var description: String { "\(call) failed: \(String(cString: strerror(code)))" }
+    public var description: String { "\(call) failed: \(String(cString: strerror(code)))" }
 }
