@@ -433,6 +433,27 @@ struct StoreServiceTests {
         await store.stop()
     }
 
+    @Test("a publishing connection made again while the session's socket is dead, unnoticed (a broker restarted while the store was frozen), carries no online status until the session answers (found in CI: a client sent its request on such a status, and it was lost)")
+    func noBeatUntilTheSessionAnswers() async throws {
+        let broker = InMemoryBroker()
+        let store = try await Self.started(on: broker)
+        let session = SessionClientIDs.store(apple)
+        let publisher = SessionClientIDs.publisher(of: apple, instance: try #require(broker.status?.instance))
+        broker.holdUnsubscribeAnswers(of: session)
+        broker.publish([], to: appleTopics.status, retain: true)
+        let connections = broker.events.count { $0.hasPrefix("connected \(publisher) ") }
+        broker.dropConnection(of: publisher)
+        // Beats come every 50 ms: each over the new connection first asks the session, which does not answer.
+        try await waitUntil("two beats held back, or one said online", within: 60, pollEvery: .milliseconds(5)) {
+            broker.status != nil || broker.heldUnsubscribeCount(of: session) >= 2
+        }
+        #expect(broker.events.count { $0.hasPrefix("connected \(publisher) ") } == connections + 1, "the publishing connection came back")
+        #expect(broker.status == nil, "an online status over a publishing connection made again before the session answered")
+        broker.releaseUnsubscribeAnswers(of: session)
+        try await waitUntil("the store online again", within: 60, pollEvery: .milliseconds(5)) { broker.status?.isOnline == true }
+        await store.stop()
+    }
+
     @Test("requests sent while the broker is away from the store wait in its session and are applied when it is back", arguments: Engine.allCases)
     func requestsWaitInTheSession(on engine: Engine) async throws {
         let broker = InMemoryBroker()

@@ -28,6 +28,8 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
     private var subscriptionHeldSince: ContinuousClock.Instant?
     /// The one client whose subscriptions are held, or `nil` for all.
     private var subscriptionHoldClient: String?
+    /// What answers to the unsubscriptions of a client wait for, and how many began waiting (``holdUnsubscribeAnswers(of:)``).
+    private var unsubscribeHolds: [String: (latch: Latch, asked: Int)] = [:]
     private var heldAcknowledgements = Completion()
     /// What waits, in order, for a connection whose reader is frozen (``holdDeliveries(to:)``), by client id.
     private var heldDeliveries: [String: [MQTTMessage]] = [:]
@@ -183,6 +185,32 @@ public final class InMemoryBroker: BrokerConnector, @unchecked Sendable {
             return subscriptionHold
         }
         hold?.open()
+    }
+
+    /// A connection whose socket died unnoticed (a broker restarted while its process was frozen): the broker answers
+    /// no unsubscription of `clientID` until ``releaseUnsubscribeAnswers(of:)``.
+    public func holdUnsubscribeAnswers(of clientID: String) { locked { unsubscribeHolds[clientID] = unsubscribeHolds[clientID] ?? (Latch(), 0) } }
+
+    /// Answers the held unsubscriptions of `clientID`, and every later one at once.
+    public func releaseUnsubscribeAnswers(of clientID: String) { _ = locked { unsubscribeHolds.removeValue(forKey: clientID) }?.latch.open() }
+
+    /// How many unsubscriptions of `clientID` were held since ``holdUnsubscribeAnswers(of:)``.
+    public func heldUnsubscribeCount(of clientID: String) -> Int { locked { unsubscribeHolds[clientID]?.asked ?? 0 } }
+
+    /// Ends the connection of `clientID` (without its will), as a socket the broker closed: a connection that reconnects
+    /// by itself comes back at once.
+    public func dropConnection(of clientID: String) {
+        guard let connection = locked({ live[clientID] }) else { return }
+        drop(connection, reason: "the connection was lost", publishingWill: false, keepingSession: true)
+    }
+
+    /// What an unsubscription's answer waits for, when answers to `clientID` are held.
+    fileprivate func unsubscribeAnswerHold(for clientID: String) -> Latch? {
+        locked {
+            guard unsubscribeHolds[clientID] != nil else { return nil }
+            unsubscribeHolds[clientID]?.asked += 1
+            return unsubscribeHolds[clientID]?.latch
+        }
     }
 
     /// How long the oldest subscription answer now held has waited; `nil` when none waits.
@@ -365,6 +393,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
         var outbound: [(message: MQTTMessage, sent: Completion)] = []
         /// How many deliveries the journal recorded (each is a batch of one here).
         var recordedBatches: UInt64 = 0
+        var connections: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -425,6 +454,8 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
 
     var isConnected: Bool { state.withLock { $0.connected } }
 
+    var connectionCount: UInt64 { state.withLock { $0.connections } }
+
     func connectionEvents() -> AsyncStream<MQTTConnectionEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
         state.withLock { state in
@@ -453,7 +484,10 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
         try broker.subscribe(self, to: filter, options: options)
     }
 
-    func unsubscribe(from filter: String) async throws { broker.unsubscribe(self, from: filter) }
+    func unsubscribe(from filter: String) async throws {
+        if let hold = broker.unsubscribeAnswerHold(for: clientID), !(await hold.wait()) { throw CancellationError() }
+        broker.unsubscribe(self, from: filter)
+    }
 
     func send(_ payload: [UInt8], to topic: String, retain: Bool) throws -> BrokerAcknowledgement {
         let message = MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: retain)
@@ -497,6 +531,7 @@ final class InMemoryConnection: BrokerConnection, @unchecked Sendable {
     func becameConnected(sessionPresent: Bool) {
         let (events, outbound) = state.withLock { state in
             state.connected = true
+            state.connections += 1
             state.lost = false
             state.permitted = false
             defer { state.outbound = [] }

@@ -154,6 +154,10 @@ public final class MQTTClient: Sendable {
     /// Whether the client is connected right now.
     public var isConnected: Bool { context.isConnected }
 
+    /// How many connections the broker has accepted (CONNACKs) since the client was made: when it changes, the
+    /// connection was made again.
+    package var connectionCount: UInt64 { context.connectionCount }
+
     /// The broker of ``MQTTConfiguration/brokers`` the client is connected to, or tries or last tried.
     public var currentBroker: BrokerAddress {
         let brokers = configuration.brokers

@@ -46,6 +46,9 @@ final class LibMosquittoContext: Sendable {
     /// Whether the client is connected right now.
     var isConnected: Bool { state.withLock { $0.isConnected } }
 
+    /// How many connections the broker has accepted (CONNACKs) since the client was made.
+    var connectionCount: UInt64 { state.withLock { $0.connections } }
+
     /// The active subscriptions and their QoS.
     var subscriptions: [String: MQTTQoS] { state.withLock { $0.activeSubscriptions.mapValues(\.qos) } }
 

@@ -23,6 +23,9 @@ package protocol BrokerConnection: Sendable {
     /// Whether it is connected right now.
     var isConnected: Bool { get }
 
+    /// How many connections the broker has accepted since it was made: when it changes, the connection was made again.
+    var connectionCount: UInt64 { get }
+
     /// Connection changes from now on.
     func connectionEvents() -> AsyncStream<MQTTConnectionEvent>
 

@@ -30,6 +30,7 @@ struct MosquittoConnection: BrokerConnection {
     func abandon() async { await client.abandon() }
     func allowReconnect() { client.allowReconnect() }
     var isConnected: Bool { client.isConnected }
+    var connectionCount: UInt64 { client.connectionCount }
     var broker: String? { client.currentBroker.description }
     func connectionEvents() -> AsyncStream<MQTTConnectionEvent> { client.connectionEvents() }
     func messages(matching filter: String) throws -> AsyncStream<MQTTMessage> { try client.messages(matching: filter) }

@@ -75,7 +75,7 @@ extension StoreService {
 
             let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             heartbeat = Heartbeat(
-                client: publisher, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
+                client: publisher, session: session, topics: topics, store: store, instance: service.instance, onlineSince: service.clock(),
                 lifecycle: lifecycle, lease: service.storage.ownership, triggers: triggers, trigger: trigger, clock: service.clock, interval: service.timing.heartbeat, timer: service.timing.clock,
                 goodbyeWait: service.timing.acknowledgementGrace, logger: service.logger)
         }
@@ -96,28 +96,11 @@ extension StoreService {
             requestArrived.yield()
         }
 
-        /// Whether the store's session answers on the broker now: a round trip on it (an UNSUBSCRIBE of the delivery
-        /// probe's topic, which nothing subscribes), within a second. The publishing connection can come back before this
-        /// process has noticed that its session went with the same broker (a broker restarted, this process frozen): an
-        /// online status then would have clients send requests that no subscription takes, and lose them (found by an
-        /// outside trial). A session that was lost says online itself once it is back, through the lifecycle.
-        func sessionAnswers() async -> Bool {
-            guard session.isConnected else { return false }
-            let (session, probe) = (session, heartbeat.topics.deliveryProbe)
-            // Waited for at most a second, whether or not the wait for the answer heeds a cancellation.
-            let answered = Latch()
-            let asking = Task {
-                if (try? await session.unsubscribe(from: probe)) != nil { _ = answered.open() }
-            }
-            defer { asking.cancel() }
-            return await answered.wait(timeout: .seconds(1))
-        }
-
         /// Feeds ``liveness`` from the publishing connection (whoever subscribes it again marks the view stale: the start,
         /// and the session watch before each decision), and has the heartbeat say online again at once when that
         /// connection comes back (a restarted broker may have lost the retained status) or an offline status replaced
-        /// this one's (a will of an instance that was taken over, published late), at most once a second; the first only
-        /// once the session answers (``sessionAnswers()``). Never over
+        /// this one's (a will of an instance that was taken over, published late), at most once a second (the first beat
+        /// over a connection made again waits for the session to answer: ``Heartbeat``). Never over
         /// another instance's online status, nor over the will of an instance seen online since this one went online:
         /// that one may have taken this one's session, which the session watch is about to find out (the next heartbeat
         /// comes all the same, if it did not).
@@ -150,7 +133,7 @@ extension StoreService {
                                 "the store's publishing connection to the broker was lost; it connects again, and what it had not had acknowledged is published again",
                                 metadata: [StoreLoggingKeys.reason: "\(reason)"])
                         }
-                        guard case .connected = event, await sessionAnswers() else { continue }
+                        guard case .connected = event else { continue }
                         heartbeat.trigger.yield()
                     }
                 }

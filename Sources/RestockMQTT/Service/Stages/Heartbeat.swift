@@ -12,8 +12,16 @@ import ServiceLifecycle
 /// status replaced this one's: a will published late); nothing while the session is lost and the session watch decides whether it is still
 /// the store's; `offline` (stopped) on graceful shutdown, after the other stages have drained, and on cancellation;
 /// nothing when the store was taken over, or lost its data directory's lease (checked before each beat).
+///
+/// The first beat over each connection of the publishing client waits until the session answers
+/// (``sessionAnswers()``), while the session is thought to be up: that connection can come back before this process
+/// has noticed that its session went with the same broker (a broker restarted while it was frozen), and an online
+/// status then would have clients send requests that no subscription takes (found in CI: a `restock subscribe --wait`
+/// sent its request then and lost it).
 struct Heartbeat: Service {
     let client: any BrokerConnection
+    /// The store's session, asked to answer before the first beat over each publishing connection.
+    let session: any BrokerConnection
     let topics: RestockTopics
     let store: StoreID
     let instance: String
@@ -47,9 +55,17 @@ struct Heartbeat: Service {
                         for await _ in lifecycle.changes { trigger.yield() }
                     }
                     defer { group.cancelAll() }
+                    // The publishing connection the session last answered over.
+                    var confirmedConnection: UInt64?
                     for await _ in triggers where lifecycle.isLive {
                         try Task.checkCancellation()
                         guard holdsLease() else { continue }
+                        let connection = client.connectionCount
+                        // A session the store dropped itself (a pause) is not asked: the status says why it waits.
+                        if connection != confirmedConnection, lifecycle.isSessionConnected {
+                            guard await sessionAnswers() else { continue }
+                            confirmedConnection = connection
+                        }
                         // At QoS 0, sent now or not at all: a beat queued while the broker was away, or in flight when it
                         // went, would be sent again once the connection is back, before this process knows whether its
                         // session came back too, and tell clients it takes requests that no subscription would take
@@ -74,6 +90,20 @@ struct Heartbeat: Service {
             _ = acknowledged.open()
         }
         _ = await Task { await acknowledged.wait(timeout: goodbyeWait) }.value
+    }
+
+    /// Whether the store's session answers on the broker now: a round trip on it (an UNSUBSCRIBE of the delivery probe's
+    /// topic, which nothing subscribes), within a second.
+    func sessionAnswers() async -> Bool {
+        guard session.isConnected else { return false }
+        let (session, probe) = (session, topics.deliveryProbe)
+        // Waited for at most a second, whether or not the wait for the answer heeds a cancellation.
+        let answered = Latch()
+        let asking = Task {
+            if (try? await session.unsubscribe(from: probe)) != nil { _ = answered.open() }
+        }
+        defer { asking.cancel() }
+        return await answered.wait(timeout: .seconds(1))
     }
 
     /// Whether this process still holds the data directory's lease, as the file says now; tells the lifecycle when not.
