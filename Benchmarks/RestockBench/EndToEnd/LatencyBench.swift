@@ -18,6 +18,11 @@ struct LatencyBench {
         var p50 = Samples(), p99 = Samples(), max = Samples()
         /// The median `fdatasync` on the store's data disk in each run (``DiskSync``), in µs; on SQLite only.
         var fdatasync = Samples()
+        /// The same, one every half period: the pace of the store's log syncs in B4 (the restock's and the reset's).
+        var pacedFdatasync = Samples()
+        /// The median round trip of an UNSUBSCRIBE answered by the broker, from a connected client of the project's
+        /// own, in each run, in µs: what the store's delivery fence waits for after the log's sync.
+        var brokerRoundTrip = Samples()
         /// The median statement committed by `pgbench` in each run (``DatabaseRoundTrip``), in µs; on PostgreSQL only.
         var databaseRoundTrip = Samples()
 
@@ -59,7 +64,12 @@ struct LatencyBench {
             let toolsRun = try await measure(echo.log, send: { index in pinger.write(line: "ping-\(run)-\(index)") })
             result.store.append(storeRun)
             result.tools.append(toolsRun)
-            if let directory = state.dataDirectory { result.store.fdatasync.append(try DiskSync.medianMicroseconds(in: directory)) }
+            if let directory = state.dataDirectory {
+                result.store.fdatasync.append(try await DiskSync.medianMicroseconds(in: directory))
+                result.store.pacedFdatasync.append(
+                    try await DiskSync.medianMicroseconds(in: directory, pace: .nanoseconds(Int64(Self.period / 2))))
+            }
+            result.store.brokerRoundTrip.append(try await Self.unsubscribeRoundTrip(of: admin))
             if let postgres { result.store.databaseRoundTrip.append(try await DatabaseRoundTrip.medianMicroseconds(on: postgres)) }
             say("  B4\(postgres == nil ? "" : " on PostgreSQL") run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs")
         }
@@ -77,6 +87,18 @@ struct LatencyBench {
             let latency = try await run(say: say, postgres: server)
             return (latency.store, latency.tools, try await TakeoverBench(runs: runs).run(say: say, postgres: server))
         }
+    }
+
+    /// The median of 200 UNSUBSCRIBEs of a filter nothing subscribes, each answered, in µs: the round trip the store's
+    /// delivery fence makes (its probe) between the log's sync and the alert.
+    private static func unsubscribeRoundTrip(of client: MQTTClient) async throws -> Double {
+        var samples = Samples()
+        for _ in 0..<200 {
+            let start = nanoseconds()
+            try await client.unsubscribe(from: "bench/probe")
+            samples.append(Double(nanoseconds() - start) / 1_000)
+        }
+        return samples.median
     }
 
     private func tool(_ broker: MosquittoBroker, topic: String) throws -> PipedProcess {
