@@ -89,7 +89,7 @@ extension StoreService {
                 alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
             ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry, clock: timing.clock),
             AdminQueries(
-                client: wiring.publisher, topics: topics, storage: storage, clock: clock, logger: logger, metrics: metrics,
+                client: wiring.publisher, reports: wiring.adminReports, lists: wiring.adminLists, topics: topics, storage: storage, clock: clock, logger: logger, metrics: metrics,
                 gaugeInterval: .seconds(60)),
             ApplyStage(
                 processor: processor, storage: storage, wakeups: wiring.requestWakeups, republishRequested: wiring.republish,

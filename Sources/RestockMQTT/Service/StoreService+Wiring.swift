@@ -18,6 +18,9 @@ extension StoreService {
         let publisher: any BrokerConnection
         let publisherEvents: AsyncStream<MQTTConnectionEvent>
         let statusAndClaim: AsyncStream<MQTTMessage>
+        /// The admin's questions (the report, the dead-letter list), taken on the publishing connection: made with it, so
+        /// that none that arrives once the subscriptions are made is missed.
+        let adminReports: AsyncStream<MQTTMessage>, adminLists: AsyncStream<MQTTMessage>
         let journaled: HandOff<JournaledRequest>
         let committed: HandOff<CommittedPublication>
         /// Holds what requests led to until the broker confirms they were delivered to this store alone.
@@ -63,6 +66,8 @@ extension StoreService {
                 reconnection: .automatic, journal: nil, writeGate: gate)
             publisherEvents = publisher.connectionEvents()
             statusAndClaim = try publisher.messages(matching: "\(topics.root)/+")
+            adminReports = try publisher.messages(matching: topics.adminReport)
+            adminLists = try publisher.messages(matching: topics.adminDeadLetters)
 
             session = try service.connector.connection(
                 clientID: StoreService.clientID(for: store, prefix: topics.prefix), session: .persistent, will: nil, reconnection: .whenAllowed,

@@ -383,6 +383,11 @@ public final class StoreService: Service, Sendable {
             try await wiring.publisher.subscribe(to: self.topics.status, retrying: .default)
             try await wiring.publisher.subscribe(to: self.topics.claim, retrying: .default)
             wiring.liveness.subscribed()
+            // The admin's questions, before the store says online: its client asks as soon as it is (on this connection's
+            // clean session, a question sent before the subscription is lost; found in CI, all four of a test's).
+            for filter in [self.topics.adminReport, self.topics.adminDeadLetters] {
+                try await wiring.publisher.subscribe(to: filter, qos: .atLeastOnce, options: AdminQueries.subscriptionOptions, retrying: .default)
+            }
         }
     }
 

@@ -13,6 +13,9 @@ import ServiceLifecycle
 /// refreshes the report's gauges in `/metrics`.
 struct AdminQueries: Service {
     let client: any BrokerConnection
+    /// The questions, from streams made with the connection; the start subscribes to them before the store says online.
+    let reports: AsyncStream<MQTTMessage>
+    let lists: AsyncStream<MQTTMessage>
     let topics: RestockTopics
     let storage: any StoreStorage
     let clock: @Sendable () -> Date
@@ -21,25 +24,13 @@ struct AdminQueries: Service {
     /// How often the report's gauges are refreshed.
     let gaugeInterval: Duration
 
+    /// As the session's request subscriptions: no retained question at subscribe (v5), and a retained one that still
+    /// arrives keeps its flag, so that it is refused as every retained request is.
+    static let subscriptionOptions = MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true)
+
     func run() async throws {
-        let reports = try client.messages(matching: topics.adminReport)
-        let lists = try client.messages(matching: topics.adminDeadLetters)
-        // A connection down right now is no reason to stop the store: the client makes its subscriptions again when it
-        // connects again, and the admin's client waits for the store to be online before it asks.
-        for filter in [topics.adminReport, topics.adminDeadLetters] {
-            do {
-                // As the session's request subscriptions: no retained question at subscribe (v5), and a retained one that
-                // still arrives keeps its flag, so that it is refused as every retained request is.
-                try await client.subscribe(
-                    to: filter, qos: .atLeastOnce, options: MQTTSubscriptionOptions(retainHandling: .doNotSend, retainAsPublished: true))
-            } catch is CancellationError {
-                return  // the store stops
-            } catch {
-                logger.warning(
-                    "cannot subscribe to the admin's questions now; they are answered once the broker has the subscription",
-                    metadata: [StoreLoggingKeys.topic: "\(filter)", StoreLoggingKeys.error: "\(error)"])
-            }
-        }
+        // Subscribed by the start, before the store said online; the client makes the subscriptions again when its
+        // connection comes back.
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await message in reports { await self.answer(message, report: true) } }
