@@ -53,8 +53,7 @@ struct StoreState: Sendable {
         // the bound are left out before anything counts on from them (StoreSnapshot).
         let bound = StoreSnapshot.maximumCounter
         let taken = snapshot.watches.contains { $0.position > bound } ? snapshot.watches.filter { $0.position <= bound } : snapshot.watches
-        let inOrder = zip(taken, taken.dropFirst()).allSatisfy { $0.position < $1.position }
-        let watches = inOrder ? taken : taken.sorted { $0.position < $1.position }
+        let watches = Watch.inPositionOrder(taken)
         let (kept, watchlists) = Self.inParallel(
             watches.count >= 10_000, { Self.fill(&shelves, with: watches) }, { Self.watchlists(of: watches) })
         self.shelves = shelves

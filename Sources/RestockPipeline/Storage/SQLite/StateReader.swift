@@ -11,12 +11,29 @@ struct StateReader: Sendable {
     private let reader: any DatabaseReader
     /// The file, as its errors name it.
     let path: String
+    /// The store's own pool, whose writer this process alone uses (``StoreDatabase``): a snapshot holds it, so that no
+    /// commit comes between its reads, and reads a large table of watches in halves over two of its connections at
+    /// once (docs/benchmarks.md, B2). `nil`: one connection reads it all.
+    private let ownPool: DatabasePool?
+    /// From how many watches the table is read in halves.
+    private let splitAbove: Int
 
     /// A reader of the store's state in `reader`, whose schema is ready (``StateSchema``).
     /// - Parameter path: The path errors name; the reader's own when `nil`.
     init(_ reader: any DatabaseReader, path: String? = nil) {
         self.reader = reader
         self.path = path ?? reader.path
+        ownPool = nil
+        splitAbove = .max
+    }
+
+    /// A reader of the store's state in `pool`, the store's own (see ``ownPool``), which reads a table of at least
+    /// `splitAbove` watches in halves.
+    init(owning pool: DatabasePool, splitAbove: Int = WatchTable.splitAbove) {
+        reader = pool
+        path = pool.path
+        ownPool = pool
+        self.splitAbove = splitAbove
     }
 
     /// Reads the state; a failure names the file.
@@ -27,33 +44,43 @@ struct StateReader: Sendable {
     /// Everything the store needs to carry on, and a description of each row left out: rows that do not hold a valid
     /// watch, inventory or counter record (a file changed by hand, or damaged).
     func snapshot() throws(StorageError) -> (snapshot: StoreSnapshot, skipped: [String]) {
-        try read { db in
-            var skipped: [String] = []
-            var snapshot = StoreSnapshot(watches: try WatchTable.load(db, skipped: &skipped))
-            // Each row is decoded without trapping, and checked: the file is outside input.
-            for (row, record) in try Self.inventoryRows(db) {
-                guard let (sku, quantity) = record else {
-                    skipped.append("inventory \(Self.describe(row, values: 2))")
-                    continue
-                }
-                snapshot.inventory[sku] = quantity
+        guard let pool = ownPool else { return try read { db in try Self.snapshot(db) { try WatchTable.load($0, skipped: &$1) } } }
+        return try storageAccess(.read, path) {
+            try pool.writeWithoutTransaction { _ in
+                try pool.read { db in try Self.snapshot(db) { try WatchTable.load($0, halvesOver: pool, splitAbove: splitAbove, skipped: &$1) } }
             }
-            var counters: [String: UInt64] = [:]
-            for row in try Row.fetchAll(db, CounterRecord.all()) {
-                // How far the log is synced is read on its own, and may be 0.
-                if row[CounterRecord.Columns.name] as String? == CounterRecord.Name.journalSyncedThrough.rawValue { continue }
-                guard let record = try? CounterRecord(row: row), StoredValues.isCounter(Int64(truncatingIfNeeded: record.value)) else {
-                    skipped.append("counter \(Self.describe(row))")
-                    continue
-                }
-                counters[record.name] = UInt64(record.value)
-            }
-            // Never behind what the rows hold, skipped ones included: a position is never given out twice.
-            let highest = try WatchTable.highestPosition(db)
-            snapshot.nextPosition = max(counters[CounterRecord.Name.nextPosition.rawValue] ?? 1, UInt64(max(highest, 0)) &+ 1)
-            snapshot.nextAlertSequence = counters[CounterRecord.Name.nextAlertSequence.rawValue] ?? 1
-            return (snapshot, skipped)
         }
+    }
+
+    /// The snapshot in `db`, its watches read by `watches`.
+    private static func snapshot(
+        _ db: Database, watches: (Database, inout [String]) throws -> [Watch]
+    ) throws -> (snapshot: StoreSnapshot, skipped: [String]) {
+        var skipped: [String] = []
+        var snapshot = StoreSnapshot(watches: try watches(db, &skipped))
+        // Each row is decoded without trapping, and checked: the file is outside input.
+        for (row, record) in try Self.inventoryRows(db) {
+            guard let (sku, quantity) = record else {
+                skipped.append("inventory \(Self.describe(row, values: 2))")
+                continue
+            }
+            snapshot.inventory[sku] = quantity
+        }
+        var counters: [String: UInt64] = [:]
+        for row in try Row.fetchAll(db, CounterRecord.all()) {
+            // How far the log is synced is read on its own, and may be 0.
+            if row[CounterRecord.Columns.name] as String? == CounterRecord.Name.journalSyncedThrough.rawValue { continue }
+            guard let record = try? CounterRecord(row: row), StoredValues.isCounter(Int64(truncatingIfNeeded: record.value)) else {
+                skipped.append("counter \(Self.describe(row))")
+                continue
+            }
+            counters[record.name] = UInt64(record.value)
+        }
+        // Never behind what the rows hold, skipped ones included: a position is never given out twice.
+        let highest = try WatchTable.highestPosition(db)
+        snapshot.nextPosition = max(counters[CounterRecord.Name.nextPosition.rawValue] ?? 1, UInt64(max(highest, 0)) &+ 1)
+        snapshot.nextAlertSequence = counters[CounterRecord.Name.nextAlertSequence.rawValue] ?? 1
+        return (snapshot, skipped)
     }
 
     /// A row's values (its first `values`, when given), for a line that says it was left out.

@@ -106,7 +106,7 @@ package final class StoreDatabase: StoreStorage {
             try lease.acquire(for: instance, seen: held == nil ? seen ?? lease.holder() : lease.holder(), holdsLock: held != nil, at: now)
         }
         state = StorageFile(pool)
-        reader = StateReader(pool)
+        reader = StateReader(owning: pool)
         writer = StateWriter(pool, fence: fence)
         meta = StoreMeta(pool)
         deadLetterTable = DeadLetters(pool, fence: fence)

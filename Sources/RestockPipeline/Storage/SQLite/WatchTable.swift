@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 import GRDB
 import GRDBSQLite
 import RestockCore
+import Synchronization
 
 /// The `watch` table of the store's state, and its two hot paths: the restore of every watch at start-up (up to
 /// 1,000,000 of them) and the writes of a commit (thousands of rows in one transaction).
@@ -69,19 +71,65 @@ enum WatchTable {
     /// Every valid watch, in position order; a row that holds no valid watch (a file changed by hand, or damaged) is
     /// described in `skipped` instead.
     ///
-    /// The table is read in its own order, which is position order unless it was rebuilt (a watch is written at its
-    /// position's turn): walking the position index instead costs a lookup in the table per row, the read's largest
-    /// cost with a million watches (docs/benchmarks.md, B2). Rows out of order are sorted once read.
+    /// The table is read in its own order, which is position order unless it was rebuilt, or written by commits (they
+    /// write in key order): walking the position index instead costs a lookup in the table per row, the read's largest
+    /// cost with a million watches (docs/benchmarks.md, B2). Rows out of order are put in order once read
+    /// (``Watch/inPositionOrder(_:)``).
     static func load(_ db: Database, skipped: inout [String]) throws -> [Watch] {
+        Watch.inPositionOrder(try load(db, rows: nil, capacity: count(db), skipped: &skipped))
+    }
+
+    /// ``load(_:skipped:)`` over two connections of `pool` at once when the table holds `splitAbove` rows or more (one
+    /// core reads each half of its rows by rowid): `db`, a connection of `pool` in a read transaction, reads the first
+    /// half; a second, on a thread of its own, the rest. The caller keeps the rows still meanwhile (``StateReader``: it
+    /// holds the pool's writer).
+    static func load(_ db: Database, halvesOver pool: DatabasePool, splitAbove: Int, skipped: inout [String]) throws -> [Watch] {
+        let rows = try count(db)
+        guard rows >= splitAbove, let (first, last) = try rowRange(db), first < last else { return try load(db, skipped: &skipped) }
+        // Rowids are the file's: any two Int64s. The middle is taken without overflow.
+        let middle = Int64(Int128(first) + (Int128(last) - Int128(first)) / 2)
+        let capacity = rows / 2 + 1
+        let secondHalf = HalfRead()
+        DispatchQueue.global().async {
+            secondHalf.finish(
+                Result {
+                    try pool.read { db in
+                        var skipped: [String] = []
+                        return (try load(db, rows: (middle + 1)...last, capacity: capacity, skipped: &skipped), skipped)
+                    }
+                })
+        }
+        let firstHalf = Result { try load(db, rows: first...middle, capacity: capacity, skipped: &skipped) }
+        // Waited for even when the first half failed: nothing reads on once this returns.
+        let (rest, restSkipped) = try secondHalf.wait().get()
+        skipped += restSkipped
+        return Watch.inPositionOrder(joining: [try firstHalf.get(), rest])
+    }
+
+    /// From how many rows the table is read in halves; below, a thread and a second connection's transaction cost more
+    /// than they save.
+    static let splitAbove = 50_000
+
+    /// The lowest and highest rowid of the table; `nil` when it is empty.
+    private static func rowRange(_ db: Database) throws -> (Int64, Int64)? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT MIN(rowid), MAX(rowid) FROM \(name)"),
+            let first = row[0] as Int64?, let last = row[1] as Int64?
+        else { return nil }
+        return (first, last)
+    }
+
+    /// The valid watches of the rows whose rowid is in `rows` (every row when `nil`), in the table's order, in an array
+    /// made for `capacity`.
+    private static func load(_ db: Database, rows: ClosedRange<Int64>?, capacity: Int, skipped: inout [String]) throws -> [Watch] {
         var watches: [Watch] = []
-        watches.reserveCapacity(try count(db))
-        let statement = try db.makeStatement(sql: "SELECT \(columnList) FROM \(name)")
+        watches.reserveCapacity(capacity)
+        let statement = try db.makeStatement(sql: "SELECT \(columnList) FROM \(name)\(rows == nil ? "" : " WHERE rowid BETWEEN ? AND ?")")
+        if let rows { statement.arguments = [rows.lowerBound, rows.upperBound] }
         let at = try Layout(statement)
-        let rows = try Row.fetchCursor(statement)
+        let cursor = try Row.fetchCursor(statement)
         // Watches of one SKU come in runs: its identifier is checked once per run, and shared.
         var lastSKU: SKU?
-        var inOrder = true
-        while let row = try rows.next() {
+        while let row = try cursor.next() {
             // Each value's type is checked (a file changed by hand may hold anything), so that a valid row's values
             // are read straight from the statement, without a DatabaseValue each.
             let sqlite = statement.sqliteStatement
@@ -99,14 +147,12 @@ enum WatchTable {
                 skipped.append("watch \(values.map(\.description).joined(separator: ", "))")
                 continue
             }
-            if let last = watches.last, last.position >= UInt64(position) { inOrder = false }
             watches.append(
                 Watch(
                     customer: customer, sku: sku, mode: mode, minQuantity: Int(minQuantity), position: UInt64(position),
                     since: Date(timeIntervalSinceReferenceDate: since), isWaiting: try row.decode(Int64.self, atIndex: at.waiting) != 0,
                     expiresAt: expiresAt.map(Date.init(timeIntervalSinceReferenceDate:))))
         }
-        if !inOrder { watches.sort { $0.position < $1.position } }
         return watches
     }
 
@@ -242,5 +288,21 @@ enum WatchTable {
     /// `[1,2,3]`: positions for `json_each`.
     private static func jsonArray(_ positions: [UInt64]) -> String {
         "[" + positions.map(String.init).joined(separator: ",") + "]"
+    }
+}
+
+/// The second half of a split read, handed from its thread to the one that waits for it.
+private final class HalfRead: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let result = Mutex<Result<([Watch], [String]), any Error>?>(nil)
+
+    func finish(_ value: Result<([Watch], [String]), any Error>) {
+        result.withLock { $0 = value }
+        done.signal()
+    }
+
+    func wait() -> Result<([Watch], [String]), any Error> {
+        done.wait()
+        return result.withLock { $0! }
     }
 }
