@@ -19,6 +19,10 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A subscribe would add a watch to a store that holds `watches` watches, at least its ``Store/maximumWatches``
     /// (`limit`). More than the limit only after a restore, or a lowered limit.
     case storeFull(watches: Int, limit: Int)
+    /// A subscribe would give a new watch a position, and the store has given out the last one a watch may take
+    /// (``StoreSnapshot/maximumCounter``): only a store restored from a file that holds a watch at that position, since a
+    /// store gives out one position per new watch. Answered with the code of ``storeFull(watches:limit:)``.
+    case noPositionLeft
     /// The store-wide watch limit is outside ``Store/maximumWatchesRange``.
     case invalidMaximumWatches(Int)
 
@@ -35,7 +39,7 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidMinQuantity: .invalidMinQuantity
         case .stockChangeOutOfRange, .quantityOutOfRange: .invalidQuantity
         case .tooManyWatches: .tooManyWatches
-        case .storeFull: .storeFull
+        case .storeFull, .noPositionLeft: .storeFull
         case .invalidAlertsPerUnit, .invalidMaximumWatchesPerCustomer, .invalidMaximumWatches: nil
         }
     }
@@ -72,6 +76,8 @@ public enum RestockError: Error, Equatable, Sendable, CustomStringConvertible {
             "invalid maximumWatches \(value): use \(Store.maximumWatchesRange.lowerBound) through \(Store.maximumWatchesRange.upperBound), or none"
         case .storeFull(let watches, let limit):
             "the store holds \(watches) watches, the most it may hold (\(limit)): no new watch is taken until others end; watches already held may still change their terms or be unsubscribed"
+        case .noPositionLeft:
+            "the store has given out the last position a watch may take (\(StoreSnapshot.maximumCounter)): no new watch is taken; watches already held may still change their terms or be unsubscribed"
         case .tooManyWatches(let customer, let watching, let limit) where watching > limit:
             // Only a restored store (older data, or a lowered limit) has a customer over the limit.
             "\(customer) already watches \(watching) SKUs, more than the \(limit) one customer may watch: unsubscribe from \(watching - limit + 1) first"

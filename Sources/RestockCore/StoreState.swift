@@ -193,6 +193,10 @@ struct StoreState: Sendable {
             if let maximumWatches, watchCount >= maximumWatches, !alertedAndGone {
                 throw .storeFull(watches: watchCount, limit: maximumWatches)
             }
+            // Every new watch takes a position, even one alerted at once and not kept (its alert carries it). Past the
+            // last one a restore would leave the watch out, and give its position again (found by an outside trial: a
+            // watch at 2^62 in a file changed by hand; the next subscribe was acknowledged, and lost at the restart).
+            guard nextPosition <= StoreSnapshot.maximumCounter else { throw .noPositionLeft }
         }
 
         var watch: Watch

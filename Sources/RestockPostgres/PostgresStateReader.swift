@@ -53,7 +53,7 @@ struct PostgresStateReader {
         var counters: [String: UInt64] = [:]
         for row in try statements.query("SELECT name, value FROM restock_counter WHERE store = \(store)") {
             let (name, value) = try row.decode((String, Int64).self)
-            guard StoredValues.isCounter(value) else {
+            guard StoredValues.isNextCounter(value) else {
                 skipped.append("counter \(name), \(value)")
                 continue
             }

@@ -258,4 +258,21 @@ struct StoreWideWatchLimitTests {
         #expect(store.watchCount == 5)
         #expect(throws: RestockError.storeFull(watches: 5, limit: 3)) { try store.subscribe(customer("new"), to: sku("tv")) }
     }
+
+    @Test("a store restored with a watch at the last position takes no new watch, refused store-full and changing nothing, not even one alerted at once; held watches may change terms or go (found by an outside trial: the next subscribe was taken past the last position, acknowledged, and lost at the restart)")
+    func noPositionLeft() throws {
+        let last = StoreSnapshot.maximumCounter
+        let edge = Watch(customer: customer("edge"), sku: sku("tv"), mode: .once, minQuantity: 1, position: last, since: fixedDate)
+        let store = try store(holding: nil, restoring: StoreSnapshot(watches: [edge], inventory: [sku("radio"): 3]))
+        #expect(store.counters.nextPosition == last + 1)
+        let before = store.snapshot
+        #expect(throws: RestockError.noPositionLeft) { try store.subscribe(customer("carol"), to: sku("tv")) }
+        #expect(throws: RestockError.noPositionLeft) { try store.subscribe(customer("carol"), to: sku("radio")) }
+        #expect(store.snapshot == before)
+        #expect(try store.subscribe(customer("edge"), to: sku("tv"), mode: .every).watch.position == last)
+        #expect(store.unsubscribe(customer("edge"), from: sku("tv")) != nil)
+        #expect(throws: RestockError.noPositionLeft) { try store.subscribe(customer("edge"), to: sku("tv")) }
+        let error = RestockError.noPositionLeft
+        #expect(error.refusalCode == .storeFull && error.description.contains("the last position a watch may take (\(last))"))
+    }
 }

@@ -99,6 +99,22 @@ struct StateStorageTests {
         ])
     }
 
+    @Test("a store that gave out the last position keeps its watch there and its next position one past it, read back with nothing skipped, and takes no new watch after a restart (found by an outside trial: the counter one past was skipped, and a watch given that position lost)")
+    func lastPositionGivenOut() throws {
+        let queue = try Self.state()
+        let last = StoreSnapshot.maximumCounter
+        var changes = StoreChanges()
+        changes.save(Self.watch("edge", "ipad", position: last))
+        changes.counters = (nextPosition: last + 1, nextAlertSequence: last + 1)
+        try StateWriter(queue).commit(changes, messages: [])
+        let (snapshot, skipped) = try StateReader(queue).snapshot()
+        #expect(skipped.isEmpty, "\(skipped)")
+        #expect(snapshot.watches.map(\.position) == [last] && snapshot.nextPosition == last + 1)
+        let store = try Store(id: StoreID("apple"), restoring: snapshot)
+        #expect(throws: RestockError.noPositionLeft) { try store.subscribe(customer("carol"), to: sku("ipad")) }
+        #expect(store.counters.nextPosition == last + 1)
+    }
+
     @Test("rows stored out of position order (a table rebuilt by hand) are read in position order: the restore reads the table in its own order, not through the position index")
     func rowsOutOfOrderSorted() throws {
         let queue = try Self.state()

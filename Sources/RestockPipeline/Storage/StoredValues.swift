@@ -13,6 +13,10 @@ package enum StoredValues {
     /// A position or counter the store can carry on from.
     package static func isCounter(_ value: Int64) -> Bool { value > 0 && value <= maximumCounter }
 
+    /// A counter of the next position or alert sequence: up to one past the last (a store that gave out the last
+    /// position records the next as one past it, and takes no new watch: ``RestockError/noPositionLeft``).
+    package static func isNextCounter(_ value: Int64) -> Bool { value > 0 && value <= maximumCounter + 1 }
+
     /// The times taken for a watch's `since` and `expiresAt`, in seconds since 2001-01-01 (as `Date` keeps them):
     /// 1970 through 9999, the years an RFC 3339 timestamp in a payload can say (a request's `expiresAt` likewise).
     package static let dates: Range<Double> =

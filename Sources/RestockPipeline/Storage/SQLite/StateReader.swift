@@ -70,7 +70,7 @@ struct StateReader: Sendable {
         for row in try Row.fetchAll(db, CounterRecord.all()) {
             // How far the log is synced is read on its own, and may be 0.
             if row[CounterRecord.Columns.name] as String? == CounterRecord.Name.journalSyncedThrough.rawValue { continue }
-            guard let record = try? CounterRecord(row: row), StoredValues.isCounter(Int64(truncatingIfNeeded: record.value)) else {
+            guard let record = try? CounterRecord(row: row), StoredValues.isNextCounter(Int64(truncatingIfNeeded: record.value)) else {
                 skipped.append("counter \(Self.describe(row))")
                 continue
             }
