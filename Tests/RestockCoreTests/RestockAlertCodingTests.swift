@@ -18,17 +18,17 @@ struct RestockAlertCodingTests {
         )
     }
 
-    @Test("a store's own alert, written directly, is byte for byte what the JSON encoder writes")
-    func directWritingMatchesEncoder() throws {
+    @Test("a store's own alert, written directly, is byte for byte what the JSON encoder writes, with an epoch or without", arguments: [nil, "7f3a9c2e41d0"])
+    func directWritingMatchesEncoder(epoch: String?) throws {
         let raised = RestockAlert(
-            store: storeID(), sequence: 42, customer: customer("alice.b_c-9"), sku: sku("iphone-15"), quantity: 1_000_000,
+            store: storeID(), epoch: epoch, sequence: 42, customer: customer("alice.b_c-9"), sku: sku("iphone-15"), quantity: 1_000_000,
             position: 18_446_744_073_709_551_615, at: Date(timeIntervalSince1970: 1_795_000_000.125))
         let direct = raised.jsonData()
         let encoded = try PayloadCoding.encoder.encode(raised)
         #expect(String(decoding: direct, as: UTF8.self) == String(decoding: encoded, as: UTF8.self))
         let decoded = try RestockAlert(jsonData: direct)
         #expect(decoded == raised)
-        #expect(decoded.id == "apple-42" && decoded.message == raised.message)
+        #expect(decoded.id == (epoch.map { "apple-\($0)-42" } ?? "apple-42") && decoded.message == raised.message)
     }
 
     @Test("an alert with a message of its own is escaped by the encoder")

@@ -42,6 +42,10 @@ struct OutboxPublisher: Service {
 
     /// How many messages are read and kept in flight at once.
     static let round = 1_000
+    /// How many the first round of a drain reads: its first message leaves once the round is read (a round of alerts
+    /// is expanded and written out first: 2.5-4 ms for 1,000 on this project's machine), and the next, full, round
+    /// follows at once.
+    static let firstRound = 64
 
     init(
         client: any BrokerConnection, storage: any StoreStorage, committed: HandOff<CommittedPublication>, fence: DeliveryFence,
@@ -132,6 +136,7 @@ struct OutboxPublisher: Service {
     @discardableResult
     private func drain(_ reader: OutboxReader) async throws -> Int {
         var total = 0
+        var roundSize = Self.firstRound
         while !Task.isCancelled, !stopping.hasPassed {
             var awaiting: [(Outgoing, BrokerAcknowledgement)] = []
             var sentAt = ContinuousClock.now
@@ -145,7 +150,8 @@ struct OutboxPublisher: Service {
                     try await waitForTheSession()
                     try checkLease()
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
-                    let round = try reader.next(Self.round)
+                    let round = try reader.next(roundSize)
+                    roundSize = Self.round
                     let now = ContinuousClock.now
                     // Queued one after another, so they leave in order; acknowledged in any order.
                     let sent = try round.map { message in
