@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The rules of docs/contract.md, "Semantics" over plain values: watches, inventory, counters; and the in-process
 /// observers, whose slots the watches carry. ``Store`` keeps one under its lock.
@@ -124,7 +123,7 @@ struct StoreState: Sendable {
         _ worthIt: Bool, _ first: () -> A, _ second: @escaping @Sendable () -> B
     ) -> (A, B) {
         guard worthIt else { return (first(), second()) }
-        let other = Handoff<B>()
+        let other = ThreadResult<B>()
         DispatchQueue.global().async { other.finish(second()) }
         let mine = first()
         return (mine, other.wait())
@@ -338,21 +337,5 @@ struct StoreState: Sendable {
     private mutating func forget(_ customer: CustomerID, _ sku: SKU) {
         watchCount -= 1
         if watchlists[customer]?.remove(sku) == false { watchlists[customer] = nil }
-    }
-}
-
-/// A value made on another thread, waited for on this one.
-private final class Handoff<Value: Sendable>: Sendable {
-    private let value = Mutex<Value?>(nil)
-    private let done = DispatchSemaphore(value: 0)
-
-    func finish(_ made: Value) {
-        value.withLock { $0 = made }
-        done.signal()
-    }
-
-    func wait() -> Value {
-        done.wait()
-        return value.withLock { $0.take()! }
     }
 }

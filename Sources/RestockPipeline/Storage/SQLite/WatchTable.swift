@@ -3,7 +3,6 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import RestockCore
-import Synchronization
 
 /// The `watch` table of the store's state, and its two hot paths: the restore of every watch at start-up (up to
 /// 1,000,000 of them) and the writes of a commit (thousands of rows in one transaction).
@@ -89,7 +88,7 @@ enum WatchTable {
         // Rowids are the file's: any two Int64s. The middle is taken without overflow.
         let middle = Int64(Int128(first) + (Int128(last) - Int128(first)) / 2)
         let capacity = rows / 2 + 1
-        let secondHalf = HalfRead()
+        let secondHalf = ThreadResult<Result<([Watch], [String]), any Error>>()
         DispatchQueue.global().async {
             secondHalf.finish(
                 Result {
@@ -291,18 +290,3 @@ enum WatchTable {
     }
 }
 
-/// The second half of a split read, handed from its thread to the one that waits for it.
-private final class HalfRead: Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let result = Mutex<Result<([Watch], [String]), any Error>?>(nil)
-
-    func finish(_ value: Result<([Watch], [String]), any Error>) {
-        result.withLock { $0 = value }
-        done.signal()
-    }
-
-    func wait() -> Result<([Watch], [String]), any Error> {
-        done.wait()
-        return result.withLock { $0! }
-    }
-}
