@@ -6,15 +6,16 @@ extension PostgresStorage {
     /// `restock export --database`: every watch of `store` through `write`, a JSON line each (``WatchExportLine``, as from
     /// a data directory), in position order, read in one snapshot of the database (``snapshot(of:)``) on a thread of its
     /// own. It takes no lease and writes nothing: safe while the store runs.
-    /// - Returns: How many watches it wrote.
+    /// - Returns: How many watches it wrote, and a description of each row it left out (any row of the store's state that
+    ///   holds no valid record, as the store's start leaves it out).
     /// - Throws: ``RestockMQTTError/backupRefused(_:)`` when the database holds no state of `store`; a newer schema's
     ///   refusal; a ``StorageError`` naming the database when it cannot be read; what `write` throws.
-    package func exportWatches(of store: StoreID, _ write: (Data) throws -> Void) async throws -> Int {
+    package func exportWatches(of store: StoreID, _ write: (Data) throws -> Void) async throws -> WatchExportCount {
         try await withTaskExecutorPreference(PipelineExecutor(label: "restock.export")) {
-            guard let snapshot = try snapshot(of: store) else {
+            guard let (snapshot, skipped) = try reading(store, { try $0.snapshot() }) else {
                 throw RestockMQTTError.backupRefused("\(location) holds no state of store \(store): has `restock serve --store \(store) --database …` run on it?")
             }
-            return try WatchExportLine.write(snapshot.watches, of: store.rawValue, to: write)
+            return WatchExportCount(written: try WatchExportLine.write(snapshot.watches, of: store.rawValue, to: write), leftOut: skipped)
         }
     }
 

@@ -61,16 +61,29 @@ extension Restock {
                 output = FileHandle.standardOutput
             }
             defer { if to != nil { try? output.close() } }
-            let count: Int
+            let count: WatchExportCount
             let from: String
             if let (database, store) = try source() {
                 count = try await WatchExportLine.buffered(to: output) { write in try await database.exportWatches(of: store, write) }
                 from = "store \(store) of \(database.location)"
             } else {
-                count = try await StoreExport.watches(from: URL(fileURLWithPath: data ?? ""), to: output)
+                var leftOut: [String] = []
+                let written = try await StoreExport.watches(from: URL(fileURLWithPath: data ?? ""), to: output) { leftOut.append($0) }
+                count = WatchExportCount(written: written, leftOut: leftOut)
                 from = data ?? ""
             }
-            if let to { StandardStreams.printError("exported \(count) watches of \(from) to \(to)") }
+            // As the store's start says it (the first rows named, then how many), on stderr: the lines on stdout are
+            // the watches only.
+            for row in count.leftOut.prefix(Self.rowsNamed) {
+                StandardStreams.printError("warning: left out a row that holds no valid record, as the store does at start: \(row)")
+            }
+            if count.leftOut.count > Self.rowsNamed {
+                StandardStreams.printError("warning: left out \(count.leftOut.count) rows that hold no valid record in all")
+            }
+            if let to { StandardStreams.printError("exported \(count.written) watches of \(from) to \(to)") }
         }
+
+        /// How many left-out rows are named, one line each, before their count.
+        static let rowsNamed = 20
     }
 }

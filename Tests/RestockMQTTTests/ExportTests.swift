@@ -1,5 +1,6 @@
 import Deadlines
 import Foundation
+import GRDB
 import LocalBroker
 import RestockCore
 import RestockMQTT
@@ -47,5 +48,39 @@ struct ExportTests {
         #expect(missing.status != 0)
         #expect(missing.standardError.split(separator: "\n").count == 1 && missing.standardError.contains("holds no store"), "\(missing.standardError)")
         try await store.send(SIGTERM)
+    }
+
+    @Test("rows that hold no valid watch are left out of the lines and named on stderr, the first 20, then how many in all; the valid ones are written")
+    func leftOutRowsNamed() async throws {
+        let directory = try temporaryDirectory("restock-export")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let valid = try ["alice", "bob", "carol"].enumerated().map { index, name in
+            Watch(customer: try CustomerID(name), sku: try SKU("tv"), mode: .once, minQuantity: 1, position: UInt64(index + 1), since: Date(timeIntervalSince1970: 1_800_000_000))
+        }
+        try StoreSeeding.write(valid, into: directory)
+        let damage = { (rows: ClosedRange<Int>) in
+            let queue = try DatabaseQueue(path: directory.appendingPathComponent("store.sqlite").path)
+            try queue.write { db in
+                for row in rows { try db.execute(sql: "INSERT INTO watch VALUES ('bad id \(row)!', 'tv', 'once', 1, \(900 + row), 0, 1, NULL)") }
+            }
+        }
+
+        try damage(1...2)
+        let two = try await ChildProcess.run(restockExecutable, ["export", "--data", directory.path], within: 60)
+        #expect(two.status == 0, "\(two.standardError)")
+        #expect(try two.standardOutput.split(separator: "\n").map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)).customer } == ["alice", "bob", "carol"])
+        let named = two.standardError.split(separator: "\n")
+        #expect(named.count == 2 && named.allSatisfy { $0.hasPrefix("warning: left out a row") }, "\(two.standardError)")
+        #expect(named.first?.contains("bad id 1!") == true && named.last?.contains("bad id 2!") == true, "\(two.standardError)")
+
+        try damage(3...25)
+        let output = directory.appendingPathComponent("watches.jsonl")
+        let many = try await ChildProcess.run(restockExecutable, ["export", "--data", directory.path, "--to", output.path], within: 60)
+        #expect(many.status == 0, "\(many.standardError)")
+        #expect(try String(contentsOf: output, encoding: .utf8).split(separator: "\n").count == 3)
+        let lines = many.standardError.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("warning: left out a row") }.count == 20, "\(many.standardError)")
+        #expect(lines.contains("warning: left out 25 rows that hold no valid record in all"), "\(many.standardError)")
+        #expect(lines.last?.hasPrefix("exported 3 watches of ") == true, "\(many.standardError)")
     }
 }

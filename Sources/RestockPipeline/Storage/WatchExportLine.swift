@@ -40,7 +40,7 @@ package struct WatchExportLine: Encodable {
     }
 
     /// Runs `export` with a writer that hands `output` what it writes 64 KiB at a time; returns what `export` returns.
-    package static func buffered(to output: FileHandle, _ export: ((Data) throws -> Void) async throws -> Int) async throws -> Int {
+    package static func buffered<Count>(to output: FileHandle, _ export: ((Data) throws -> Void) async throws -> Count) async throws -> Count {
         var buffer = Data()
         let count = try await export { line in
             buffer.append(line)
@@ -51,5 +51,19 @@ package struct WatchExportLine: Encodable {
         }
         try output.write(contentsOf: buffer)
         return count
+    }
+}
+
+/// What an export wrote: its lines, and a description of each row it left out because it holds no valid watch (a row
+/// changed by hand, or damaged), as the store leaves it out at start.
+package struct WatchExportCount: Sendable, Equatable {
+    /// The lines written: one per watch.
+    package var written: Int
+    /// Each row left out, described by its values.
+    package var leftOut: [String]
+
+    package init(written: Int, leftOut: [String]) {
+        self.written = written
+        self.leftOut = leftOut
     }
 }

@@ -40,8 +40,8 @@ extension SQLiteStorage {
     }
 
     /// Hands `line` every watch of the data directory `source` as a JSON line (``WatchExport``), read while a store may
-    /// run on it, on a thread of its own; returns how many.
-    package static func exportWatches(from source: URL, _ line: (Data) throws -> Void) async throws -> Int {
+    /// run on it, on a thread of its own; returns how many, and the rows it left out.
+    package static func exportWatches(from source: URL, _ line: (Data) throws -> Void) async throws -> WatchExportCount {
         try await withTaskExecutorPreference(PipelineExecutor(label: "restock.export")) {
             try WatchExport.export(readingOnly: source, write: line)
         }

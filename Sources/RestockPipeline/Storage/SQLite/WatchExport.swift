@@ -8,10 +8,10 @@ import RestockCore
 /// transaction), in position order.
 package enum WatchExport {
     /// Writes every watch of the data directory `directory` through `write`, a line (with its newline) at a time.
-    /// - Returns: How many watches it wrote.
+    /// - Returns: How many watches it wrote, and a description of each row of the watch table it left out.
     /// - Throws: ``RestockMQTTError/backupRefused(_:)``-like one-line errors through ``StorageError`` when the directory
     ///   holds no store's state; what `write` throws.
-    package static func export(readingOnly directory: URL, write: (Data) throws -> Void) throws -> Int {
+    package static func export(readingOnly directory: URL, write: (Data) throws -> Void) throws -> WatchExportCount {
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent(DataDirectory.stateFileName).path) else {
             throw RestockMQTTError.backupRefused("\(directory.path) holds no store's state (\(DataDirectory.stateFileName)): is it a data directory of `restock serve`?")
         }
@@ -22,7 +22,7 @@ package enum WatchExport {
                 var skipped: [String] = []
                 // The restore's own reading: a row that holds no valid watch is left out, as the store leaves it out.
                 let watches = try WatchTable.load(db, skipped: &skipped)
-                return try WatchExportLine.write(watches, of: store, to: write)
+                return WatchExportCount(written: try WatchExportLine.write(watches, of: store, to: write), leftOut: skipped)
             }
         }
     }
