@@ -5,14 +5,22 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
         libmosquitto-dev libsqlite3-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# The build context is the root package only (.dockerignore): the manifest, Sources, and Tests, whose folders the
-# manifest names. The benchmarks are a package of their own (Benchmarks/), so their dependencies are not fetched.
+# The build context is the package's sources only (.dockerignore): the manifest, and Sources, Tests and Benchmarks,
+# whose folders the manifest names (SwiftPM checks that each target's folder exists).
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY Benchmarks ./Benchmarks
+# restock, and the products BUILD_ALSO names (none by default), into /also. CI names the benchmarks' (.ci/run, through
+# deploy/compose-test/images.sh), so that one release build of the package serves the image and `make bench`: they must
+# be built in this same step, as SwiftPM's records of what it built do not carry over to another step or container.
+ARG BUILD_ALSO=""
 RUN swift build -c release --product restock --static-swift-stdlib \
-    && cp "$(swift build -c release --show-bin-path)/restock" /usr/local/bin/restock \
-    && strip /usr/local/bin/restock
+    && for product in $BUILD_ALSO; do swift build -c release --product "$product" --static-swift-stdlib || exit 1; done \
+    && bin="$(swift build -c release --show-bin-path)" \
+    && cp "$bin/restock" /usr/local/bin/restock \
+    && strip /usr/local/bin/restock \
+    && mkdir -p /also && for product in $BUILD_ALSO; do cp "$bin/$product" /also/ || exit 1; done
 
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \

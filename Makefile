@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config libmosquitto-dev mosquitto mosquitto-clients mosquitt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps plugin build test examples contract-test contract-deps reliability cluster-test cluster-deps bench bench-build demo compose-check compose-test compose-deps compose-images fuzz clean
+.PHONY: deps plugin build test examples contract-test contract-deps reliability cluster-test cluster-deps bench bench-build bench-build-in-image demo compose-check compose-test compose-deps compose-images fuzz clean
 
 ## deps: install the Debian packages the build, the demo and the tests need (only those missing)
 deps:
@@ -94,17 +94,25 @@ cluster-deps:
 ## bench: B1–B6 in a release build (B6: a restock through a 3-node NATS cluster next to mosquitto; nats-server as for cluster-test), next to what a user would pick instead (OpenCombine, NotificationCenter,
 ## mosquitto_pub/mosquitto_sub) and the C ceiling (restock-ceiling: Benchmarks/MQTTCeiling/ceiling.c over libmosquitto);
 ## prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg.
-## The benchmarks are a package of their own (Benchmarks/Package.swift, the root package by path), built in Benchmarks/.build.
-BENCH := $(SWIFT) build --package-path Benchmarks -c release
-bench: bench-build
-	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 1200 $$($(BENCH) --show-bin-path)/restock-bench \
+## The benchmarks are targets of this package (Benchmarks/), built in release in .build/release; BENCH_BIN=DIR runs
+## restock-bench, restock-ceiling and restock from DIR instead, built elsewhere (CI: make bench-build-in-image).
+BENCH := $(SWIFT) build -c release
+bench: $(if $(BENCH_BIN),cluster-deps,bench-build)
+	NATS_SERVER=$(CLUSTER_VENV)/bin/nats-server timeout --kill-after=30 1200 $(or $(BENCH_BIN),$$($(BENCH) --show-bin-path))/restock-bench \
 		--output docs/benchmarks.md --plot docs/benchmarks.svg $(BENCH_ARGS)
 
-## bench-build: the benchmarks' release build alone (make bench does it first; CI runs it beside steps that mostly wait)
+## bench-build: the benchmarks' release build alone (make bench does it first)
 bench-build: deps cluster-deps
-	$(BENCH) --product restock
-	@{ $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log-bench.txt; test $${PIPESTATUS[0]} -eq 0
+	@{ $(BENCH) --product restock && $(BENCH) --product restock-ceiling && $(BENCH) --product restock-bench; } 2>&1 | tee .build-log-bench.txt; test $${PIPESTATUS[0]} -eq 0
 	@if grep -E '/(Sources|Tests|Benchmarks)/.*: warning:' .build-log-bench.txt; then echo "error: the build has warnings (above)"; rm -f .build-log-bench.txt; exit 1; fi; rm -f .build-log-bench.txt
+
+## bench-build-in-image: the benchmarks built in the image's build stage (its BUILD_ALSO: deploy/compose-test/images.sh), copied to
+## BENCH_BIN (default .build/image-bench): one release build of the package for both the image and the benchmarks,
+## as CI runs them (.ci/run). The binaries link the Swift runtime statically, as the image's restock does.
+BENCH_BIN_FROM_IMAGE := .build/image-bench
+bench-build-in-image: compose-deps cluster-deps
+	$(SUDO) env SWIFT=$$(command -v $(SWIFT)) NATS_SERVER=$(CURDIR)/$(CLUSTER_VENV)/bin/nats-server \
+		timeout --kill-after=30 1500 deploy/compose-test/bench-binaries.sh $(or $(BENCH_BIN),$(BENCH_BIN_FROM_IMAGE))
 
 ## demo: the whole story in one run, with a private mosquitto (or BROKER=mqtt://host:port)
 demo: deps

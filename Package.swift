@@ -11,10 +11,6 @@ let package = Package(
         .executable(name: "restock", targets: ["restock"]),
         // A private mosquitto on a free loopback port, for the tests of a program that embeds the store (docs/embedding.md).
         .library(name: "LocalBroker", targets: ["LocalBroker"]),
-        // Not an API (the underscore says so, as swift-nio's `_NIO…` products do): the private broker, the store as a
-        // process and the request helpers of the tests, for the benchmarks' own package (Benchmarks/Package.swift),
-        // which can reach a target of this package only through a product.
-        .library(name: "_RestockTestSupport", targets: ["RestockTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -28,6 +24,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         // The PostgreSQL backend of the store's storage (RestockPostgres).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // `make bench` only: the alternatives B1 compares against, and latency histograms. A package that depends on
+        // this one does not fetch them (SwiftPM resolves only what the products it uses need).
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // The Observer-pattern core: store (subject), observers, watches, alerts. No I/O.
@@ -108,7 +108,23 @@ let package = Package(
             name: "restock-reliability",
             dependencies: ["RestockTestSupport", "RestockMQTT", "RestockPipeline", "Mosquitto", "RestockCore", "LocalBroker", "Deadlines", "SeededRandom"],
             path: "Tests/Reliability"),
-        // `make bench` is a package of its own: Benchmarks/Package.swift.
+        // `make bench` (Benchmarks/): B1–B6 and the C ceiling of B3 and B5, built in release. In this package, not one of
+        // its own, so that CI builds them in the same release build as the image's restock (the Dockerfile's BUILD_ALSO).
+        // Reads glibc's heap in use.
+        .target(name: "CHeapStats", path: "Benchmarks/CHeapStats"),
+        // The C ceiling: a libmosquitto publisher and a counting subscriber in one program, run by restock-bench.
+        .executableTarget(
+            name: "restock-ceiling", path: "Benchmarks/MQTTCeiling",
+            cSettings: [.unsafeFlags(["-Wall", "-Wextra"])],
+            linkerSettings: [.linkedLibrary("mosquitto")]),
+        .executableTarget(
+            name: "restock-bench",
+            dependencies: [
+                "CHeapStats", "RestockCore", "Mosquitto", "RestockMQTT", "RestockTestSupport", "LocalBroker", "Deadlines", "SeededRandom",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Benchmarks/RestockBench"),
         // Unit tests of the core: no broker, no libmosquitto.
         .testTarget(name: "RestockCoreTests", dependencies: ["RestockCore", "Deadlines"]),
         .testTarget(

@@ -10,15 +10,22 @@
 # in a session of its own, and with the kernel's autogroup scheduling a session counts as much as all of CI's steps.
 build_cpu_shares=2
 
+# The products the Dockerfile's build stage builds besides restock (its BUILD_ALSO): the benchmarks', so that CI's one
+# release build of the package serves the image and `make bench` (bench-binaries.sh copies them out). Every image of
+# restock-alerter the tests build passes the same, so that each finds the layers the others built.
+restock_build_also="restock-ceiling restock-bench"
+
 # The tag $file gives an image of ours.
 tag_of() { awk -v name="$1" '$1 == "image:" && index($2, name ":") == 1 { print $2; exit }' "$file"; }
 
 # build_images NAME:CONTEXT...: builds each image of ours from its Dockerfile (layers cached), tagged as $file names it.
 build_images() {
-    local image tag
+    local image tag arguments
     for image in "$@"; do
         tag=$(tag_of "${image%%:*}"); [ -n "$tag" ] || fail "$file names no tagged image ${image%%:*}"
-        nice -n 10 podman build --pull=never --cpu-shares="$build_cpu_shares" -q -t "$tag" "$root/${image#*:}" >/dev/null
+        arguments=()
+        [ "${image#*:}" = . ] && arguments=(--build-arg BUILD_ALSO="$restock_build_also")
+        nice -n 10 podman build --pull=never --cpu-shares="$build_cpu_shares" -q "${arguments[@]}" -t "$tag" "$root/${image#*:}" >/dev/null
     done
 }
 

@@ -37,7 +37,7 @@ enum CeilingProgram {
         let bench = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
         let path = bench.resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw BenchFailure("no \(path): build it with `swift build --package-path Benchmarks -c release --product \(name)` (make bench does)")
+            throw BenchFailure("no \(path): build it with `swift build -c release --product \(name)` (make bench does)")
         }
         return path
     }
