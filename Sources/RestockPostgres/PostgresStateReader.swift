@@ -33,7 +33,8 @@ struct PostgresStateReader {
                 RequestLimits.minQuantity.contains(Int(truncatingIfNeeded: minQuantity)), StoredValues.isCounter(position),
                 StoredValues.isDate(since), expiresAt.map(StoredValues.isDate) ?? true
             else {
-                skipped.append("watch \(customer), \(sku), \(mode), \(minQuantity), \(position), \(since), \(waiting), \(String(describing: expiresAt))")
+                let texts = [customer, sku, mode].map(StoredValues.described).joined(separator: ", ")
+                skipped.append("watch \(texts), \(minQuantity), \(position), \(since), \(waiting), \(String(describing: expiresAt))")
                 continue
             }
             snapshot.watches.append(
@@ -45,7 +46,7 @@ struct PostgresStateReader {
         for row in try statements.query("SELECT sku, quantity FROM restock_inventory WHERE store = \(store)") {
             let (name, quantity) = try row.decode((String, Int64).self)
             guard let sku = try? SKU(name), RequestLimits.stockSet.contains(Int(truncatingIfNeeded: quantity)) else {
-                skipped.append("inventory \(name), \(quantity)")
+                skipped.append("inventory \(StoredValues.described(name)), \(quantity)")
                 continue
             }
             snapshot.inventory[sku] = Int(quantity)
@@ -54,7 +55,7 @@ struct PostgresStateReader {
         for row in try statements.query("SELECT name, value FROM restock_counter WHERE store = \(store)") {
             let (name, value) = try row.decode((String, Int64).self)
             guard StoredValues.isNextCounter(value) else {
-                skipped.append("counter \(name), \(value)")
+                skipped.append("counter \(StoredValues.described(name)), \(value)")
                 continue
             }
             counters[name] = UInt64(value)

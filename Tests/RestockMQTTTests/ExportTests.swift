@@ -58,10 +58,15 @@ struct ExportTests {
             Watch(customer: try CustomerID(name), sku: try SKU("tv"), mode: .once, minQuantity: 1, position: UInt64(index + 1), since: Date(timeIntervalSince1970: 1_800_000_000))
         }
         try StoreSeeding.write(valid, into: directory)
+        // Row 2's customer would forge a line of its own, colour the terminal, and run on for 5,000 characters.
+        let forged = "bad id 2!\nwarning: forged\u{1B}[31m" + String(repeating: "x", count: 5_000)
         let damage = { (rows: ClosedRange<Int>) in
             let queue = try DatabaseQueue(path: directory.appendingPathComponent("store.sqlite").path)
             try queue.write { db in
-                for row in rows { try db.execute(sql: "INSERT INTO watch VALUES ('bad id \(row)!', 'tv', 'once', 1, \(900 + row), 0, 1, NULL)") }
+                for row in rows {
+                    try db.execute(
+                        sql: "INSERT INTO watch VALUES (?, 'tv', 'once', 1, ?, 0, 1, NULL)", arguments: [row == 2 ? forged : "bad id \(row)!", 900 + row])
+                }
             }
         }
 
@@ -71,7 +76,11 @@ struct ExportTests {
         #expect(try two.standardOutput.split(separator: "\n").map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)).customer } == ["alice", "bob", "carol"])
         let named = two.standardError.split(separator: "\n")
         #expect(named.count == 2 && named.allSatisfy { $0.hasPrefix("warning: left out a row") }, "\(two.standardError)")
-        #expect(named.first?.contains("bad id 1!") == true && named.last?.contains("bad id 2!") == true, "\(two.standardError)")
+        #expect(named.first?.contains("bad id 1!") == true, "\(two.standardError)")
+        // Quoted and escaped, and cut: the forged line and the escape stay inside row 2's line, which says its length.
+        #expect(named.last?.contains(#""bad id 2!\nwarning: forged\u{1B}[31mxxx"#) == true, "\(two.standardError)")
+        #expect(named.last?.contains("… (5030 bytes)") == true && (named.last?.count ?? .max) < 400, "\(two.standardError)")
+        #expect(!two.standardError.contains("\u{1B}"))
 
         try damage(3...25)
         let output = directory.appendingPathComponent("watches.jsonl")

@@ -118,10 +118,17 @@ struct HostileInputTests {
         #expect(report.topic == "restock/apple/subscribe/mallory")
         let snapshot = try StoreDatabase.snapshot(readingOnly: store.dataDirectory)
         #expect(snapshot.watches.map(\.customer.rawValue).sorted() == ["after", "before"])
-        // Restarting again does not bring it back.
+        // Restarting again does not bring it back: the store stays up, and its inbox drains. (Read once right after the
+        // start, the inbox held one request in a clean-clone CI run on a loaded machine, 130 s into this test; which one
+        // was not recorded. Waiting tells a request on its way through from one left behind, which this still fails on.)
         try await store.send(SIGTERM)
         try await store.start()
-        #expect(try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).inbox == 0)
+        try await waitUntil("the inbox to drain after the restart", within: 30) {
+            if let status = store.exitStatus { throw StoreExited(status: status, log: String(store.log.suffix(1_500))) }
+            return try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).inbox == 0
+        }
+        #expect(try StoreDatabase.snapshot(readingOnly: store.dataDirectory).watches.map(\.customer.rawValue).sorted() == ["after", "before"])
+        #expect(store.exitStatus == nil, "\(store.log.suffix(1_500))")
         try await store.send(SIGTERM)
     }
 }

@@ -24,4 +24,15 @@ package enum StoredValues {
 
     /// A time `seconds` since 2001-01-01 that the store can say in a payload.
     package static func isDate(_ seconds: Double) -> Bool { dates.contains(seconds) }
+
+    /// Text of a row left out, for the line that names it (the store's log, `restock export`'s stderr): quoted and
+    /// escaped as a Swift string literal, so that a newline or a terminal's escape sequence in a row changed by hand stays
+    /// on its line and says nothing, and cut after ``describedCharacters`` characters, its length in bytes said instead.
+    package static func described(_ text: String) -> String {
+        guard text.utf8.count > describedCharacters else { return String(reflecting: text) }
+        return "\(String(reflecting: String(text.prefix(describedCharacters))))… (\(text.utf8.count) bytes)"
+    }
+
+    /// How many characters of a text value a line that names a row left out shows.
+    package static let describedCharacters = 100
 }

@@ -85,7 +85,7 @@ struct StateReader: Sendable {
 
     /// A row's values (its first `values`, when given), for a line that says it was left out.
     private static func describe(_ row: Row, values: Int? = nil) -> String {
-        row.databaseValues.prefix(values ?? row.count).map(\.description).joined(separator: ", ")
+        row.databaseValues.prefix(values ?? row.count).map(StoredValues.described).joined(separator: ", ")
     }
 
     /// The on-hand quantity of every SKU the store has recorded, zeros included, in SKU order; a row that holds no valid

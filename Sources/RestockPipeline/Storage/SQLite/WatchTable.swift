@@ -143,7 +143,7 @@ enum WatchTable {
                 case let expiresAt = try row.decode(Double?.self, atIndex: at.expiresAt), expiresAt.map(StoredValues.isDate) ?? true
             else {
                 let values = Columns.allCases.map { row[$0.name] as DatabaseValue }
-                skipped.append("watch \(values.map(\.description).joined(separator: ", "))")
+                skipped.append("watch \(values.map(StoredValues.described).joined(separator: ", "))")
                 continue
             }
             watches.append(
