@@ -34,7 +34,7 @@ struct PostgresStateReader {
                 StoredValues.isDate(since), expiresAt.map(StoredValues.isDate) ?? true
             else {
                 let texts = [customer, sku, mode].map(StoredValues.described).joined(separator: ", ")
-                skipped.append("watch \(texts), \(minQuantity), \(position), \(since), \(waiting), \(String(describing: expiresAt))")
+                skipped.append("watch \(texts), \(minQuantity), \(position), \(since), \(waiting), \(expiresAt.map { "\($0)" } ?? "NULL")")
                 continue
             }
             snapshot.watches.append(

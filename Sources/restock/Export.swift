@@ -19,13 +19,14 @@ extension Restock {
         @Option(help: "With --database: the store whose watches to write; default apple (env RESTOCK_STORE).")
         var store: String?
 
-        @Option(help: "Write to this file (made anew) instead of standard output (env RESTOCK_TO).")
+        @Option(help: "Write to this file instead of standard output: whole or not at all, never inside the data directory (env RESTOCK_TO).")
         var to: String?
 
         func validate() throws {
             switch (data, database) {
             case (nil, nil): throw ValidationError("give --data DIR (SQLite) or --database URL (PostgreSQL): where the store keeps its state")
             case (.some, .some): throw ValidationError("--data and --database both say where the store keeps its state: give one")
+            case (.some(""), nil): throw ValidationError("--data is empty: give the store's data directory")
             case (.some, nil): break  // a data directory holds one store: --store (RESTOCK_STORE) says nothing more
             case (nil, .some): _ = try source()
             }
@@ -51,26 +52,26 @@ extension Restock {
         }
 
         func run() async throws {
-            let output: FileHandle
-            if let to {
-                guard FileManager.default.createFile(atPath: to, contents: nil), let file = FileHandle(forWritingAtPath: to) else {
-                    throw ValidationError("cannot write \(to): \(String(cString: strerror(errno)))")
-                }
-                output = file
-            } else {
-                output = FileHandle.standardOutput
-            }
-            defer { if to != nil { try? output.close() } }
+            let target = try to.map { path throws(ExportFailure) in try ExportTarget.file(path, dataDirectory: data) } ?? .standardOutput
             let count: WatchExportCount
             let from: String
-            if let (database, store) = try source() {
-                count = try await WatchExportLine.buffered(to: output) { write in try await database.exportWatches(of: store, write) }
-                from = "store \(store) of \(database.location)"
-            } else {
-                var leftOut: [String] = []
-                let written = try await StoreExport.watches(from: URL(fileURLWithPath: data ?? ""), to: output) { leftOut.append($0) }
-                count = WatchExportCount(written: written, leftOut: leftOut)
-                from = data ?? ""
+            do {
+                if let (database, store) = try source() {
+                    count = try await WatchExportLine.buffered(to: target.handle) { write in try await database.exportWatches(of: store, write) }
+                    from = "store \(store) of \(database.location)"
+                } else {
+                    var leftOut: [String] = []
+                    let written = try await StoreExport.watches(from: URL(fileURLWithPath: data ?? ""), to: target.handle) { leftOut.append($0) }
+                    count = WatchExportCount(written: written, leftOut: leftOut)
+                    from = data ?? ""
+                }
+                try target.commit()
+            } catch let error as NSError where error.domain == NSCocoaErrorDomain || error.domain == NSPOSIXErrorDomain {
+                target.abandon()
+                throw ExportFailure("cannot write \(target.name): \(ExportFailure.reason(error))")
+            } catch {
+                target.abandon()
+                throw error
             }
             // As the store's start says it (the first rows named, then how many), on stderr: the lines on stdout are
             // the watches only.
@@ -80,7 +81,7 @@ extension Restock {
             if count.leftOut.count > Self.rowsNamed {
                 StandardStreams.printError("warning: left out \(count.leftOut.count) rows that hold no valid record in all")
             }
-            if let to { StandardStreams.printError("exported \(count.written) watches of \(from) to \(to)") }
+            if to != nil { StandardStreams.printError("exported \(count.written) watches of \(from) to \(target.name)") }
         }
 
         /// How many left-out rows are named, one line each, before their count.

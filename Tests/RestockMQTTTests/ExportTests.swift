@@ -54,14 +54,15 @@ struct ExportTests {
     func leftOutRowsNamed() async throws {
         let directory = try temporaryDirectory("restock-export")
         defer { try? FileManager.default.removeItem(at: directory) }
+        let data = directory.appendingPathComponent("data")
         let valid = try ["alice", "bob", "carol"].enumerated().map { index, name in
             Watch(customer: try CustomerID(name), sku: try SKU("tv"), mode: .once, minQuantity: 1, position: UInt64(index + 1), since: Date(timeIntervalSince1970: 1_800_000_000))
         }
-        try StoreSeeding.write(valid, into: directory)
+        try StoreSeeding.write(valid, into: data)
         // Row 2's customer would forge a line of its own, colour the terminal, and run on for 5,000 characters.
         let forged = "bad id 2!\nwarning: forged\u{1B}[31m" + String(repeating: "x", count: 5_000)
         let damage = { (rows: ClosedRange<Int>) in
-            let queue = try DatabaseQueue(path: directory.appendingPathComponent("store.sqlite").path)
+            let queue = try DatabaseQueue(path: data.appendingPathComponent("store.sqlite").path)
             try queue.write { db in
                 for row in rows {
                     try db.execute(
@@ -71,7 +72,7 @@ struct ExportTests {
         }
 
         try damage(1...2)
-        let two = try await ChildProcess.run(restockExecutable, ["export", "--data", directory.path], within: 60)
+        let two = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path], within: 60)
         #expect(two.status == 0, "\(two.standardError)")
         #expect(try two.standardOutput.split(separator: "\n").map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)).customer } == ["alice", "bob", "carol"])
         let named = two.standardError.split(separator: "\n")
@@ -84,12 +85,57 @@ struct ExportTests {
 
         try damage(3...25)
         let output = directory.appendingPathComponent("watches.jsonl")
-        let many = try await ChildProcess.run(restockExecutable, ["export", "--data", directory.path, "--to", output.path], within: 60)
+        let many = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", output.path], within: 60)
         #expect(many.status == 0, "\(many.standardError)")
         #expect(try String(contentsOf: output, encoding: .utf8).split(separator: "\n").count == 3)
         let lines = many.standardError.split(separator: "\n")
         #expect(lines.filter { $0.hasPrefix("warning: left out a row") }.count == 20, "\(many.standardError)")
         #expect(lines.contains("warning: left out 25 rows that hold no valid record in all"), "\(many.standardError)")
         #expect(lines.last?.hasPrefix("exported 3 watches of ") == true, "\(many.standardError)")
+    }
+
+    @Test("damaged on-hand and counter rows are named as the store names them at start; --to into the data directory is refused and changes nothing; a failed export leaves a file already at --to as it was")
+    func outputGuarded() async throws {
+        let directory = try temporaryDirectory("restock-export")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let data = directory.appendingPathComponent("data")
+        try StoreSeeding.write(
+            [Watch(customer: try CustomerID("alice"), sku: try SKU("tv"), mode: .once, minQuantity: 1, position: 1, since: Date(timeIntervalSince1970: 1_800_000_000))],
+            into: data)
+        let queue = try DatabaseQueue(path: data.appendingPathComponent("store.sqlite").path)
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO inventory VALUES ('radio', 'lots')")
+            try db.execute(sql: "UPDATE counter SET value = 'abc' WHERE name = 'nextAlertSequence'")
+        }
+        let damaged = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path], within: 60)
+        #expect(damaged.status == 0, "\(damaged.standardError)")
+        #expect(damaged.standardOutput.split(separator: "\n").count == 1)
+        let named = damaged.standardError.split(separator: "\n")
+        #expect(named.count == 2 && named.contains { $0.hasSuffix(#"inventory "radio", "lots""#) } && named.contains { $0.hasSuffix(#"counter "nextAlertSequence", "abc""#) },
+            "\(damaged.standardError)")
+
+        // Into the data directory, by any path: refused in one line, every file as it was.
+        let files = { try FileManager.default.contentsOfDirectory(atPath: data.path).sorted().map { name in
+            (name, try Data(contentsOf: data.appendingPathComponent(name)))
+        } }
+        let before = try files()
+        for to in ["store.sqlite", "journal.sqlite", "new.jsonl"].map({ data.appendingPathComponent($0).path }) + ["\(data.path)/../data/store.sqlite"] {
+            let refused = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", to], within: 60)
+            #expect(refused.status == 1 && refused.standardError.split(separator: "\n").count == 1, "\(refused.standardError)")
+            #expect(refused.standardError.contains("inside the store's data directory"), "\(refused.standardError)")
+        }
+        let after = try files()
+        #expect(after.map(\.0) == before.map(\.0) && zip(after, before).allSatisfy { $0.1 == $1.1 })
+
+        // A failed export keeps a file already at --to, and leaves nothing beside it; a good one replaces it.
+        let kept = directory.appendingPathComponent("watches.jsonl")
+        try Data("precious\n".utf8).write(to: kept)
+        let failed = try await ChildProcess.run(restockExecutable, ["export", "--data", directory.appendingPathComponent("none").path, "--to", kept.path], within: 60)
+        #expect(failed.status == 1)
+        #expect(try String(contentsOf: kept, encoding: .utf8) == "precious\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["data", "watches.jsonl"])
+        let good = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", kept.path], within: 60)
+        #expect(good.status == 0)
+        #expect(try String(contentsOf: kept, encoding: .utf8).hasPrefix(#"{"customer":"alice""#))
     }
 }

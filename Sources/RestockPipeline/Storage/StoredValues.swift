@@ -25,14 +25,44 @@ package enum StoredValues {
     /// A time `seconds` since 2001-01-01 that the store can say in a payload.
     package static func isDate(_ seconds: Double) -> Bool { dates.contains(seconds) }
 
-    /// Text of a row left out, for the line that names it (the store's log, `restock export`'s stderr): quoted and
-    /// escaped as a Swift string literal, so that a newline or a terminal's escape sequence in a row changed by hand stays
-    /// on its line and says nothing, and cut after ``describedCharacters`` characters, its length in bytes said instead.
+    /// Text of a row left out, for the line that names it (the store's log, `restock export`'s stderr): quoted, with
+    /// every character that could end the line, move the cursor, colour or reorder the terminal escaped as in a Swift
+    /// literal (`\n`, `\u{1B}`), and cut after ``describedCharacters`` of its Unicode scalars, its length in bytes said
+    /// instead. A row changed by hand may hold anything: it must not forge a line, nor run on for megabytes (found by
+    /// outside trials: C1 controls such as U+009B, U+0085 and U+2028, and the right-to-left override, were written raw).
     package static func described(_ text: String) -> String {
-        guard text.utf8.count > describedCharacters else { return String(reflecting: text) }
-        return "\(String(reflecting: String(text.prefix(describedCharacters))))… (\(text.utf8.count) bytes)"
+        var line = "\""
+        for (index, scalar) in text.unicodeScalars.enumerated() {
+            if index == describedCharacters { return line + "\"… (\(text.utf8.count) bytes)" }
+            switch scalar {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case "\n": line += "\\n"
+            case "\r": line += "\\r"
+            case "\t": line += "\\t"
+            case "\0": line += "\\0"
+            default:
+                if isShownAsIs(scalar) {
+                    line.unicodeScalars.append(scalar)
+                } else {
+                    line += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+                }
+            }
+        }
+        return line + "\""
     }
 
-    /// How many characters of a text value a line that names a row left out shows.
+    /// A scalar a terminal shows as a mark of its own: printable ASCII, and beyond it anything but controls (C0, DEL,
+    /// C1), format characters (the bidirectional overrides and isolates among them), line and paragraph separators,
+    /// surrogates, private use and unassigned code points.
+    private static func isShownAsIs(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII { return (0x20..<0x7F).contains(scalar.value) }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return false
+        default: return true
+        }
+    }
+
+    /// How many Unicode scalars of a text value a line that names a row left out shows.
     package static let describedCharacters = 100
 }

@@ -52,8 +52,8 @@ struct StateReader: Sendable {
         }
     }
 
-    /// The snapshot in `db`, its watches read by `watches`.
-    private static func snapshot(
+    /// The snapshot in `db`, its watches read by `watches` (`restock export` reads it too: ``WatchExport``).
+    static func snapshot(
         _ db: Database, watches: (Database, inout [String]) throws -> [Watch]
     ) throws -> (snapshot: StoreSnapshot, skipped: [String]) {
         var skipped: [String] = []
