@@ -27,6 +27,7 @@ extension Restock {
             case (nil, nil): throw ValidationError("give --data DIR (SQLite) or --database URL (PostgreSQL): where the store keeps its state")
             case (.some, .some): throw ValidationError("--data and --database both say where the store keeps its state: give one")
             case (.some(""), nil): throw ValidationError("--data is empty: give the store's data directory")
+            case _ where to == "": throw ValidationError("--to is empty: give the file to write")
             case (.some, nil): break  // a data directory holds one store: --store (RESTOCK_STORE) says nothing more
             case (nil, .some): _ = try source()
             }

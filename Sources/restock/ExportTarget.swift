@@ -1,9 +1,8 @@
 import Foundation
 
 /// Where `restock export` writes (docs/operations.md, "Exporting the watches"): standard output, or the file `--to`
-/// names. A file is written beside its place under a name of its own and put in place only once the whole export is
-/// written and synced, so a failed export leaves a file already there as it was (found by an outside trial: a failed
-/// run emptied it). A device or a pipe (`/dev/stdout`, a FIFO) is written directly: replacing it would take the device
+/// names. A file is written aside and put in place only once the whole export is written and synced, so a failed
+/// export leaves a file already there as it was (found by an outside trial: a failed run emptied it). A device or a pipe (`/dev/stdout`, a FIFO) is written directly: replacing it would take the device
 /// node's place (found by the same trial, as root: `--to /dev/full` left a regular file at /dev/full). A file inside
 /// the store's data directory is refused: the export writes nothing there (found by the same trial: `--to
 /// DIR/store.sqlite` replaced the store's state, and its watches were lost).
@@ -12,16 +11,35 @@ struct ExportTarget {
     let handle: FileHandle
     /// Its name in errors and in the closing line.
     let name: String
-    /// The file written, put at `final` by ``commit()``; `nil` when the handle is written directly.
-    private let staged: (path: String, final: String)?
+    /// How a file written aside is put in place; `nil` when the handle is written directly.
+    private let staged: Staged?
+
+    /// A file written aside: unnamed (`O_TMPFILE`) until it is whole, where the file system allows it, so that no kill
+    /// leaves it behind (found by an outside trial: a named one stayed after SIGTERM, SIGINT, SIGKILL).
+    private struct Staged {
+        /// The file put in place (a symlink's target when `--to` is one).
+        let final: String
+        /// The name it is given beside `final` before it is renamed there; short, so that any name `final` may have
+        /// still fits (found by the same trial: a `--to` of 234–255 bytes was refused as too long).
+        let aside: String
+        /// Whether it is unnamed until then (else it was created at `aside`).
+        let unnamed: Bool
+        /// The mode, owner and group it is given: those of the file it replaces, or a new file's.
+        let mode: mode_t, owner: (uid_t, gid_t)?
+    }
 
     /// Standard output.
     static let standardOutput = ExportTarget(handle: .standardOutput, name: "standard output", staged: nil)
 
     /// The file `path`, checked against the store's data directory `dataDirectory` (when the export reads one).
     static func file(_ path: String, dataDirectory: String?) throws(ExportFailure) -> ExportTarget {
-        guard !path.isEmpty else { throw ExportFailure("--to is empty: give the file to write") }
-        let url = URL(fileURLWithPath: path).standardizedFileURL
+        guard !path.hasSuffix("/") else { throw ExportFailure("--to \(path) names a directory: give a file") }
+        var url = URL(fileURLWithPath: path).standardizedFileURL
+        var link = stat()
+        if lstat(url.path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK, let resolved = realpath(url.path, nil) {
+            url = URL(fileURLWithPath: String(cString: resolved))  // a symlink: its target is written, as `>` would
+            free(resolved)
+        }
         let parent = url.deletingLastPathComponent()
         if let dataDirectory {
             let data = URL(fileURLWithPath: dataDirectory).resolvingSymlinksInPath().path
@@ -30,44 +48,61 @@ struct ExportTarget {
                 throw ExportFailure("--to \(path) is inside the store's data directory \(dataDirectory), which the export only reads: write it elsewhere")
             }
         }
+        let mask = umask(0)
+        umask(mask)
+        var mode = 0o666 & ~mask
+        var owner: (uid_t, gid_t)?
         var status = stat()
         if stat(url.path, &status) == 0 {
             switch status.st_mode & S_IFMT {
             case S_IFDIR: throw ExportFailure("--to \(path) is a directory: give a file")
-            case S_IFREG: break
+            case S_IFREG:  // replaced, keeping its mode, owner and group (found by the same trial: a file of mode 600 became 644)
+                mode = status.st_mode & 0o7777
+                owner = (status.st_uid, status.st_gid)
             default:  // a device, a pipe, a socket: written as it is
                 let descriptor = Glibc.open(url.path, O_WRONLY | O_CLOEXEC)
                 guard descriptor >= 0 else { throw ExportFailure("cannot write \(path): \(ExportFailure.reason())") }
                 return ExportTarget(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), name: path, staged: nil)
             }
         }
-        let staging = parent.appendingPathComponent(".\(url.lastPathComponent).restock-export-\(getpid())").path
-        unlink(staging)  // one a killed export of this process id left
-        let descriptor = Glibc.open(staging, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let aside = parent.appendingPathComponent(".restock-export-\(getpid())").path
+        // O_TMPFILE (Linux's __O_TMPFILE, the same bit on x86-64 and arm64, with O_DIRECTORY): a file with no name yet.
+        var descriptor = Glibc.open(parent.path, 0o20000000 | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0o600)
+        let unnamed = descriptor >= 0
+        if !unnamed {
+            unlink(aside)  // one a killed export of this process id left
+            descriptor = Glibc.open(aside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        }
         guard descriptor >= 0 else { throw ExportFailure("cannot write \(path): \(ExportFailure.reason())") }
-        return ExportTarget(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), name: path, staged: (staging, url.path))
+        return ExportTarget(
+            handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), name: path,
+            staged: Staged(final: url.path, aside: aside, unnamed: unnamed, mode: mode, owner: owner))
     }
 
     /// Puts a file written in full in its place, synced first; nothing for standard output or a device.
     func commit() throws(ExportFailure) {
         guard let staged else { return }
-        do {
-            try handle.synchronize()
-            try handle.close()
-        } catch {
-            abandon()
-            throw ExportFailure("cannot write \(name): \(ExportFailure.reason(error))")
+        let descriptor = handle.fileDescriptor
+        if let (uid, gid) = staged.owner { _ = fchown(descriptor, uid, gid) }  // as root; another user keeps its own
+        guard fchmod(descriptor, staged.mode) == 0, fsync(descriptor) == 0 else { throw failure() }
+        if staged.unnamed {
+            unlink(staged.aside)
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, staged.aside, AT_SYMLINK_FOLLOW) == 0 else { throw failure() }
         }
-        guard rename(staged.path, staged.final) == 0 else {
-            let reason = ExportFailure.reason()
-            abandon()
-            throw ExportFailure("cannot write \(name): \(reason)")
-        }
+        guard rename(staged.aside, staged.final) == 0 else { throw failure() }
+        try? handle.close()
     }
 
     /// Removes a file not put in place: what a failed export wrote goes, and a file already at `--to` stays as it was.
     func abandon() {
-        if let staged { unlink(staged.path) }
+        if let staged { unlink(staged.aside) }
+    }
+
+    /// `errno` as the failure to write this target, what was written aside removed.
+    private func failure() -> ExportFailure {
+        let failure = ExportFailure("cannot write \(name): \(ExportFailure.reason())")
+        abandon()
+        return failure
     }
 }
 

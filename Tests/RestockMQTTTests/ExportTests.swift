@@ -134,8 +134,33 @@ struct ExportTests {
         #expect(failed.status == 1)
         #expect(try String(contentsOf: kept, encoding: .utf8) == "precious\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["data", "watches.jsonl"])
-        let good = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", kept.path], within: 60)
+        // A file replaced keeps its mode (a private export stays private), and a symlink's target is written.
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: kept.path)
+        let link = directory.appendingPathComponent("link.jsonl")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: kept.lastPathComponent)
+        let good = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", link.path], within: 60)
         #expect(good.status == 0)
         #expect(try String(contentsOf: kept, encoding: .utf8).hasPrefix(#"{"customer":"alice""#))
+        #expect(try FileManager.default.attributesOfItem(atPath: kept.path)[.posixPermissions] as? Int == 0o600)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == kept.lastPathComponent)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["data", "link.jsonl", "watches.jsonl"])
+    }
+
+    @Test("a write that fails past the first 64 KiB is named as the output's failure, not the store's; a device is written, never replaced")
+    func writeFailureNamed() async throws {
+        let directory = try temporaryDirectory("restock-export")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let since = Date(timeIntervalSince1970: 1_800_000_000)
+        let watches = try (1...2_000).map { index in
+            Watch(customer: try CustomerID("c\(index)"), sku: try SKU("tv"), mode: .once, minQuantity: 1, position: UInt64(index), since: since)
+        }
+        try StoreSeeding.write(watches, into: directory)
+        let full = "/dev/full"
+        let isDevice = { (try? FileManager.default.attributesOfItem(atPath: full)[.type] as? FileAttributeType) == .typeCharacterSpecial }
+        try #require(isDevice(), "\(full) is not the device this test writes to")
+        let failed = try await ChildProcess.run(restockExecutable, ["export", "--data", directory.path, "--to", full], within: 60)
+        #expect(failed.status == 1)
+        #expect(failed.standardError == "error: cannot write /dev/full: No space left on device\n", "\(failed.standardError)")
+        #expect(isDevice(), "the export replaced \(full)")
     }
 }

@@ -40,14 +40,27 @@ package struct WatchExportLine: Encodable {
     }
 
     /// Runs `export` with a writer that hands `output` what it writes 64 KiB at a time; returns what `export` returns.
+    /// A write to `output` that fails is thrown as its own error, not as what `export` makes of it (found by an outside
+    /// trial: a file-size limit on the output read "cannot read …/store.sqlite: File too large").
     package static func buffered<Count>(to output: FileHandle, _ export: ((Data) throws -> Void) async throws -> Count) async throws -> Count {
         var buffer = Data()
-        let count = try await export { line in
-            buffer.append(line)
-            if buffer.count >= 1 << 16 {
-                try output.write(contentsOf: buffer)
-                buffer.removeAll(keepingCapacity: true)
+        var writeFailure: (any Error)?
+        let count: Count
+        do {
+            count = try await export { line in
+                buffer.append(line)
+                if buffer.count >= 1 << 16 {
+                    do {
+                        try output.write(contentsOf: buffer)
+                    } catch {
+                        writeFailure = error
+                        throw error
+                    }
+                    buffer.removeAll(keepingCapacity: true)
+                }
             }
+        } catch {
+            throw writeFailure ?? error
         }
         try output.write(contentsOf: buffer)
         return count

@@ -15,6 +15,11 @@ package enum WatchExport {
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent(DataDirectory.stateFileName).path) else {
             throw RestockMQTTError.backupRefused("\(directory.path) holds no store's state (\(DataDirectory.stateFileName)): is it a data directory of `restock serve`?")
         }
+        // SQLite would wait forever opening a FIFO (found by an outside trial): the state must be a file.
+        let state = directory.appendingPathComponent(DataDirectory.stateFileName).resolvingSymlinksInPath().path
+        guard (try? FileManager.default.attributesOfItem(atPath: state)[.type] as? FileAttributeType) == .typeRegular else {
+            throw RestockMQTTError.backupRefused("\(state) is not a file: is \(directory.path) a data directory of `restock serve`?")
+        }
         let pool = try DataDirectory(directory).openStateReadOnly()
         return try storageAccess(.read, pool.path) {
             try pool.read { db in
