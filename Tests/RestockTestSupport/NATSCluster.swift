@@ -16,8 +16,7 @@ public final class NATSCluster: Sendable {
     }
 
     /// The template, deploy/nats/node.conf.template.
-    public static let template = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("deploy/nats/node.conf.template")
+    public static let template = Repository.root.appendingPathComponent("deploy/nats/node.conf.template")
 
     public let nodes: [Node]
     public let directory: URL

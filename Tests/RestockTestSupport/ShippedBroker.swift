@@ -3,8 +3,7 @@ import LocalBroker
 
 extension MosquittoBroker {
     /// The shipped configuration directory, deploy/mosquitto.
-    public static let deploy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("deploy/mosquitto")
+    public static let deploy = Repository.root.appendingPathComponent("deploy/mosquitto")
 
     /// The shipped configuration (deploy/mosquitto: mosquitto.conf, acl, passwords), run on private loopback ports
     /// with its paths moved to the broker's directory; everything else stays as shipped.
