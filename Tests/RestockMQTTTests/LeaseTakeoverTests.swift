@@ -97,9 +97,15 @@ struct LeaseTakeoverTests {
         let frozen = try live.launchedProcess()
         frozen.send(SIGSTOP)
         let queuedAtTheFreeze = 3_000 - collector.customers
-        try await waitUntil("the standby online", within: 60) {
-            let status = try? await client.status()
-            return status?.isOnline == true && status?.instance != oldInstance && status?.instance != nil
+        do {
+            try await waitUntil("the standby online", within: 60) {
+                let status = try? await client.status()
+                return status?.isOnline == true && status?.instance != oldInstance && status?.instance != nil
+            }
+        } catch {
+            // Kept for the diagnosis: the full suite on a 2-core machine timed out here 3 times of 3 (2026-11-29).
+            Issue.record("the standby's log: \(standby.log.suffix(3_000))")
+            throw error
         }
         // The newer store sends what the frozen one had not had acknowledged, and empties the outbox.
         try await waitUntil("every customer alerted", within: 120) { collector.customers == 3_000 }
