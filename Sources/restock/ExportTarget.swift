@@ -43,8 +43,9 @@ struct ExportTarget {
         let parent = url.deletingLastPathComponent()
         if let dataDirectory {
             let data = URL(fileURLWithPath: dataDirectory).resolvingSymlinksInPath().path
-            let places = [parent.resolvingSymlinksInPath().path, url.resolvingSymlinksInPath().deletingLastPathComponent().path]
-            if places.contains(where: { $0 == data || $0.hasPrefix(data.hasSuffix("/") ? data : data + "/") }) {
+            // `url` is a symlink's target already: its folder, resolved in turn, is where the file goes.
+            let place = parent.resolvingSymlinksInPath().path
+            if place == data || place.hasPrefix(data.hasSuffix("/") ? data : data + "/") {
                 throw ExportFailure("--to \(path) is inside the store's data directory \(dataDirectory), which the export only reads: write it elsewhere")
             }
         }
