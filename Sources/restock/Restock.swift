@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RestockMQTT
+import RestockPipeline
 
 /// `restock`: the back-in-stock alert service over MQTT, from the command line.
 @main
@@ -36,10 +37,24 @@ struct Restock: AsyncParsableCommand {
             let code = exitCode(for: error)
             guard code != .success else { exit(withError: error) }  // --help, --version
             if error is ExitCode { Foundation.exit(code.rawValue) }  // already explained
-            let line = Restock.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            let given = sources?.arguments ?? Array(CommandLine.arguments.dropFirst())
+            let line = Restock.oneLine(Restock.message(for: error), naming: given) ?? "\(error)"
             let message = sources?.describe(line) ?? line
             StandardStreams.printError("error: \(message)")
             Foundation.exit(code.rawValue)
         }
+    }
+
+    /// The first line of `message`, with each value of `arguments` it names that holds a character that does not show as
+    /// itself (a newline, an escape) quoted and escaped (``StoredValues/inLine(_:)``): a path given with a newline
+    /// would end the line before the reason, and an escape sequence would reach the terminal.
+    static func oneLine(_ message: String, naming arguments: [String]) -> String? {
+        let values = arguments.flatMap { argument in
+            argument.hasPrefix("--") ? argument.split(separator: "=", maxSplits: 1).dropFirst().map(String.init) : [argument]
+        }
+        let escaped = values.filter { !$0.isEmpty && StoredValues.inLine($0) != $0 }.sorted { $0.count > $1.count }.reduce(message) {
+            $0.replacingOccurrences(of: $1, with: StoredValues.inLine($1))
+        }
+        return escaped.split(separator: "\n").first.map(String.init)
     }
 }

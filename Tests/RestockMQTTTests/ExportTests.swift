@@ -98,10 +98,7 @@ struct ExportTests {
     func outputGuarded() async throws {
         let directory = try temporaryDirectory("restock-export")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let data = directory.appendingPathComponent("data")
-        try StoreSeeding.write(
-            [Watch(customer: try CustomerID("alice"), sku: try SKU("tv"), mode: .once, minQuantity: 1, position: 1, since: Date(timeIntervalSince1970: 1_800_000_000))],
-            into: data)
+        let data = try Self.aliceWatching(in: directory)
         let queue = try DatabaseQueue(path: data.appendingPathComponent("store.sqlite").path)
         try await queue.write { db in
             try db.execute(sql: "INSERT INTO inventory VALUES ('radio', 'lots')")
@@ -162,5 +159,34 @@ struct ExportTests {
         #expect(failed.status == 1)
         #expect(failed.standardError == "error: cannot write /dev/full: No space left on device\n", "\(failed.standardError)")
         #expect(isDevice(), "the export replaced \(full)")
+    }
+
+    @Test("a state of a newer version is refused, as the store refuses it; a path that holds a newline or an escape is named escaped, the reason on the same line (found by an outside trial: user_version 99 was exported, and a newline in --to cut the reason off)")
+    func newerStateAndOddPathsRefused() async throws {
+        let directory = try temporaryDirectory("restock-export")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let data = try Self.aliceWatching(in: directory)
+        let odd = directory.appendingPathComponent("no\ndir\u{1B}[31m/x.jsonl").path
+        let refused = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", odd], within: 60)
+        #expect(refused.status == 1)
+        #expect(refused.standardError == "error: cannot write \"\(directory.path)/no\\ndir\\u{1B}[31m/x.jsonl\": No such file or directory\n", "\(refused.standardError)")
+        let given = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to=\(odd)"], within: 60)
+        #expect(given.standardError == refused.standardError)
+
+        let queue = try DatabaseQueue(path: data.appendingPathComponent("store.sqlite").path)
+        try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 99") }
+        let newer = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path], within: 60)
+        #expect(newer.status == 1 && newer.standardOutput.isEmpty)
+        #expect(newer.standardError.hasPrefix("error: \(data.path)/store.sqlite was written by a newer RestockAlerter (schema version 99;"), "\(newer.standardError)")
+        #expect(newer.standardError.split(separator: "\n").count == 1)
+    }
+
+    /// A store's data directory, `data` in `directory`, that holds one watch: alice's of tv.
+    static func aliceWatching(in directory: URL) throws -> URL {
+        let data = directory.appendingPathComponent("data")
+        try StoreSeeding.write(
+            [Watch(customer: try CustomerID("alice"), sku: try SKU("tv"), mode: .once, minQuantity: 1, position: 1, since: Date(timeIntervalSince1970: 1_800_000_000))],
+            into: data)
+        return data
     }
 }

@@ -142,7 +142,7 @@ struct StateStorageTests {
         #expect(skipped.count == 3, "\(skipped)")
     }
 
-    @Test("values past what the store can carry on from are left out, each named: a position or counter past 2^62, a NUL byte in a customer, SKU or mode, a time outside the years 1970 through 9999; the next position is not pushed past the bound (found by an outside trial: a position of 2^63 − 1 made every later request crash the store)")
+    @Test("values past what the store can carry on from are left out, each named: a position or counter past 2^62, a NUL byte in a customer, SKU or mode, a time outside the years 1970 through 9999, a waiting flag other than 0 or 1; the next position is not pushed past the bound (found by an outside trial: a position of 2^63 − 1 made every later request crash the store)")
     func valuesPastTheBoundsLeftOut() throws {
         let queue = try Self.stateWithAlice()
         let rows = [
@@ -154,6 +154,9 @@ struct StateStorageTests {
             "('erin', 'ipad', 'once', 1, 13, 1e300, 1, NULL)",
             "('frank', 'ipad', 'once', 1, 14, -1e300, 1, NULL)",
             "('grace', 'ipad', 'once', 1, 15, 0, 1, 1e300)",
+            // `waiting` is 0 or 1 (found by an outside trial: 7 was taken as waiting).
+            "('heidi', 'ipad', 'once', 1, 9, 0, 7, NULL)",
+            "('ivan', 'ipad', 'once', 1, 8, 0, -1, NULL)",
         ]
         try queue.write { db in
             for row in rows { try db.execute(sql: "INSERT INTO watch VALUES \(row)") }

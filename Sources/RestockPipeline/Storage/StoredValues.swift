@@ -30,10 +30,19 @@ package enum StoredValues {
     /// literal (`\n`, `\u{1B}`), and cut after ``describedCharacters`` of its Unicode scalars, its length in bytes said
     /// instead. A row changed by hand may hold anything: it must not forge a line, nor run on for megabytes (found by
     /// outside trials: C1 controls such as U+009B, U+0085 and U+2028, and the right-to-left override, were written raw).
-    package static func described(_ text: String) -> String {
+    package static func described(_ text: String) -> String { described(text, cutAfter: describedCharacters) }
+
+    /// `text` for a one-line message, such as a path given on the command line named in an error: as it is when each of
+    /// its characters shows as itself, else quoted and escaped whole, as ``described(_:)`` escapes (found by an outside
+    /// trial: a newline in `restock export --to` ended the error's line before its reason).
+    package static func inLine(_ text: String) -> String {
+        text.unicodeScalars.allSatisfy(isShownAsIs) ? text : described(text, cutAfter: .max)
+    }
+
+    private static func described(_ text: String, cutAfter characters: Int) -> String {
         var line = "\""
         for (index, scalar) in text.unicodeScalars.enumerated() {
-            if index == describedCharacters { return line + "\"… (\(text.utf8.count) bytes)" }
+            if index == characters { return line + "\"… (\(text.utf8.count) bytes)" }
             switch scalar {
             case "\"": line += "\\\""
             case "\\": line += "\\\\"

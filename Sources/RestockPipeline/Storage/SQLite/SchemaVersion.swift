@@ -39,12 +39,7 @@ package struct SchemaVersion: Sendable, Equatable, CustomStringConvertible {
     ///   newer version; what SQLite throws.
     static func migrate(_ writer: any DatabaseWriter, with migrator: DatabaseMigrator, path: String) throws -> SchemaVersion? {
         let known = migrator.migrations.count
-        let (applied, recorded) = try storageAccess(.open, path) {
-            try writer.read { db in (try migrator.appliedIdentifiers(db), try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0) }
-        }
-        if !applied.subtracting(migrator.migrations).isEmpty || recorded > known {
-            throw RestockMQTTError.dataDirectoryOfNewerVersion(file: path, schemaVersion: max(recorded, applied.count), knownVersion: known)
-        }
+        let (applied, recorded) = try refuseNewer(writer, than: migrator, path: path)
         guard applied.count != known || recorded != known else { return nil }
         try storageAccess(.write, path) {
             try migrator.migrate(writer)
@@ -53,5 +48,22 @@ package struct SchemaVersion: Sendable, Equatable, CustomStringConvertible {
         // Also when only the version was recorded: the upgrade wrote to the file, and says so (issue 32: a journal of an
         // earlier release migrated silently).
         return SchemaVersion(path: path, from: applied.count, to: known)
+    }
+
+    /// Refuses a file of a newer version, read through `reader` (nothing is written: a reader beside a running store,
+    /// such as `restock export`, refuses it as the store's start does, rather than read rows a newer version may have
+    /// given another meaning).
+    /// - Returns: The migrations the file has run, and the version it records.
+    /// - Throws: ``RestockMQTTError/dataDirectoryOfNewerVersion(file:schemaVersion:knownVersion:)``; what SQLite throws.
+    @discardableResult
+    static func refuseNewer(_ reader: any DatabaseReader, than migrator: DatabaseMigrator, path: String) throws -> (applied: Set<String>, recorded: Int) {
+        let known = migrator.migrations.count
+        let (applied, recorded) = try storageAccess(.open, path) {
+            try reader.read { db in (try migrator.appliedIdentifiers(db), try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0) }
+        }
+        if !applied.subtracting(migrator.migrations).isEmpty || recorded > known {
+            throw RestockMQTTError.dataDirectoryOfNewerVersion(file: path, schemaVersion: max(recorded, applied.count), knownVersion: known)
+        }
+        return (applied, recorded)
     }
 }

@@ -240,7 +240,9 @@ package final class StoreDatabase: StoreStorage {
 
     /// The store's figures in `directory`, read as ``snapshot(readingOnly:)`` reads, while a store may run on it.
     package static func report(readingOnly directory: URL, at now: Date, sku: SKU?) throws -> StoreReport {
-        try StateReader(DataDirectory(directory).openStateReadOnly()).report(at: now, sku: sku)
+        let pool = try DataDirectory(directory).openStateReadOnly()
+        try SchemaVersion.refuseNewer(pool, than: StateSchema.migrator, path: pool.path)
+        return try StateReader(pool).report(at: now, sku: sku)
     }
 
     /// The watches that have expired at `now`, soonest first, at most `limit` (``WatchTable/expired(at:limit:in:)``).

@@ -21,6 +21,9 @@ package enum WatchExport {
             throw RestockMQTTError.backupRefused("\(state) is not a file: is \(directory.path) a data directory of `restock serve`?")
         }
         let pool = try DataDirectory(directory).openStateReadOnly()
+        // A state of a newer version is refused, as `restock serve` refuses it (found by an outside trial: one of
+        // user_version 99 was exported).
+        try SchemaVersion.refuseNewer(pool, than: StateSchema.migrator, path: pool.path)
         return try storageAccess(.read, pool.path) {
             try pool.read { db in
                 let store = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store'") ?? ""

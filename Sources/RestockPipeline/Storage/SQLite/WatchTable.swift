@@ -140,7 +140,8 @@ enum WatchTable {
                 RequestLimits.minQuantity.contains(Int(truncatingIfNeeded: minQuantity)),
                 case let position = try row.decode(Int64.self, atIndex: at.position), StoredValues.isCounter(position),
                 case let since = try row.decode(Double.self, atIndex: at.since), StoredValues.isDate(since),
-                case let expiresAt = try row.decode(Double?.self, atIndex: at.expiresAt), expiresAt.map(StoredValues.isDate) ?? true
+                case let expiresAt = try row.decode(Double?.self, atIndex: at.expiresAt), expiresAt.map(StoredValues.isDate) ?? true,
+                case let waiting = try row.decode(Int64.self, atIndex: at.waiting), waiting == 0 || waiting == 1
             else {
                 let values = Columns.allCases.map { row[$0.name] as DatabaseValue }
                 skipped.append("watch \(values.map(StoredValues.described).joined(separator: ", "))")
@@ -149,7 +150,7 @@ enum WatchTable {
             watches.append(
                 Watch(
                     customer: customer, sku: sku, mode: mode, minQuantity: Int(minQuantity), position: UInt64(position),
-                    since: Date(timeIntervalSinceReferenceDate: since), isWaiting: try row.decode(Int64.self, atIndex: at.waiting) != 0,
+                    since: Date(timeIntervalSinceReferenceDate: since), isWaiting: waiting == 1,
                     expiresAt: expiresAt.map(Date.init(timeIntervalSinceReferenceDate:))))
         }
         return watches
