@@ -238,13 +238,6 @@ package final class StoreDatabase: StoreStorage {
     /// The store's figures as of `now`, for `sku` or every SKU (docs/contract.md, "Reports").
     package func report(at now: Date, sku: SKU?) throws -> StoreReport { try reader.report(at: now, sku: sku) }
 
-    /// The store's figures in `directory`, read as ``snapshot(readingOnly:)`` reads, while a store may run on it.
-    package static func report(readingOnly directory: URL, at now: Date, sku: SKU?) throws -> StoreReport {
-        let pool = try DataDirectory(directory).openStateReadOnly()
-        try SchemaVersion.refuseNewer(pool, than: StateSchema.migrator, path: pool.path)
-        return try StateReader(pool).report(at: now, sku: sku)
-    }
-
     /// The watches that have expired at `now`, soonest first, at most `limit` (``WatchTable/expired(at:limit:in:)``).
     package func expiredWatches(at now: Date, limit: Int) throws -> [WatchKey] { try reader.expiredWatches(at: now, limit: limit) }
 
