@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RestockMQTT
+import RestockPipeline
 
 extension Restock {
     struct Backup: AsyncParsableCommand {
@@ -10,6 +11,8 @@ extension Restock {
         @Option(help: "The store's data directory (env RESTOCK_DATA).")
         var data: String?
 
+        @OptionGroup var file: ConfigFileOption
+
         @Option(help: "Refused, with what to do instead: a store on PostgreSQL is backed up with the database's own tools (env RESTOCK_DATABASE).")
         var database: String?
 
@@ -18,6 +21,8 @@ extension Restock {
 
         func validate() throws {
             if data == nil, database == nil { throw ValidationError("give --data DIR: the data directory of the store to copy") }
+            if data == "" { throw ValidationError("--data is empty: give the store's data directory") }
+            if to == "" { throw ValidationError("--to is empty: give a new or empty directory for the copy") }
         }
 
         func run() async throws {
@@ -28,7 +33,7 @@ extension Restock {
             }
             guard let data else { return }
             let watches = try await StoreBackup.copy(from: URL(fileURLWithPath: data), to: URL(fileURLWithPath: to))
-            print("backed up \(data) to \(to): \(watches) watches")
+            print("backed up \(StoredValues.inLine(data)) to \(StoredValues.inLine(to)): \(watches) watches")
         }
     }
 }

@@ -4,10 +4,16 @@ import Mosquitto
 import RestockCore
 import RestockMQTT
 
-/// The options every command that talks to a broker shares (README.md, "The restock command line").
-struct ConnectionOptions: ParsableArguments {
+/// `--config FILE`, which every command takes (docs/operations.md, "Configuration"): read by ``OptionSources`` before
+/// the command is parsed, declared here so that each command accepts it.
+struct ConfigFileOption: ParsableArguments {
     @Option(help: "A JSON file of option values, such as {\"broker\": \"mqtt://host:1883\", \"drain-timeout\": 10}; the command line and RESTOCK_* variables win over it (env RESTOCK_CONFIG).")
     var config: String?
+}
+
+/// The options every command that talks to a broker shares (README.md, "The restock command line").
+struct ConnectionOptions: ParsableArguments {
+    @OptionGroup var file: ConfigFileOption
 
     @Option(help: "Broker URL, mqtt://host:port or mqtts://host:port, optionally mqtt://user:password@host:port, or a comma-separated list of the brokers of one cluster, tried in turn; default mqtt://127.0.0.1:1883 (env RESTOCK_BROKER).")
     var broker: String?

@@ -13,6 +13,8 @@ extension Restock {
         @Option(help: "The store's data directory (env RESTOCK_DATA).")
         var data: String?
 
+        @OptionGroup var file: ConfigFileOption
+
         @Option(help: "The store's PostgreSQL database instead of --data, as for serve; the password in RESTOCK_DATABASE_PASSWORD (env RESTOCK_DATABASE).")
         var database: String?
 
@@ -64,7 +66,7 @@ extension Restock {
                     var leftOut: [String] = []
                     let written = try await StoreExport.watches(from: URL(fileURLWithPath: data ?? ""), to: target.handle) { leftOut.append($0) }
                     count = WatchExportCount(written: written, leftOut: leftOut)
-                    from = data ?? ""
+                    from = StoredValues.inLine(data ?? "")
                 }
                 try target.commit()
             } catch let error as NSError where error.domain == NSCocoaErrorDomain || error.domain == NSPOSIXErrorDomain {

@@ -1,4 +1,5 @@
 import Foundation
+import RestockPipeline
 
 /// Where `restock export` writes (docs/operations.md, "Exporting the watches"): standard output, or the file `--to`
 /// names. A file is written aside and put in place only once the whole export is written and synced, so a failed
@@ -33,21 +34,15 @@ struct ExportTarget {
 
     /// The file `path`, checked against the store's data directory `dataDirectory` (when the export reads one).
     static func file(_ path: String, dataDirectory: String?) throws(ExportFailure) -> ExportTarget {
-        guard !path.hasSuffix("/") else { throw ExportFailure("--to \(path) names a directory: give a file") }
-        var url = URL(fileURLWithPath: path).standardizedFileURL
-        var link = stat()
-        if lstat(url.path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK, let resolved = realpath(url.path, nil) {
-            url = URL(fileURLWithPath: String(cString: resolved))  // a symlink: its target is written, as `>` would
-            free(resolved)
-        }
+        let shown = StoredValues.inLine(path)
+        guard !path.hasSuffix("/") else { throw ExportFailure("--to \(shown) names a directory: give a file") }
+        let url = try Self.followingLinks(URL(fileURLWithPath: path).standardizedFileURL, named: shown)
         let parent = url.deletingLastPathComponent()
-        if let dataDirectory {
-            let data = URL(fileURLWithPath: dataDirectory).resolvingSymlinksInPath().path
-            // `url` is a symlink's target already: its folder, resolved in turn, is where the file goes.
-            let place = parent.resolvingSymlinksInPath().path
-            if place == data || place.hasPrefix(data.hasSuffix("/") ? data : data + "/") {
-                throw ExportFailure("--to \(path) is inside the store's data directory \(dataDirectory), which the export only reads: write it elsewhere")
-            }
+        // By the folders' identity, not their names: a symlink, `..` or another mount of the data directory (a bind
+        // mount) all lead into it (found by the outside trials).
+        if let dataDirectory, FolderIdentity.isInside(url.path, folder: dataDirectory) {
+            throw ExportFailure(
+                "--to \(shown) is inside the store's data directory \(StoredValues.inLine(dataDirectory)), which the export only reads: write it elsewhere")
         }
         let mask = umask(0)
         umask(mask)
@@ -56,14 +51,14 @@ struct ExportTarget {
         var status = stat()
         if stat(url.path, &status) == 0 {
             switch status.st_mode & S_IFMT {
-            case S_IFDIR: throw ExportFailure("--to \(path) is a directory: give a file")
+            case S_IFDIR: throw ExportFailure("--to \(shown) is a directory: give a file")
             case S_IFREG:  // replaced, keeping its mode, owner and group (found by the same trial: a file of mode 600 became 644)
                 mode = status.st_mode & 0o7777
                 owner = (status.st_uid, status.st_gid)
             default:  // a device, a pipe, a socket: written as it is
                 let descriptor = Glibc.open(url.path, O_WRONLY | O_CLOEXEC)
-                guard descriptor >= 0 else { throw ExportFailure("cannot write \(path): \(ExportFailure.reason())") }
-                return ExportTarget(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), name: path, staged: nil)
+                guard descriptor >= 0 else { throw ExportFailure("cannot write \(shown): \(ExportFailure.reason())") }
+                return ExportTarget(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), name: shown, staged: nil)
             }
         }
         let aside = parent.appendingPathComponent(".restock-export-\(getpid())").path
@@ -74,10 +69,27 @@ struct ExportTarget {
             unlink(aside)  // one a killed export of this process id left
             descriptor = Glibc.open(aside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         }
-        guard descriptor >= 0 else { throw ExportFailure("cannot write \(path): \(ExportFailure.reason())") }
+        guard descriptor >= 0 else { throw ExportFailure("cannot write \(shown): \(ExportFailure.reason())") }
         return ExportTarget(
-            handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), name: path,
+            handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), name: shown,
             staged: Staged(final: url.path, aside: aside, unnamed: unnamed, mode: mode, owner: owner))
+    }
+
+    /// The file `url` leads to through its symlinks, as `>` follows them: a link whose target does not exist yet leads
+    /// to that target, which is made (found by an outside trial: such a link was replaced by the file, its target
+    /// never made); a loop of links is refused, as the shell refuses it.
+    private static func followingLinks(_ url: URL, named shown: String) throws(ExportFailure) -> URL {
+        var url = url
+        var link = stat()
+        for _ in 0..<40 {
+            guard lstat(url.path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK else { return url }
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: url.path) else {
+                throw ExportFailure("cannot write \(shown): \(ExportFailure.reason())")
+            }
+            url = (target.hasPrefix("/") ? URL(fileURLWithPath: target) : url.deletingLastPathComponent().appendingPathComponent(target))
+                .standardizedFileURL
+        }
+        throw ExportFailure("cannot write \(shown): \(String(cString: strerror(ELOOP)))")
     }
 
     /// Puts a file written in full in its place, synced first; nothing for standard output or a device.

@@ -1,5 +1,8 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `restock backup`: a consistent copy of a store's data directory, running or stopped, through SQLite's online
 /// backup (docs/operations.md, "Backup and restore").
@@ -14,43 +17,78 @@ import GRDB
 package enum DataDirectoryBackup {
     /// Copies the data directory `source` into `destination`, which must not exist or be empty; checks that the copy
     /// opens as a data directory. Blocking.
+    ///
+    /// The copy is made in a folder of its own beside `destination` (`.NAME.restock-backup-PID`) and renamed to it once
+    /// whole: a backup that fails or is killed leaves nothing at `destination` that a store would start on (found by
+    /// an outside trial: a backup killed after 1.5 s left a cut copy there, which `restock serve` took as an empty
+    /// store). What a killed backup left beside it is removed by the next backup to the same place.
     /// - Returns: How many watches the copy holds.
-    /// - Throws: ``RestockMQTTError/backupRefused(_:)`` when `source` holds no store or `destination` is not empty
-    ///   (nothing is written then); a ``StorageError`` naming the file that could not be read or written, after
-    ///   removing what was written.
+    /// - Throws: ``RestockMQTTError/backupRefused(_:)`` when `source` holds no store or one of a newer version, or
+    ///   `destination` is inside it or not empty (nothing is written then); a ``StorageError`` naming the file that could
+    ///   not be read or written, after removing what was written.
     package static func copy(from source: URL, to destination: URL) throws -> Int {
         let from = DataDirectory(source.standardizedFileURL), to = DataDirectory(destination.standardizedFileURL)
         try refuseUnusable(from, to)
-        let made = !FileManager.default.fileExists(atPath: to.url.path)
+        let parent = to.url.deletingLastPathComponent()
+        let prefix = ".\(to.url.lastPathComponent).restock-backup-"
+        removeLeftBehind(in: parent, prefix: prefix)
+        let staging = DataDirectory(parent.appendingPathComponent(prefix + "\(getpid())"))
         do {
-            try FileManager.default.createDirectory(at: to.url, withIntermediateDirectories: true)
-            try copyPair(from, to)
-            return try markRestored(to)
-        } catch {
-            // Nothing half made is left behind.
-            if made {
-                try? FileManager.default.removeItem(at: to.url)
-            } else {
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: to.url.path)) ?? [] {
-                    try? FileManager.default.removeItem(at: to.url.appendingPathComponent(name))
-                }
+            do {
+                try FileManager.default.createDirectory(at: staging.url, withIntermediateDirectories: true)
+            } catch {
+                throw StorageError(.write, staging.url.path, cause: (error as NSError).userInfo[NSUnderlyingErrorKey] as? any Error ?? error)
             }
+            try copyPair(from, staging)
+            let watches = try markRestored(staging)
+            // rename(2) puts a directory in the place of an empty one too.
+            guard rename(staging.url.path, to.url.path) == 0 else { throw StorageError.system(.write, to.url.path, errno: errno) }
+            let folder = open(parent.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if folder >= 0 {
+                _ = fsync(folder)
+                close(folder)
+            }
+            return watches
+        } catch {
+            try? FileManager.default.removeItem(at: staging.url)
             throw error
         }
     }
 
-    private static func refuseUnusable(_ from: DataDirectory, _ to: DataDirectory) throws {
-        for path in [from.statePath, from.logPath] where !FileManager.default.fileExists(atPath: path) {
-            throw RestockMQTTError.backupRefused("\(from.url.path) holds no store's data (\(path) is missing): give --data the store's data directory")
+    /// Removes the folders `prefix` + a process id in `parent` whose process no longer runs: what killed backups left.
+    private static func removeLeftBehind(in parent: URL, prefix: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? [] where name.hasPrefix(prefix) {
+            guard let pid = pid_t(name.dropFirst(prefix.count)), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(at: parent.appendingPathComponent(name))
         }
-        guard to.url.path != from.url.path else {
-            throw RestockMQTTError.backupRefused("\(to.url.path) is the data directory itself: give --to a new or empty directory")
+    }
+
+    private static func refuseUnusable(_ from: DataDirectory, _ to: DataDirectory) throws {
+        let shown = StoredValues.inLine(from.url.path)
+        for path in [from.statePath, from.logPath] {
+            var status = stat()
+            if stat(path, &status) == 0 { continue }
+            if errno == ENOENT || errno == ENOTDIR {
+                throw RestockMQTTError.backupRefused(
+                    "\(shown) holds no store's data (\(StoredValues.inLine(path)) is missing): give --data the store's data directory")
+            }
+            throw StorageError.system(.read, path, errno: errno)  // permission denied: said as it is
+        }
+        // A store of a newer version is refused before anything is copied, named as the source (it was named as the
+        // copy, found by an outside trial).
+        try SchemaVersion.refuseNewer(try from.openStateReadOnly(), than: StateSchema.migrator, path: from.statePath)
+        if let log = try from.openLogReadOnly() { try SchemaVersion.refuseNewer(log, than: RequestLog.migrator, path: from.logPath) }
+        // By the folders' identity: a copy inside the data directory (by any path, a bind mount's too) would go with it.
+        guard !FolderIdentity.isInside(to.url.path, folder: from.url.path) else {
+            throw RestockMQTTError.backupRefused(
+                "\(StoredValues.inLine(to.url.path)) is inside the data directory \(shown) (or is it): give --to a new or empty directory elsewhere")
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: to.url.path, isDirectory: &isDirectory) else { return }
         let contents = isDirectory.boolValue ? try? FileManager.default.contentsOfDirectory(atPath: to.url.path) : nil
         guard contents?.isEmpty == true else {
-            throw RestockMQTTError.backupRefused("\(to.url.path) exists and is not an empty directory: give --to a new or empty directory")
+            throw RestockMQTTError.backupRefused(
+                "\(StoredValues.inLine(to.url.path)) exists and is not an empty directory: give --to a new or empty directory")
         }
     }
 

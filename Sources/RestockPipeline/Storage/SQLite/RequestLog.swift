@@ -56,7 +56,7 @@ package final class RequestLog: Sendable {
     /// How many pages the log's file holds now.
     package func pageCount() throws -> Int { try file.pageCount() }
 
-    private static var migrator: DatabaseMigrator {
+    static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             // `size` is the payload's size as received (only its first bytes are kept).
