@@ -181,6 +181,67 @@ struct ExportTests {
         #expect(newer.standardError.split(separator: "\n").count == 1)
     }
 
+    @Test("--to through a bind mount of the data directory is refused; a dangling symlink has its target made, a loop of them is refused; --config is taken (found by an outside trial: a bind mount replaced the store's state)")
+    func boundAndLinkedTargets() async throws {
+        let directory = try temporaryDirectory("restock-export")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let data = try Self.aliceWatching(in: directory)
+        if getuid() == 0 {  // only root mounts
+            let mounted = directory.appendingPathComponent("mounted")
+            try FileManager.default.createDirectory(at: mounted, withIntermediateDirectories: true)
+            if try await ChildProcess.run("/bin/mount", ["--bind", data.path, mounted.path], within: 30).status == 0 {
+                let before = try Data(contentsOf: data.appendingPathComponent("store.sqlite"))
+                let through = try await ChildProcess.run(
+                    restockExecutable, ["export", "--data", data.path, "--to", mounted.appendingPathComponent("store.sqlite").path], within: 60)
+                let given = try await ChildProcess.run(
+                    restockExecutable, ["export", "--data", mounted.path, "--to", data.appendingPathComponent("x.jsonl").path], within: 60)
+                _ = try await ChildProcess.run("/bin/umount", [mounted.path], within: 30)
+                for refused in [through, given] {
+                    #expect(refused.status == 1 && refused.standardError.contains("inside the store's data directory"), "\(refused.standardError)")
+                }
+                #expect(try Data(contentsOf: data.appendingPathComponent("store.sqlite")) == before)
+            }
+        }
+        let dangling = directory.appendingPathComponent("dangling.jsonl")
+        try FileManager.default.createSymbolicLink(atPath: dangling.path, withDestinationPath: "made.jsonl")
+        let made = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", dangling.path], within: 60)
+        #expect(made.status == 0, "\(made.standardError)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dangling.path) == "made.jsonl")
+        #expect(try String(contentsOf: directory.appendingPathComponent("made.jsonl"), encoding: .utf8).hasPrefix(#"{"customer":"alice""#))
+        let (one, two) = (directory.appendingPathComponent("one"), directory.appendingPathComponent("two"))
+        try FileManager.default.createSymbolicLink(atPath: one.path, withDestinationPath: "two")
+        try FileManager.default.createSymbolicLink(atPath: two.path, withDestinationPath: "one")
+        let loop = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", one.path], within: 60)
+        #expect(loop.status == 1 && loop.standardError == "error: cannot write \(one.path): Too many levels of symbolic links\n", "\(loop.standardError)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: one.path) == "two")
+
+        let config = directory.appendingPathComponent("restock.json")
+        try Data(#"{"data": "\#(data.path)"}"#.utf8).write(to: config)
+        let configured = try await ChildProcess.run(restockExecutable, ["export", "--config", config.path], within: 60)
+        #expect(configured.status == 0 && configured.standardOutput.hasPrefix(#"{"customer":"alice""#), "\(configured.standardError)")
+    }
+
+    @Test("the store's log keeps each entry on its line when the data directory's path holds a newline or an escape; a store id changed by hand in the state is named escaped (found by an outside trial: both reached the terminal raw)")
+    func oddPathsInTheLog() async throws {
+        let directory = try temporaryDirectory("restock-export")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let data = try Self.aliceWatching(in: directory)
+        let queue = try DatabaseQueue(path: data.appendingPathComponent("store.sqlite").path)
+        try await queue.write { db in try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('store', ?)", arguments: ["\u{1B}[31m\nx"]) }
+        let broker = try await MosquittoBroker.start()
+        let other = try await ChildProcess.run(restockExecutable, ["serve", "--broker", broker.url, "--data", data.path], within: 60)
+        #expect(other.status == 1)
+        #expect(other.standardError.hasSuffix(#"holds the state of a store whose id, "\u{1B}[31m\nx", is not a valid store id (changed by hand?): give this store its own --data directory"# + "\n"),
+            "\(other.standardError)")
+
+        let odd = directory.appendingPathComponent("new\nline\u{1B}[31m")
+        let store = try StoreProcess(broker: broker, dataDirectory: odd)
+        try await store.start()
+        try await store.send(SIGTERM)
+        #expect(store.log.contains(#"keeps its state in \#(directory.path)/new\nline\u{1B}[31m"#), "\(store.log.prefix(2_000))")
+        #expect(!store.log.contains("\u{1B}"))
+    }
+
     /// A store's data directory, `data` in `directory`, that holds one watch: alice's of tv.
     static func aliceWatching(in directory: URL) throws -> URL {
         let data = directory.appendingPathComponent("data")

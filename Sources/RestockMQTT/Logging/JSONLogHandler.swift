@@ -111,7 +111,7 @@ public enum LogFormat: String, CaseIterable, Sendable {
     public func handler(label: String, level: Logger.Level) -> any LogHandler {
         var handler: any LogHandler =
             switch self {
-            case .text: StreamLogHandler.standardError(label: label)
+            case .text: OneLineLogHandler(StreamLogHandler.standardError(label: label))
             case .json: JSONLogHandler.standardError(label: label)
             }
         handler.logLevel = level

@@ -1,3 +1,5 @@
+import RestockCore
+
 /// Errors of the bridge and its clients, each with one human sentence.
 public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The topic prefix is not usable.
@@ -61,7 +63,9 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .storeTakenOver(let store, let instance):
             "another instance of store \(store) (\(instance)) took over on the broker; this one stopped without applying anything more"
         case .dataDirectoryOfAnotherStore(let path, let owner):
-            "\(path) holds the state of store \(owner): run `restock serve --store \(owner)` on it, or give this store its own --data directory"
+            // The owner is read from the file: a value changed by hand is shown escaped, never raw on the terminal.
+            (try? StoreID(owner)).map { "\(path) holds the state of store \($0): run `restock serve --store \($0)` on it, or give this store its own --data directory" }
+                ?? "\(path) holds the state of a store whose id, \(StoredValues.described(owner)), is not a valid store id (changed by hand?): give this store its own --data directory"
         case .dataDirectoryDamaged(_, let problem, let remedy): "\(problem); \(remedy)"
         case .dataDirectoryOfNewerVersion(let file, let schema, let known):
             "\(file) was written by a newer RestockAlerter (schema version \(schema); RestockAlerter \(RestockVersion.current) knows up to \(known)): run that newer version on it, or restore a backup taken before the upgrade; a downgrade is refused so that nothing the newer version wrote is lost"

@@ -39,6 +39,28 @@ package enum StoredValues {
         text.unicodeScalars.allSatisfy(isShownAsIs) ? text : described(text, cutAfter: .max)
     }
 
+    /// `text` with each character that does not show as itself escaped as ``described(_:)`` escapes it, and nothing else
+    /// changed (no quotes): for a log line's text, which may name a path or a value read from outside.
+    package static func escaped(_ text: String) -> String {
+        guard !text.unicodeScalars.allSatisfy(isShownAsIs) else { return text }
+        var line = ""
+        for scalar in text.unicodeScalars {
+            if isShownAsIs(scalar) { line.unicodeScalars.append(scalar) } else { line += escape(scalar) }
+        }
+        return line
+    }
+
+    /// How ``described(_:)`` writes a scalar that does not show as itself.
+    private static func escape(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\n": "\\n"
+        case "\r": "\\r"
+        case "\t": "\\t"
+        case "\0": "\\0"
+        default: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+        }
+    }
+
     private static func described(_ text: String, cutAfter characters: Int) -> String {
         var line = "\""
         for (index, scalar) in text.unicodeScalars.enumerated() {
@@ -46,16 +68,8 @@ package enum StoredValues {
             switch scalar {
             case "\"": line += "\\\""
             case "\\": line += "\\\\"
-            case "\n": line += "\\n"
-            case "\r": line += "\\r"
-            case "\t": line += "\\t"
-            case "\0": line += "\\0"
-            default:
-                if isShownAsIs(scalar) {
-                    line.unicodeScalars.append(scalar)
-                } else {
-                    line += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-                }
+            case _ where isShownAsIs(scalar): line.unicodeScalars.append(scalar)
+            default: line += escape(scalar)
             }
         }
         return line + "\""
