@@ -202,6 +202,12 @@ struct ExportTests {
                 #expect(try Data(contentsOf: data.appendingPathComponent("store.sqlite")) == before)
             }
         }
+        if getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {  // a user who may not read it
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: data.path)
+            let denied = try await ChildProcess.run(
+                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", restockExecutable, "export", "--data", data.path], within: 60)
+            #expect(denied.status == 1 && denied.standardError == "error: cannot read \(data.path)/store.sqlite: Permission denied\n", "\(denied.standardError)")
+        }
         let dangling = directory.appendingPathComponent("dangling.jsonl")
         try FileManager.default.createSymbolicLink(atPath: dangling.path, withDestinationPath: "made.jsonl")
         let made = try await ChildProcess.run(restockExecutable, ["export", "--data", data.path, "--to", dangling.path], within: 60)

@@ -1,5 +1,8 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 import RestockCore
 
 /// `restock export`: every watch of a store's data directory as JSON Lines, for a shop's own systems
@@ -12,7 +15,12 @@ package enum WatchExport {
     /// - Throws: ``RestockMQTTError/backupRefused(_:)``-like one-line errors through ``StorageError`` when the directory
     ///   holds no store's state; what `write` throws.
     package static func export(readingOnly directory: URL, write: (Data) throws -> Void) throws -> WatchExportCount {
-        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent(DataDirectory.stateFileName).path) else {
+        var status = stat()
+        guard stat(directory.appendingPathComponent(DataDirectory.stateFileName).path, &status) == 0 else {
+            // A directory it may not read is said as such (found by an outside trial: it read "holds no store's state").
+            guard errno == ENOENT || errno == ENOTDIR else {
+                throw StorageError.system(.read, directory.appendingPathComponent(DataDirectory.stateFileName).path, errno: errno)
+            }
             throw RestockMQTTError.backupRefused("\(directory.path) holds no store's state (\(DataDirectory.stateFileName)): is it a data directory of `restock serve`?")
         }
         // SQLite would wait forever opening a FIFO (found by an outside trial): the state must be a file.
