@@ -54,6 +54,28 @@ struct OptionSources {
         }
     }
 
+    /// The most a config file may hold: options fill a few hundred bytes.
+    static let configFileLimit = 1 << 20
+
+    /// The bytes of the config file at `path`, at most ``configFileLimit``; the system's reason when it cannot be read
+    /// (Foundation said "You don't have permission" for /dev/null as root, and "error 256" for a directory: found by an
+    /// outside trial), and an end to a file that never ends (`/dev/zero`).
+    private static func readConfigFile(_ path: String) throws -> Data {
+        var status = stat()
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ValidationError("cannot read the config file \(path): \(String(cString: strerror(errno)))") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw ValidationError("cannot read the config file \(path): \(String(cString: strerror(EISDIR)))")
+        }
+        let data: Data
+        do { data = try handle.read(upToCount: configFileLimit + 1) ?? Data() } catch {
+            throw ValidationError("cannot read the config file \(path): \(error.localizedDescription)")
+        }
+        guard data.count <= configFileLimit else { throw ValidationError("the config file \(path) is larger than 1 MiB: it holds options only") }
+        return data
+    }
+
     /// The values of the config file (`--config`, else `RESTOCK_CONFIG`), as strings, by option name.
     private static func configFile(
         _ arguments: [String], environment: [String: String], commands: [any ParsableCommand.Type]
@@ -64,10 +86,7 @@ struct OptionSources {
             if argument == "--config", index + 1 < arguments.count { path = arguments[index + 1] }
         }
         guard let path, !path.isEmpty else { return nil }
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw ValidationError("cannot read the config file \(path): \((error as NSError).localizedDescription)")
-        }
+        let data = try readConfigFile(path)
         guard let object = try? JSONDecoder().decode([String: FileValue].self, from: data) else {
             throw ValidationError(
                 "the config file \(path) is not a JSON object of options with a string, a number or true or false each, such as {\"drain-timeout\": 10}")
