@@ -13,6 +13,10 @@ public struct SubscribeOutcome: Sendable, Hashable {
     public let isKept: Bool
     /// The alert raised at subscribe time because the watch was already satisfied.
     public let alert: RestockAlert?
+    /// Whether the watch is satisfied but raised no alert because the store has given out its last alert sequence
+    /// (``StoreSnapshot/maximumCounter``): it is kept, waiting, as one fair release holds back, and no alert id is
+    /// given twice.
+    public let isAlertWithheld: Bool
 }
 
 /// What a stock change did.
@@ -32,6 +36,9 @@ public struct StockOutcome: Sendable, Hashable {
     private let alerted: [ReportedWatch]
     /// The `every` watches that wait again because stock fell below their minimum, in ascending position.
     private let rearmed: [ReportedWatch]
+    /// How many waiting watches the new quantity satisfies raised no alert because the store has given out its last
+    /// alert sequence (``StoreSnapshot/maximumCounter``): they stay waiting, and no alert id is given twice. 0 until then.
+    public let alertsWithheld: Int
     private let store: StoreID
     private let epoch: String?
     /// The sequence number of the first alert; the others follow it.
@@ -40,14 +47,15 @@ public struct StockOutcome: Sendable, Hashable {
     private let at: Date
 
     init(
-        sku: SKU, previousQuantity: Int, quantity: Int, alerted: [ReportedWatch], rearmed: [ReportedWatch], store: StoreID,
-        epoch: String?, firstSequence: UInt64, at: Date
+        sku: SKU, previousQuantity: Int, quantity: Int, alerted: [ReportedWatch], rearmed: [ReportedWatch], withheld: Int,
+        store: StoreID, epoch: String?, firstSequence: UInt64, at: Date
     ) {
         self.sku = sku
         self.previousQuantity = previousQuantity
         self.quantity = quantity
         self.alerted = alerted
         self.rearmed = rearmed
+        self.alertsWithheld = withheld
         self.store = store
         self.epoch = epoch
         self.firstSequence = firstSequence
@@ -101,10 +109,12 @@ public struct StockOutcome: Sendable, Hashable {
 /// Everything a store needs to carry on where it stopped: what a durable store saves and restores.
 ///
 /// A snapshot read back from storage is outside input: a store restored from it leaves out every watch whose position
-/// is past ``maximumCounter``, and takes a counter past it as ``maximumCounter``, so that no position or sequence it
-/// counts on from there can overflow.
+/// is past ``maximumCounter``, and takes a counter past it as one past ``maximumCounter``, so that no position or sequence
+/// it counts on from there can overflow. A store whose counter is one past has given out the last position or alert
+/// sequence: it takes no new watch (``RestockError/noPositionLeft``), or raises no alert (a satisfied watch stays
+/// waiting: ``StockOutcome/alertsWithheld``), so that none is given out twice.
 public struct StoreSnapshot: Sendable, Hashable {
-    /// The largest position or counter a store carries on from: 2^62. A store counts up by one per watch or alert.
+    /// The largest position or alert sequence a store gives out: 2^62. A store counts up by one per watch or alert.
     public static let maximumCounter: UInt64 = 1 << 62
 
     /// Every watch, in any order; they are restored in position order.

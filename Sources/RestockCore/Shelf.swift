@@ -4,7 +4,8 @@
 struct Shelf: Sendable {
     /// The on-hand quantity.
     var quantity = 0
-    /// How many satisfied watches fair release holds back: while any wait, newcomers wait behind them.
+    /// How many waiting watches the quantity satisfies: held back by fair release (while any wait, newcomers wait behind
+    /// them), or withheld because the store has given out its last alert sequence.
     var heldBack = 0
     /// The watches, in signup order (``LineEntry``: the watch without its customer and SKU).
     var line = InsertionOrderedDictionary<CustomerID, LineEntry>()
@@ -22,16 +23,19 @@ extension Shelf {
         var alerted: [ReportedWatch] = []
         /// The `every` watches that wait again because stock fell below their minimum.
         var rearmed: [ReportedWatch] = []
+        /// How many waiting watches the new quantity satisfies were not alerted for want of an alert sequence.
+        var withheld = 0
         /// Whether the shelf is left empty, and goes.
         var isEmpty = false
     }
 
     /// Applies `change` to the quantity and walks the line in place: alerts the waiting watches it satisfies, at most d×K
-    /// of them for a rise of d units under fair release (`alertsPerUnit` K; 0 is off), removing the `once` ones, and
-    /// re-arms the `every` watches it no longer satisfies. No watch is copied but those reported back, and no alert is
-    /// made here (the outcome makes each when it is read).
+    /// of them for a rise of d units under fair release (`alertsPerUnit` K; 0 is off) and at most `sequencesLeft` (the
+    /// alert sequences the store has left), removing the `once` ones, and re-arms the `every` watches it no longer
+    /// satisfies. A satisfied watch not alerted stays waiting, held back. No watch is copied but those reported back, and
+    /// no alert is made here (the outcome makes each when it is read).
     /// - Throws: ``RestockError`` for a change out of range; nothing changes then.
-    mutating func take(_ change: StockChange, of sku: SKU, alertsPerUnit: Int) throws(RestockError) -> Walk {
+    mutating func take(_ change: StockChange, of sku: SKU, alertsPerUnit: Int, sequencesLeft: Int) throws(RestockError) -> Walk {
         let onHand = try change.applied(to: quantity, sku: sku)
         var walk = Walk(previous: quantity, quantity: onHand)
         quantity = onHand
@@ -43,6 +47,9 @@ extension Shelf {
             let (product, overflow) = max(0, rise).multipliedReportingOverflow(by: alertsPerUnit)
             budget = overflow ? .max : product
         }
+        // Fewer sequences left than fair release lets through: the alerts past them are withheld.
+        let shortfall = budget - min(budget, sequencesLeft)
+        budget -= shortfall
         if rise > 0 { walk.alerted.reserveCapacity(min(line.count, budget)) }
         var stillHeldBack = 0
         line.updateEach { customer, watch in
@@ -66,6 +73,7 @@ extension Shelf {
             return kept
         }
         heldBack = stillHeldBack
+        walk.withheld = min(stillHeldBack, shortfall)
         walk.isEmpty = isEmpty
         return walk
     }

@@ -104,7 +104,9 @@ public final class Store: Sendable {
     /// Adds a watch, or changes the terms of an existing one, which keeps its position.
     ///
     /// When the SKU is already in stock enough to satisfy the watch, the alert is raised at once
-    /// (and a `once` watch is not kept). Subscribing again on the same terms changes nothing.
+    /// (and a `once` watch is not kept). Subscribing again on the same terms changes nothing. The watch waits instead
+    /// while fair release holds earlier watches of the SKU back (it queues behind them), or once the store has given out
+    /// its last alert sequence (``SubscribeOutcome/isAlertWithheld``; see ``changeStock(of:_:)``).
     ///
     /// A customer has at most ``maximumWatchesPerCustomer`` watches: a subscribe that would keep a new watch
     /// for a customer who already has that many is refused, and changes nothing (no position is taken, no
@@ -155,6 +157,11 @@ public final class Store: Sendable {
     }
 
     /// Changes the on-hand stock of a SKU and raises the alerts that causes, in ascending position.
+    ///
+    /// Each alert takes the next sequence number, up to ``StoreSnapshot/maximumCounter``. A store that has given out
+    /// that one (restored from a snapshot whose next sequence is one past it) raises no more, so that no alert id is
+    /// given twice: the change is still made, and the watches it would have alerted stay waiting, counted in
+    /// ``StockOutcome/alertsWithheld``.
     /// - Throws: ``RestockError`` for a negative `set` or a quantity out of range; nothing changes then.
     @discardableResult
     public func changeStock(of sku: SKU, _ change: StockChange) throws(RestockError) -> StockOutcome {
@@ -196,7 +203,7 @@ public final class Store: Sendable {
     public func watchCount(of customer: CustomerID) -> Int { state.withLock { $0.watchCount(of: customer) } }
 
     /// The position the next new watch takes and the sequence number of the next alert, which a durable
-    /// store saves with each change.
+    /// store saves with each change: each at most one past ``StoreSnapshot/maximumCounter`` (none left).
     public var counters: (nextPosition: UInt64, nextAlertSequence: UInt64) {
         state.withLock { ($0.nextPosition, $0.nextAlertSequence) }
     }

@@ -59,8 +59,11 @@ struct StoreState: Sendable {
         self.watchlists = watchlists
         watchCount = kept
         let lastPosition = watches.last?.position ?? 0
-        nextPosition = max(min(snapshot.nextPosition, bound), lastPosition + 1)
-        nextAlertSequence = min(snapshot.nextAlertSequence, bound)
+        // A counter is kept up to one past the bound: the store gave out the last position or sequence, and gives out
+        // no more. Taken back to the bound, it gave the last one out twice (found by an outside trial: one alert id,
+        // `{store}-4611686018427387904`, raised before and after a restore).
+        nextPosition = max(min(snapshot.nextPosition, bound + 1), lastPosition + 1)
+        nextAlertSequence = min(snapshot.nextAlertSequence, bound + 1)
     }
 
     /// Fills each SKU's line with `watches` (in position order), sized before it is filled, and counts how many watches
@@ -177,13 +180,14 @@ struct StoreState: Sendable {
         let onHand = quantity(of: sku)
         let existing = watch(customer: customer, sku: sku)
         if let existing, existing.mode == mode, existing.minQuantity == minQuantity, existing.expiresAt == expiresAt {
-            return SubscribeOutcome(watch: existing, isNew: false, isChanged: false, isKept: true, alert: nil)
+            return SubscribeOutcome(watch: existing, isNew: false, isChanged: false, isKept: true, alert: nil, isAlertWithheld: false)
         }
         if existing == nil {
-            // The limit bounds the watches kept: a new `once` watch alerted at once (satisfied, and no earlier
-            // watch held back by fair release to queue behind) is not kept, so it is taken even at the limit.
+            // The limit bounds the watches kept: a new `once` watch alerted at once (satisfied, no earlier watch held
+            // back by fair release to queue behind, and an alert sequence left) is not kept, so it is taken even at the
+            // limit.
             let watching = watchCount(of: customer)
-            let alertedAndGone = mode == .once && onHand >= minQuantity && heldBack(of: sku) == 0
+            let alertedAndGone = mode == .once && onHand >= minQuantity && !holdsBack(sku) && hasAlertSequenceLeft
             if watching >= maximumWatchesPerCustomer, !alertedAndGone {
                 throw .tooManyWatches(customer: customer, watching: watching, limit: maximumWatchesPerCustomer)
             }
@@ -215,8 +219,13 @@ struct StoreState: Sendable {
         }
 
         var alert: RestockAlert?
+        var isAlertWithheld = false
         if watch.isWaiting, watch.isSatisfied(by: onHand) {
-            if heldBack(of: sku) > 0 {
+            if !hasAlertSequenceLeft {
+                // The last alert sequence is given out: no alert id is given twice, so the watch waits, satisfied.
+                shelves[sku]?.heldBack += 1
+                isAlertWithheld = true
+            } else if holdsBack(sku) {
                 // Fair release is holding earlier watches back; this one queues behind them.
                 shelves[sku]?.heldBack += 1
             } else {
@@ -231,7 +240,8 @@ struct StoreState: Sendable {
         } else if existing != nil {
             remove(customer: customer, sku: sku)
         }
-        return SubscribeOutcome(watch: watch, isNew: existing == nil, isChanged: true, isKept: isKept, alert: alert)
+        return SubscribeOutcome(
+            watch: watch, isNew: existing == nil, isChanged: true, isKept: isKept, alert: alert, isAlertWithheld: isAlertWithheld)
     }
 
     mutating func unsubscribe(customer: CustomerID, sku: SKU) -> Watch? {
@@ -260,17 +270,17 @@ struct StoreState: Sendable {
             let onHand = try change.applied(to: 0, sku: sku)
             if onHand > 0 { shelves[sku] = Shelf(quantity: onHand) }
             return StockOutcome(
-                sku: sku, previousQuantity: 0, quantity: onHand, alerted: [], rearmed: [], store: store,
+                sku: sku, previousQuantity: 0, quantity: onHand, alerted: [], rearmed: [], withheld: 0, store: store,
                 epoch: alertEpoch, firstSequence: nextAlertSequence, at: now)
         }
-        let walked = try shelves.values[shelf].take(change, of: sku, alertsPerUnit: alertsPerUnit)
+        let walked = try shelves.values[shelf].take(change, of: sku, alertsPerUnit: alertsPerUnit, sequencesLeft: alertSequencesLeft)
         if walked.isEmpty { shelves.remove(at: shelf) }
         let firstSequence = nextAlertSequence
         nextAlertSequence += UInt64(walked.alerted.count)
         for watch in walked.alerted where watch.entry.mode == .once { forget(watch.customer, sku) }
         return StockOutcome(
             sku: sku, previousQuantity: walked.previous, quantity: walked.quantity, alerted: walked.alerted,
-            rearmed: walked.rearmed, store: store, epoch: alertEpoch, firstSequence: firstSequence,
+            rearmed: walked.rearmed, withheld: walked.withheld, store: store, epoch: alertEpoch, firstSequence: firstSequence,
             at: now)
     }
 
@@ -306,6 +316,15 @@ struct StoreState: Sendable {
 
     // MARK: Bookkeeping
 
+    /// Whether an alert may still be raised: its sequence would be at most ``StoreSnapshot/maximumCounter``.
+    private var hasAlertSequenceLeft: Bool { nextAlertSequence <= StoreSnapshot.maximumCounter }
+
+    /// How many alerts may still be raised, each with a sequence of its own up to ``StoreSnapshot/maximumCounter``.
+    private var alertSequencesLeft: Int {
+        hasAlertSequenceLeft ? Int(StoreSnapshot.maximumCounter - nextAlertSequence + 1) : 0
+    }
+
+    /// Raises the alert of `watch`; there must be a sequence left for it (``hasAlertSequenceLeft``).
     private mutating func makeAlert(for watch: Watch, quantity: Int, now: Date) -> RestockAlert {
         defer { nextAlertSequence += 1 }
         return RestockAlert(
@@ -313,8 +332,8 @@ struct StoreState: Sendable {
             position: watch.position, at: now)
     }
 
-    /// How many satisfied watches of `sku` fair release holds back.
-    private func heldBack(of sku: SKU) -> Int { shelves[sku]?.heldBack ?? 0 }
+    /// Whether fair release holds satisfied watches of `sku` back, so that a newcomer queues behind them.
+    private func holdsBack(_ sku: SKU) -> Bool { (shelves[sku]?.heldBack ?? 0) > 0 }
 
     private mutating func insert(_ watch: Watch) {
         let entry = LineEntry(watch, observerSlot: observers.slot(of: watch.customer))

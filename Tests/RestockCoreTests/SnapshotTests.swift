@@ -54,7 +54,7 @@ struct SnapshotTests {
         }
     }
 
-    @Test("a snapshot's positions and counters past 2^62 are not counted on from: its watch is left out, its counters taken as the bound, and the store goes on without trapping; past the last position it takes no new watch, which the next restore would leave out")
+    @Test("a snapshot's positions and counters past 2^62 are not counted on from: its watch is left out, its counters taken as one past the bound (none left), and the store goes on without trapping; past the last position it takes no new watch, which the next restore would leave out, and past the last alert sequence it raises no alert")
     func valuesPastTheBound() throws {
         let bound = StoreSnapshot.maximumCounter
         let kept = Watch(customer: customer("kept"), sku: sku("ipad"), mode: .every, minQuantity: 1, position: bound, since: fixedDate)
@@ -63,12 +63,48 @@ struct SnapshotTests {
         let store = try Store(id: storeID(), restoring: snapshot, clock: { fixedDate })
         #expect(store.watchers(of: sku("ipad")).map(\.customer) == [customer("kept")])
         #expect(store.snapshot.nextPosition == bound + 1)
-        #expect(store.snapshot.nextAlertSequence == bound)
+        #expect(store.snapshot.nextAlertSequence == bound + 1)
         // No new watch past the last position (found by an outside trial: it was taken, and left out at the next
-        // restore); the alerts go on where they would have overflowed.
+        // restore); no alert past the last sequence (its id might be one given out already): the stock is taken, the
+        // watch waits.
         #expect(throws: RestockError.noPositionLeft) { try store.subscribe(customer("next"), to: sku("ipad"), mode: .every) }
         let outcome = try store.changeStock(of: sku("ipad"), .set(1))
-        #expect(outcome.alerts.map(\.sequence) == [bound])
+        #expect(outcome.alerts.isEmpty && outcome.alertsWithheld == 1 && store.quantity(of: sku("ipad")) == 1)
+        #expect(store.watch(customer("kept"), of: sku("ipad"))?.isWaiting == true)
         #expect(store.snapshot.nextAlertSequence == bound + 1)
+    }
+
+    @Test("the last alert sequence is given out once: a restore keeps the next sequence one past the bound, and the store raises no more alerts; a satisfied watch stays waiting, and the stock change or subscribe says so (found by an outside trial: the restore took the next sequence back to the bound, and two alerts had the id apple-4611686018427387904)")
+    func lastAlertSequenceGivenOutOnce() throws {
+        let bound = StoreSnapshot.maximumCounter
+        let first = try Store(id: storeID(), restoring: StoreSnapshot(nextAlertSequence: bound - 1), clock: { fixedDate })
+        for name in ["alice", "bob", "carol"] { try first.subscribe(customer(name), to: sku("ipad")) }
+        // A change that would raise three alerts raises the two with sequences left; the third watch waits.
+        let last = try first.changeStock(of: sku("ipad"), .set(1))
+        #expect(last.alerts.map(\.id) == ["apple-\(bound - 1)", "apple-\(bound)"] && last.alertsWithheld == 1)
+        #expect(first.watchers(of: sku("ipad")).map(\.customer) == [customer("carol")])
+        #expect(first.counters.nextAlertSequence == bound + 1)
+
+        let restored = try Store(id: storeID(), restoring: first.snapshot, clock: { fixedDate })
+        #expect(restored.counters.nextAlertSequence == bound + 1)
+        try restored.subscribe(customer("dave"), to: sku("ipad"), minQuantity: 2)
+        let change = try restored.changeStock(of: sku("ipad"), .set(2))
+        #expect(change.alerts.isEmpty && change.alertsWithheld == 2 && change.quantity == 2)
+        #expect(restored.watchers(of: sku("ipad")).map(\.isWaiting) == [true, true])
+        let erin = try restored.subscribe(customer("erin"), to: sku("ipad"))
+        #expect(erin.alert == nil && erin.isAlertWithheld && erin.isKept && erin.watch.isWaiting)
+        #expect(restored.counters.nextAlertSequence == bound + 1)
+    }
+
+    @Test("the last position is given out once: a store that gave it to a watch no longer kept (a once watch alerted at subscribe) restores its next position one past the bound, and takes no new watch (it was taken back to the bound, and the position given again)")
+    func lastPositionGivenOutOnce() throws {
+        let bound = StoreSnapshot.maximumCounter
+        let first = try Store(
+            id: storeID(), restoring: StoreSnapshot(inventory: [sku("ipad"): 1], nextPosition: bound), clock: { fixedDate })
+        let alice = try first.subscribe(customer("alice"), to: sku("ipad"))
+        #expect(alice.alert?.position == bound && !alice.isKept)
+        let restored = try Store(id: storeID(), restoring: first.snapshot, clock: { fixedDate })
+        #expect(restored.counters.nextPosition == bound + 1)
+        #expect(throws: RestockError.noPositionLeft) { try restored.subscribe(customer("bob"), to: sku("ipad")) }
     }
 }

@@ -51,6 +51,11 @@ extension RequestProcessor {
         changes.publications.append(Publication(key: topic, topic: topic, payload: record.payloadBytes(), retain: true))
         logger.info(
             "stock changed", metadata: [StoreLoggingKeys.sku: "\(sku)", StoreLoggingKeys.quantity: "\(outcome.quantity)", StoreLoggingKeys.alerts: "\(outcome.alertCount)"])
+        if outcome.alertsWithheld > 0 {
+            logger.warning(
+                "the store has given out the last alert sequence (\(StoreSnapshot.maximumCounter)): \(outcome.alertsWithheld) satisfied watches stay waiting, unalerted",
+                metadata: [StoreLoggingKeys.sku: "\(sku)"])
+        }
     }
 
     func perform<T>(_ body: () throws(RestockError) -> T) throws(RequestRefusal) -> T {
