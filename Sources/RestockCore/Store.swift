@@ -46,7 +46,9 @@ public final class Store: Sendable {
     /// Creates a store, empty or restored from a snapshot.
     /// - Parameters:
     ///   - id: The store's identifier.
-    ///   - alertsPerUnit: The fair-release factor K; 0 (the default) alerts every waiting watch.
+    ///   - alertsPerUnit: The fair-release factor K; 0 (the default) alerts every waiting watch. Watches a snapshot's store
+    ///     held back with fair release on stay waiting, and go first on the SKU's next stock change; with fair release off
+    ///     they hold no newcomer back: one the stock satisfies is alerted at once.
     ///   - maximumWatchesPerCustomer: The most watches one customer may have (1 through 1,000,000; 100 by
     ///     default). A snapshot's watches are all kept, even where a customer has more.
     ///   - maximumWatches: The most watches the store holds, all customers together (1 through 1,000,000,000; ten million

@@ -332,8 +332,11 @@ struct StoreState: Sendable {
             position: watch.position, at: now)
     }
 
-    /// Whether fair release holds satisfied watches of `sku` back, so that a newcomer queues behind them.
-    private func holdsBack(_ sku: SKU) -> Bool { (shelves[sku]?.heldBack ?? 0) > 0 }
+    /// Whether fair release holds satisfied watches of `sku` back, so that a newcomer queues behind them. With fair release
+    /// off (a store restored from one that had it on) none is held back: the watches it held wait for the SKU's next
+    /// stock change, which alerts every satisfied watch, and hold no newcomer back (found by an outside trial: a newcomer
+    /// the stock satisfied waited behind them, unalerted).
+    private func holdsBack(_ sku: SKU) -> Bool { alertsPerUnit > 0 && (shelves[sku]?.heldBack ?? 0) > 0 }
 
     private mutating func insert(_ watch: Watch) {
         let entry = LineEntry(watch, observerSlot: observers.slot(of: watch.customer))

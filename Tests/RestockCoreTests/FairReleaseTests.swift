@@ -46,6 +46,21 @@ struct FairReleaseTests {
         #expect(try store.changeStock(of: airpods, .set(1)).alerts.count == 10)
     }
 
+    @Test("watches held back with fair release on, restored into a store with it off, hold no newcomer back: one the stock satisfies is alerted at once, and the held-back watches go on the SKU's next stock change; restored with it on, they still do (found by an outside trial: the newcomer waited behind them, unalerted)")
+    func heldBackRestoredWithFairReleaseOff() throws {
+        let store = makeStore(alertsPerUnit: 1)
+        for index in 0..<3 { try store.subscribe(customer("w\(index)"), to: airpods) }
+        #expect(try store.changeStock(of: airpods, .set(1)).alerts.map(\.customer.rawValue) == ["w0"])
+        let off = try Store(id: storeID(), alertsPerUnit: 0, restoring: store.snapshot, clock: { fixedDate })
+        let late = try off.subscribe(customer("late"), to: airpods)
+        #expect(late.alert?.customer == customer("late") && !late.isKept)
+        #expect(try off.changeStock(of: airpods, .set(1)).alerts.map(\.customer.rawValue) == ["w1", "w2"])
+        #expect(off.watchCount == 0)
+        let on = try Store(id: storeID(), alertsPerUnit: 1, restoring: store.snapshot, clock: { fixedDate })
+        #expect(try on.subscribe(customer("late"), to: airpods).alert == nil)
+        #expect(try on.changeStock(of: airpods, .add(3)).alerts.map(\.customer.rawValue) == ["w1", "w2", "late"])
+    }
+
     @Test("a negative factor is refused")
     func invalidFactor() {
         #expect(throws: RestockError.invalidAlertsPerUnit(-1)) { try Store(id: storeID(), alertsPerUnit: -1) }
