@@ -49,6 +49,16 @@ struct InsertionOrderedDictionary<Key: Hashable, Value> {
         return slots[slot]?.value
     }
 
+    /// Appends `value` at the end when `key` is new; leaves the value there in place otherwise. Returns whether it was
+    /// appended. One lookup, as ``updateValue(_:forKey:)``.
+    mutating func insertIfAbsent(_ value: Value, forKey key: Key) -> Bool {
+        let next = slots.count
+        let slot = Int({ (slot: inout UInt32) -> UInt32 in slot }(&slotOfKey[key, default: UInt32(next)]))
+        guard slot == next else { return false }
+        slots.append(Entry(key: key, value: value))
+        return true
+    }
+
     /// Lets `body` change the value for `key` in place; nothing when there is none.
     mutating func modifyValue(forKey key: Key, _ body: (inout Value) -> Void) {
         guard let slot = slotOfKey[key].map(Int.init), slots[slot] != nil else { return }

@@ -108,11 +108,12 @@ public struct StockOutcome: Sendable, Hashable {
 
 /// Everything a store needs to carry on where it stopped: what a durable store saves and restores.
 ///
-/// A snapshot read back from storage is outside input: a store restored from it leaves out every watch whose position
-/// is past ``maximumCounter``, and takes a counter past it as one past ``maximumCounter``, so that no position or sequence
-/// it counts on from there can overflow. A store whose counter is one past has given out the last position or alert
-/// sequence: it takes no new watch (``RestockError/noPositionLeft``), or raises no alert (a satisfied watch stays
-/// waiting: ``StockOutcome/alertsWithheld``), so that none is given out twice.
+/// A snapshot read back from storage is outside input. A store restored from it leaves out every watch whose position
+/// is past ``maximumCounter`` or whose `minQuantity` is outside ``RequestLimits/minQuantity``, and a second watch of one
+/// customer and SKU (keeping the lowest position); it takes a counter past ``maximumCounter`` as one past it, so that no
+/// position or sequence it counts on from there can overflow. A store whose counter is one past has given out the last
+/// position or alert sequence: it takes no new watch (``RestockError/noPositionLeft``), or raises no alert (a satisfied
+/// watch stays waiting: ``StockOutcome/alertsWithheld``), so that none is given out twice.
 public struct StoreSnapshot: Sendable, Hashable {
     /// The largest position or alert sequence a store gives out: 2^62. A store counts up by one per watch or alert.
     public static let maximumCounter: UInt64 = 1 << 62

@@ -53,7 +53,10 @@ public final class Store: Sendable {
     ///     default). A snapshot's watches are all kept, even where a customer has more.
     ///   - maximumWatches: The most watches the store holds, all customers together (1 through 1,000,000,000; ten million
     ///     by default; `nil`: no limit). A snapshot's watches are all kept, even past it.
-    ///   - snapshot: State to carry on from, as saved from ``snapshot``.
+    ///   - snapshot: State to carry on from, as saved from ``snapshot``. It is outside input, and watches no store could
+    ///     have saved are left out, silently (the storage readers name the rows they leave out): a position past
+    ///     ``StoreSnapshot/maximumCounter``, a `minQuantity` outside ``RequestLimits/minQuantity``, and a second watch of
+    ///     one customer and SKU (the one with the lowest position is kept). No position left out is given out again.
     ///   - alertEpoch: What every alert id carries besides the store and the sequence (see ``alertEpoch``).
     ///   - clock: Where `since` and `at` times come from.
     ///   - observerFailureHandler: Told of each error an observer throws.

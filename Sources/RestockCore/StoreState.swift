@@ -52,13 +52,16 @@ struct StoreState: Sendable {
         // the bound are left out before anything counts on from them (StoreSnapshot).
         let bound = StoreSnapshot.maximumCounter
         let taken = snapshot.watches.contains { $0.position > bound } ? snapshot.watches.filter { $0.position <= bound } : snapshot.watches
-        let watches = Watch.inPositionOrder(taken)
+        let ordered = Watch.inPositionOrder(taken)
+        // Terms no request could give are left out too (found by an outside trial: a minQuantity of 0 was alerted "back
+        // in stock" at a quantity of 0); their positions still count, so that none is given out again.
+        let watches = ordered.contains(where: Self.hasInvalidTerms) ? ordered.filter { !Self.hasInvalidTerms($0) } : ordered
         let (kept, watchlists) = Self.inParallel(
             watches.count >= 10_000, { Self.fill(&shelves, with: watches) }, { Self.watchlists(of: watches) })
         self.shelves = shelves
         self.watchlists = watchlists
         watchCount = kept
-        let lastPosition = watches.last?.position ?? 0
+        let lastPosition = ordered.last?.position ?? 0
         // A counter is kept up to one past the bound: the store gave out the last position or sequence, and gives out
         // no more. Taken back to the bound, it gave the last one out twice (found by an outside trial: one alert id,
         // `{store}-4611686018427387904`, raised before and after a restore).
@@ -66,9 +69,14 @@ struct StoreState: Sendable {
         nextAlertSequence = min(snapshot.nextAlertSequence, bound + 1)
     }
 
+    /// Whether a snapshot's watch has terms no subscribe would take: a minQuantity outside ``RequestLimits/minQuantity``.
+    private static func hasInvalidTerms(_ watch: Watch) -> Bool { !RequestLimits.minQuantity.contains(watch.minQuantity) }
+
     /// Fills each SKU's line with `watches` (in position order), sized before it is filled, and counts how many watches
     /// fair release holds back in each (waiting, and satisfied by the shelf's quantity); returns how many watches were
-    /// kept (a repeated customer and SKU counts once, its last terms kept). No one observes yet: no slot is stamped.
+    /// kept. A repeated customer and SKU is kept once, at its lowest position: a later one is left out (found by an
+    /// outside trial: it took the first one's place in line with its own position, and alerts went out of signup order).
+    /// No one observes yet: no slot is stamped.
     private static func fill(_ shelves: inout [SKU: Shelf], with watches: [Watch]) -> Int {
         var sizes: [SKU: Int] = [:]
         var counted: (sku: SKU, count: Int)?
@@ -91,7 +99,7 @@ struct StoreState: Sendable {
                 let shelf = shelves.index(forKey: watch.sku)!
                 run = (watch.sku, shelf, shelves.values[shelf].quantity)
             }
-            guard let run, shelves.values[run.shelf].line.updateValue(LineEntry(watch, observerSlot: 0), forKey: watch.customer) == nil
+            guard let run, shelves.values[run.shelf].line.insertIfAbsent(LineEntry(watch, observerSlot: 0), forKey: watch.customer)
             else { continue }
             kept += 1
             if watch.isWaiting, watch.isSatisfied(by: run.quantity) { shelves.values[run.shelf].heldBack += 1 }

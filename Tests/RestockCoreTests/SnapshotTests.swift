@@ -107,4 +107,26 @@ struct SnapshotTests {
         #expect(restored.counters.nextPosition == bound + 1)
         #expect(throws: RestockError.noPositionLeft) { try restored.subscribe(customer("bob"), to: sku("ipad")) }
     }
+
+    @Test("a restore leaves out the watches no subscribe could have made: a minQuantity outside 1 through 1,000,000,000, and a second watch of one customer and SKU, the lowest position kept; their positions are not given out again (found by an outside trial: a minQuantity of 0 was alerted at a quantity of 0, and a repeated watch put the alerts out of signup order)")
+    func invalidWatchesLeftOut() throws {
+        func watch(_ name: String, _ position: UInt64, minQuantity: Int = 1) -> Watch {
+            Watch(customer: customer(name), sku: sku("ipad"), mode: .every, minQuantity: minQuantity, position: position, since: fixedDate)
+        }
+        let snapshot = StoreSnapshot(
+            watches: [
+                watch("alice", 5), watch("bob", 3), watch("alice", 1, minQuantity: 2), watch("zero", 2, minQuantity: 0),
+                watch("lowest", 4, minQuantity: .min), watch("over", 8, minQuantity: Store.maximumQuantity + 1),
+                watch("most", 7, minQuantity: Store.maximumQuantity),
+            ],
+            inventory: [sku("ipad"): 1], nextPosition: 1)
+        let store = try Store(id: storeID(), restoring: snapshot, clock: { fixedDate })
+        #expect(store.watchers(of: sku("ipad")).map(\.position) == [1, 3, 7])
+        #expect(store.watch(customer("alice"), of: sku("ipad"))?.minQuantity == 2)
+        #expect(store.watchCount == 3 && store.watchCount(of: customer("alice")) == 1 && store.customerCount == 3)
+        #expect(store.counters.nextPosition == 9)
+        #expect(try store.changeStock(of: sku("ipad"), .set(0)).alerts.isEmpty)
+        let alerts = try store.changeStock(of: sku("ipad"), .set(2)).alerts
+        #expect(alerts.map(\.customer.rawValue) == ["alice", "bob"] && alerts.map(\.position) == [1, 3])
+    }
 }
