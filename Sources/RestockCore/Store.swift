@@ -236,6 +236,12 @@ public final class Store: Sendable {
         add(observer, for: nil)
     }
 
+    /// Registers a closure for every alert the store raises.
+    /// - Returns: The token that keeps it registered; cancel or release it to unregister.
+    public func observeAll(_ handler: @escaping @Sendable (RestockAlert) throws -> Void) -> ObservationToken {
+        add(ClosureObserver(handler), for: nil)
+    }
+
     /// A customer's alerts from now on, as an `AsyncSequence`.
     public func alerts(for customer: CustomerID) -> CustomerInbox {
         CustomerInbox { add($0, for: customer) }

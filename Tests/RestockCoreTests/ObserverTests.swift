@@ -74,6 +74,26 @@ struct ObserverTests {
         withExtendedLifetime((thrower, afterToken, bobToken)) {}
     }
 
+    @Test("a closure registered with observeAll hears every customer's alert, after the customer's own observers, until its token is cancelled; what it throws goes to the failure handler (docs/embedding.md lists the closure form, which only StoreView had)")
+    func observeAllClosure() throws {
+        let failures = Recorder<String>()
+        let store = try Store(id: storeID(), clock: { fixedDate }, observerFailureHandler: { _, alert in failures.append(alert.id) })
+        let heard = Recorder<String>()
+        let own = store.observe(alice) { alert in heard.append("alice's own: \(alert.id)") }
+        let everyone = store.observeAll { alert in heard.append("everyone: \(alert.id)") }
+        let thrower = store.observeAll { _ in throw ObserverFailed() }
+        #expect(store.observerCount == 3)
+        try store.subscribe(alice, to: iphone)
+        try store.subscribe(bob, to: iphone)
+        try store.changeStock(of: iphone, .set(1))
+        #expect(heard.all == ["alice's own: apple-1", "everyone: apple-1", "everyone: apple-2"])
+        #expect(failures.all == ["apple-1", "apple-2"])
+        everyone.cancel()
+        try store.subscribe(bob, to: iphone)
+        #expect(heard.all.count == 3 && failures.all == ["apple-1", "apple-2", "apple-3"])
+        withExtendedLifetime((own, thrower)) {}
+    }
+
     @Test("a slow reader of an inbox holds up neither the store nor other observers")
     func slowInbox() async throws {
         let store = makeStore()
