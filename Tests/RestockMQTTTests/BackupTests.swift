@@ -98,9 +98,13 @@ struct BackupTests {
 
         let config = directory.appendingPathComponent("restock.json")
         try Data(#"{"to": "\#(directory.appendingPathComponent("copy").path)"}"#.utf8).write(to: config)
+        // An empty folder made for the copy keeps its mode.
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("copy"), withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
         let configured = try await restock(["backup", "--config", config.path, "--data", data.path])
         #expect(configured.status == 0, "\(configured.standardError)")
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("copy/store.sqlite").path))
+        #expect(try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("copy").path)[.posixPermissions] as? Int == 0o700)
         for (option, arguments) in [("--data", ["backup", "--data", "", "--to", "x"]), ("--to", ["backup", "--data", data.path, "--to", ""])] {
             let refused = try await restock(arguments)
             #expect(refused.status == 64 && refused.standardError == "error: \(option) is empty: " + (option == "--data" ? "give the store's data directory\n" : "give a new or empty directory for the copy\n"), "\(refused.standardError)")

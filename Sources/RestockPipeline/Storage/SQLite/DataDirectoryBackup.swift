@@ -41,7 +41,13 @@ package enum DataDirectoryBackup {
             }
             try copyPair(from, staging)
             let watches = try markRestored(staging)
-            // rename(2) puts a directory in the place of an empty one too.
+            // rename(2) puts a directory in the place of an empty one too, which keeps its mode, owner and group (a
+            // folder an operator made for the copy, private to a backup user, stays so).
+            var given = stat()
+            if stat(to.url.path, &given) == 0 {
+                _ = chmod(staging.url.path, given.st_mode & 0o7777)
+                _ = chown(staging.url.path, given.st_uid, given.st_gid)  // as root; another user keeps its own
+            }
             guard rename(staging.url.path, to.url.path) == 0 else { throw StorageError.system(.write, to.url.path, errno: errno) }
             let folder = open(parent.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if folder >= 0 {
