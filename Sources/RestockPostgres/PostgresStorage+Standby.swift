@@ -12,7 +12,7 @@ extension PostgresStorage {
     /// when the store has no lease yet (nothing to wait for). Looks once per ``LeaseHolder/renewalInterval``, on a
     /// connection of its own; a look that fails for a while (the server restarting) is tried again at the next.
     /// - Throws: `CancellationError` when cancelled; a ``StorageError`` that trying again cannot help.
-    package func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover {
+    package func waitForTheOwnerToGo(of store: StoreID, logger _: Logger) async throws -> StandbyTakeover {
         StandbyTakeover(hold: nil, seen: try await waitForTheLeaseToGo(of: store))
     }
 

@@ -1,7 +1,9 @@
+import Deadlines
 import Foundation
 import RestockCore
 import RestockMQTT
-import Deadlines
+import RestockPipeline
+import Synchronization
 
 extension StoreProcess {
     /// The frozen-store takeover (R7d and its test): freezes this live store (SIGSTOP: a stalled process, or a
@@ -38,5 +40,34 @@ extension StoreProcess {
             if exitStatus != nil { afterExit += 1 }
         }
         return (sent, takeover)
+    }
+}
+
+extension StoreProcess {
+    /// Freezes this store (SIGSTOP) at a moment it holds a lock of one of its two files (a transaction, a checkpoint or a
+    /// read in progress: `holdingALock`), or at a moment it holds none, waking it again (SIGCONT) and trying anew until
+    /// it does; returns the name of the file whose lock it holds. A standby ends a store frozen holding a lock, and
+    /// fences one that holds none: a test of either path freezes it so. To catch it holding one, something must keep it
+    /// busy meanwhile.
+    @discardableResult
+    public func freeze(holdingALock: Bool, within seconds: Double = 60) async throws -> String? {
+        let process = try launchedProcess()
+        let files = [StoreDatabase.fileName, "journal.sqlite"]
+        let caught = Mutex<String?>(nil)
+        try await waitUntil("the store frozen \(holdingALock ? "while it holds" : "holding no") lock of its files", within: seconds, pollEvery: .milliseconds(3)) {
+            process.send(SIGSTOP)
+            // Stopped for sure before its locks are read: the signal takes effect on its next turn.
+            try await waitUntil("the store stopped", within: 10, pollEvery: .milliseconds(1)) {
+                ProcessIdentity.state(of: process.pid) == "stopped"
+            }
+            let held = files.first { StalledOwner.lockHolder(of: self.dataDirectory.appendingPathComponent($0).path) == process.pid }
+            if (held != nil) == holdingALock {
+                caught.withLock { $0 = held }
+                return true
+            }
+            process.send(SIGCONT)
+            return false
+        }
+        return caught.withLock { $0 }
     }
 }

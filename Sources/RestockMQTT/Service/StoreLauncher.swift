@@ -57,7 +57,7 @@ public struct StoreLauncher: Service {
             let takeover: StandbyTakeover
             do {
                 takeover = try await cancelWhenGracefulShutdown {
-                    try await self.readingTheWitnessMeanwhile { try await storage.waitForTheOwnerToGo(of: self.configuration.store) }
+                    try await self.readingTheWitnessMeanwhile { try await storage.waitForTheOwnerToGo(of: self.configuration.store, logger: self.logger) }
                 }
             } catch is CancellationError {
                 logger.info("standby stopped")

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import RestockCore
 
 /// Where a store keeps what it must not lose, and who owns it: the one seam between the running store and its storage
@@ -210,8 +211,17 @@ package protocol StoreStorageBackend: Sendable {
     /// Waits, touching nothing the owner writes, until the owner of `store` has gone — its end freed what it held
     /// (``StandbyTakeover/hold``), or it released the lease, or left it unrenewed for its lifetime (frozen, cut off) —
     /// and returns what this standby saw, to take the storage with (``StorageClaim/takeover(instance:_:)``).
+    /// What it does meanwhile beside waiting (SQLite: ending an owner frozen while holding a lock of its files) it says
+    /// in `logger`.
     /// - Throws: `CancellationError` when cancelled first.
-    func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover
+    func waitForTheOwnerToGo(of store: StoreID, logger: Logger) async throws -> StandbyTakeover
+}
+
+extension StoreStorageBackend {
+    /// ``waitForTheOwnerToGo(of:logger:)``, saying nothing.
+    package func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover {
+        try await waitForTheOwnerToGo(of: store, logger: Logger(label: "restock.standby", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
 }
 
 /// How a store process takes its storage (docs/architecture.md, "Ownership: the lease").

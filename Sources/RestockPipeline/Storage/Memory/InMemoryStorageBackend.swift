@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import RestockCore
 
 /// The memory backend: a store's storage on an ``InMemoryVolume``, which outlives each storage opened on it — a store
@@ -32,7 +33,7 @@ package struct InMemoryStorageBackend: StoreStorageBackend {
     }
 
     /// Waits until every storage opened on the volume has let it go (a memory volume has no clock to lapse a lease by).
-    package func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover {
+    package func waitForTheOwnerToGo(of store: StoreID, logger _: Logger) async throws -> StandbyTakeover {
         guard await volume.waitUntilFree() else { throw CancellationError() }
         let lease = volume.lease
         let seen = lease.epoch == 0 ? nil : LeaseHolder(epoch: lease.epoch, owner: lease.owner, renewals: 0, renewedAt: Date(), holdsLock: true)

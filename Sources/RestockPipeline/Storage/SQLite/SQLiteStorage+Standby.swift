@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import RestockCore
 
 extension SQLiteStorage {
@@ -20,7 +21,10 @@ extension SQLiteStorage {
     /// this standby lets it go at once, and waits on it again once the owner holds it, so that the owner's end wakes it
     /// (found by an outside trial: a second standby kept the lock, the owner never got it, and its end took 5–6 s to
     /// notice instead of half a second).
-    package func waitForTheOwnerToGo(of store: StoreID) async throws -> StandbyTakeover {
+    ///
+    /// An owner whose lease lapsed while it holds a lock of the store's files (frozen in the middle of a write) would keep
+    /// this standby waiting as long as it lives: this standby ends it (``StalledOwner``), and says so in `logger`.
+    package func waitForTheOwnerToGo(of store: StoreID, logger: Logger) async throws -> StandbyTakeover {
         let directory = directory
         // A look at the lease each second, and the lock whenever the kernel hands it over.
         let (looks, look) = AsyncStream.makeStream(of: DirectoryLock?.self)
@@ -40,6 +44,8 @@ extension SQLiteStorage {
             var watch = LeaseWatch(lifetime: StoreLease.lifetime)
             var lock: DirectoryLock?
             var waitingForTheLock = true
+            // Said once each: the processes this standby ended, the locks it found held by another.
+            var ended: Set<pid_t> = [], told: Set<StalledOwner.Blocker> = []
             for await got in looks {
                 if let got {
                     lock = got
@@ -53,7 +59,25 @@ extension SQLiteStorage {
                     held.release()
                     lock = nil
                 } else if let holder, lapsed {
-                    return StandbyTakeover(hold: nil, seen: holder)
+                    // A lapsed owner that holds a lock of the files would keep the takeover waiting as long as it lives.
+                    switch StalledOwner.end(ownerOf: directory, seen: holder) {
+                    case .free:
+                        return StandbyTakeover(hold: nil, seen: holder)
+                    case .ended(let blocker, let state):
+                        if ended.insert(blocker.pid).inserted {
+                            logger.warning(
+                                "the live store process (instance \(holder.owner), pid \(blocker.pid)\(state.map { ", \($0)" } ?? "")) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s and holds a lock of \(blocker.file): this standby ended it (SIGKILL) to take over")
+                        }
+                        continue  // its end frees the directory's lock (if it held it), or the next look finds the files free
+                    case .heldByAnother(let blocker, let owner):
+                        if told.insert(blocker).inserted {
+                            let who = blocker.pid == 0 ? "a process of another pid namespace" : "process \(blocker.pid)"
+                            let recorded = owner.map { "pid \($0.pid)" } ?? "not recorded (an earlier version)"
+                            logger.error(
+                                "the live store process (instance \(holder.owner)) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s, and \(who) holds a lock of \(blocker.file) (the owner's process: \(recorded)): this standby takes over once it lets go; end it if it is the frozen store")
+                        }
+                        return StandbyTakeover(hold: nil, seen: holder)
+                    }
                 }
                 // Wait on the lock again once nobody alive needs it more: the owner holds it, or there is no owner.
                 if !waitingForTheLock, holder.map({ $0.holdsLock || $0.isReleased }) ?? true {

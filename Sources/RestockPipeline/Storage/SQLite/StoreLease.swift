@@ -63,6 +63,17 @@ package final class StoreLease: StoreOwnership {
             renewedAt: Date(timeIntervalSince1970: row["renewedAt"]), holdsLock: row["locked"])
     }
 
+    /// The process that took the lease at `epoch`, as it recorded itself in the request log of the data directory in
+    /// `directory`, read without taking anything; `nil` when none is recorded at that epoch (an owner of an earlier
+    /// version, or a later owner's record).
+    static func ownerProcess(readingOnly directory: URL, epoch: Int64) -> ProcessIdentity? {
+        guard let pool = try? DataDirectory(directory).openLogReadOnly(),
+            let recorded = try? pool.read({ db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'process'") })
+        else { return nil }
+        guard let space = recorded.firstIndex(of: " "), Int64(recorded[..<space]) == epoch else { return nil }
+        return ProcessIdentity(recorded: String(recorded[recorded.index(after: space)...]))
+    }
+
     /// Takes the lease for `instance` at the epoch after `seen`'s — only if the file still holds that epoch and that
     /// count of renewals (a compare-and-swap: of two standbys that judged the same owner gone, one wins; an owner that
     /// renewed meanwhile keeps it) — then writes the new epoch into
@@ -83,9 +94,12 @@ package final class StoreLease: StoreOwnership {
             return db.changesCount == 1 ? nil : try Self.holder(in: db)
         }
         if let holder = taken { throw StorageError.leaseLost(state.path, owner: holder.owner, epoch: holder.epoch) }
+        // With the process that holds it, at that epoch: a standby may end it should it freeze holding a lock (StalledOwner).
+        let process = ProcessIdentity.current.map { "\(epoch) \($0.recorded)" } ?? ""
         try log.write { db in
             try db.execute(
-                sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch', ?), ('owner', ?)", arguments: ["\(epoch)", instance])
+                sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch', ?), ('owner', ?), ('process', ?)",
+                arguments: ["\(epoch)", instance, process])
         }
         fence.hold(epoch)
         return epoch
