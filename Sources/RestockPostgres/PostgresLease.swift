@@ -93,11 +93,11 @@ final class PostgresLease: StoreOwnership {
         heldUntil.withLock { $0 = max($0 ?? until, until) }
     }
 
-    /// How long after a renewal was sent no other process can have taken the lease over: a standby takes it only once
-    /// it has seen the renewals stand still for the lease's lifetime by its own clock (``PostgresStorage``'s standby), and
-    /// a normal start only once the database's clock says it was not renewed for that long — each counted from after
-    /// the renewal was sent. Four fifths of it, so that clocks that run at slightly different rates cannot matter.
-    static func surelyHeld(lifetime: Duration) -> Duration { lifetime * 4 / 5 }
+    /// How long after a renewal was sent no other process can have taken the lease over (``LeaseHolder/surelyHeld(lifetime:)``):
+    /// a standby takes it only once it has seen the renewals stand still for the lease's lifetime by its own clock
+    /// (``PostgresStorage``'s standby), and a normal start only once the database's clock says it was not renewed for
+    /// that long — each counted from after the renewal was sent.
+    static func surelyHeld(lifetime: Duration) -> Duration { LeaseHolder.surelyHeld(lifetime: lifetime) }
 
     /// Whether this storage still holds the lease: read from the database, unless a renewal was sent less than
     /// ``surelyHeld(lifetime:)`` ago, which no takeover can have followed yet. The publisher asks before each round

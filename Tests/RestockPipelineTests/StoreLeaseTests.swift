@@ -1,3 +1,4 @@
+import Deadlines
 import Foundation
 import Testing
 
@@ -98,6 +99,23 @@ struct StoreLeaseTests {
         #expect(try applying.processor.drainInbox() == 2)
         #expect(try new.loadSnapshot().watches.count == 2)
         try new.lease.check()
+    }
+
+    @Test("the check before a round of publishing reads nothing for four fifths of the lifetime after a renewal began (no standby can take over sooner), and reads the lease after that")
+    func checkAfterARenewal() async throws {
+        let directory = Directory()
+        let owner = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let began = ContinuousClock.now
+        try owner.lease.renew(at: Date())
+        // A takeover at once, as no standby makes one (a standby waits for the renewals to stand still for the lifetime):
+        // only the check's own reading can see it.
+        let taken = try Self.takeOver(owner, as: "bbbbbbbbbbbb")
+        try owner.lease.check()
+        #expect(ContinuousClock.now - began < LeaseHolder.surelyHeld(lifetime: StoreLease.lifetime), "the check came too late to tell")
+        try await waitUntil("the check to read the takeover", within: 30) { (try? owner.lease.check()) == nil }
+        #expect(ContinuousClock.now - began >= LeaseHolder.surelyHeld(lifetime: StoreLease.lifetime))
+        Self.expectLeaseLost(to: "bbbbbbbbbbbb") { try owner.lease.check() }
+        withExtendedLifetime(taken) {}
     }
 
     @Test("a normal start is refused while another instance renews a lease it took without the lock")

@@ -8,6 +8,14 @@ package struct LeaseHolder: Sendable, Equatable {
     /// How often the owner renews it (and a standby looks at it).
     package static let renewalInterval = Duration.seconds(1)
 
+    /// How long after a renewal began no other process can have taken the lease over: a standby takes it only once it
+    /// has seen the renewals stand still for the lease's lifetime by its own clock, counted from a look after the
+    /// renewal. Four fifths of it, so that clocks that run at slightly different rates cannot matter. The owner's checks
+    /// before each round of publishing and each heartbeat read the lease only once this has passed since its last
+    /// renewal: on a healthy store they cost nothing, and a process frozen or stalled past it reads the lease again
+    /// before it sends anything.
+    package static func surelyHeld(lifetime: Duration) -> Duration { lifetime * 4 / 5 }
+
     /// The fencing token of the owner.
     package var epoch: Int64
     /// The owner's instance; empty once released at a clean stop (or never taken).

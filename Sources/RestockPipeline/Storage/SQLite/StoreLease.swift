@@ -29,6 +29,9 @@ package final class StoreLease: StoreOwnership {
     private let log: StorageFile
     /// The epoch this process holds, shared with every fenced storage type of the directory.
     package let fence: LeaseFence
+    /// Until when no other process can have taken the lease (``LeaseHolder/surelyHeld(lifetime:)`` after the last
+    /// renewal began): ``check()`` reads the file only after it.
+    private let heldUntil = Mutex<ContinuousClock.Instant?>(nil)
 
     /// The lease of the state in `state` (whose schema is ready), mirrored into the request log in `log`.
     init(state: any DatabaseWriter, log: any DatabaseWriter, statePath: String? = nil, logPath: String? = nil, fence: LeaseFence) {
@@ -82,6 +85,7 @@ package final class StoreLease: StoreOwnership {
     @discardableResult
     package func acquire(for instance: String, seen: Holder, holdsLock: Bool, at now: Date) throws(StorageError) -> Int64 {
         let epoch = seen.epoch + 1
+        let began = ContinuousClock.now
         let taken = try state.write { db in
             try db.execute(
                 sql: """
@@ -102,13 +106,21 @@ package final class StoreLease: StoreOwnership {
                 arguments: ["\(epoch)", instance, process])
         }
         fence.hold(epoch)
+        heldSince(began)
         return epoch
+    }
+
+    /// A renewal (or the taking) that began at `began` went through: nobody else can hold the lease for a while.
+    private func heldSince(_ began: ContinuousClock.Instant) {
+        let until = began + LeaseHolder.surelyHeld(lifetime: Self.lifetime)
+        heldUntil.withLock { $0 = max($0 ?? until, until) }
     }
 
     /// Renews the lease: its counter rises and `now` is noted, if this process still holds it.
     /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` naming the new owner once a newer one holds it.
     package func renew(at now: Date) throws(StorageError) {
         guard let epoch = try fence.epoch(path: state.path) else { return }
+        let began = ContinuousClock.now
         let lost = try state.write { db in
             try db.execute(
                 sql: "UPDATE lease SET renewals = renewals + 1, renewedAt = ? WHERE id = 1 AND epoch = ?",
@@ -116,6 +128,7 @@ package final class StoreLease: StoreOwnership {
             return db.changesCount == 1 ? nil : try Self.holder(in: db)
         }
         if let holder = lost { throw fence.lose(to: holder.owner, epoch: holder.epoch, path: state.path) }
+        heldSince(began)
     }
 
     /// Notes that the holder has the directory's lock now (a standby that took over a frozen store, once that one ended).
@@ -129,11 +142,14 @@ package final class StoreLease: StoreOwnership {
         if let holder = lost { throw fence.lose(to: holder.owner, epoch: holder.epoch, path: state.path) }
     }
 
-    /// Whether this process still holds the lease, read from the file (the publisher before each round, the heartbeat
-    /// before each beat).
+    /// Whether this process still holds the lease (the publisher before each round, the heartbeat before each beat):
+    /// read from the file, unless its last renewal began less than ``LeaseHolder/surelyHeld(lifetime:)`` ago, which no
+    /// takeover can have followed yet (a read of the file was a tenth of an alert's way from its commit to the broker,
+    /// docs/benchmarks.md).
     /// - Throws: a ``StorageError`` of kind ``StorageError/Kind/leaseLost`` once a newer owner holds it.
     package func check() throws(StorageError) {
         guard let epoch = try fence.epoch(path: state.path) else { return }
+        if let until = heldUntil.withLock({ $0 }), ContinuousClock.now < until { return }
         let holder = try holder()
         if holder.epoch != epoch { throw fence.lose(to: holder.owner, epoch: holder.epoch, path: state.path) }
     }
@@ -142,6 +158,7 @@ package final class StoreLease: StoreOwnership {
     /// when this process holds the directory's lock, which it lets go next — when the kernel hands it the lock. `locked`
     /// stays as it was, so that a standby can tell the two apart.
     package func release() {
+        heldUntil.withLock { $0 = nil }
         guard let epoch = try? fence.epoch(path: state.path) else { return }  // lost, or never taken
         _ = try? state.write { db in
             try db.execute(sql: "UPDATE lease SET owner = '' WHERE id = 1 AND epoch = ?", arguments: [epoch])
