@@ -13,26 +13,35 @@ import Testing
 struct StalledOwnerTests {
     typealias Directory = PipelineTests.Directory
 
-    /// A Python process that holds a write transaction of the SQLite file at `path` open until its input closes.
+    /// A Python process that holds a transaction of the SQLite file at `path` open until its input closes: a write
+    /// transaction (the write lock), or a read (a read mark).
     final class LockHolder {
         let process = Process()
-        private let input = Pipe()
+        private let input = Pipe(), output = Pipe()
+        /// Opens once it said it holds its transaction open.
+        private let began = Latch()
 
-        init(path: String) throws {
+        init(path: String, writing: Bool = true) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            let begin = writing ? "c.execute('BEGIN IMMEDIATE')" : "c.execute('BEGIN'); c.execute('SELECT count(*) FROM sqlite_master').fetchall()"
             process.arguments = [
-                "python3", "-c",
-                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); sys.stdin.read()",
+                "python3", "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); \(begin); print('began', flush=True); sys.stdin.read()",
                 path,
             ]
             process.standardInput = input
+            process.standardOutput = output
+            output.fileHandleForReading.readabilityHandler = { [began] handle in
+                if !handle.availableData.isEmpty { _ = began.open() }
+            }
             try process.run()
         }
 
-        /// Waits until it holds the lock.
-        func held(_ path: String) async throws {
-            let pid = process.processIdentifier
-            try await waitUntil("python to hold the write lock", within: 30) { StalledOwner.lockHolder(of: path) == pid }
+        /// Waits until it holds its transaction open, and returns the file's lock holders the kernel names then: one per
+        /// byte, so a read mark shared with another process may be named as that one's.
+        @discardableResult
+        func held(_ path: String) async throws -> [pid_t] {
+            try await waitUntil("python to begin its transaction", within: 30) { [began] in began.isOpen }
+            return StalledOwner.lockHolders(of: path)
         }
 
         deinit {
@@ -41,7 +50,7 @@ struct StalledOwnerTests {
         }
     }
 
-    @Test("the owner records its process (pid, start time, boot) at the epoch it took; another epoch's record names no process")
+    @Test("the owner records its process (pid, start time, boot) at the epoch it took, which stands for the later epochs of owners that never recorded theirs, not for earlier ones")
     func recordedAtTheEpoch() throws {
         let directory = Directory()
         let database = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
@@ -49,7 +58,8 @@ struct StalledOwnerTests {
         let current = try #require(ProcessIdentity.current)
         #expect(current.pid == getpid() && current.startTicks > 0)
         #expect(StoreLease.ownerProcess(readingOnly: directory.url, epoch: epoch) == current)
-        #expect(StoreLease.ownerProcess(readingOnly: directory.url, epoch: epoch + 1) == nil)
+        // A lease taken later by one that never finished (or never recorded itself): its owner had no process of its own.
+        #expect(StoreLease.ownerProcess(readingOnly: directory.url, epoch: epoch + 1) == current)
         #expect(StoreLease.ownerProcess(readingOnly: directory.url, epoch: epoch - 1) == nil)
     }
 
@@ -61,8 +71,8 @@ struct StalledOwnerTests {
         #expect(StalledOwner.end(ownerOf: directory.url, seen: try database.lease.holder()) == .free)
 
         let other = try LockHolder(path: path)
-        try await other.held(path)
         let pid = other.process.processIdentifier
+        #expect(try await other.held(path).first == pid)
         let seen = try database.lease.holder()
         #expect(
             StalledOwner.end(ownerOf: directory.url, seen: seen)
@@ -74,7 +84,10 @@ struct StalledOwnerTests {
         #expect(StalledOwner.end(ownerOf: directory.url, seen: seen) == .heldByAnother(StalledOwner.Blocker(file: "store.sqlite", pid: pid), owner: StoreLease.ownerProcess(readingOnly: directory.url, epoch: seen.epoch)))
         #expect(other.process.isRunning)
 
-        // Recorded as the owner at the lease's epoch, it is ended.
+        // Recorded as the owner at the lease's epoch, it is ended, while another process holds a read mark too (the
+        // kernel names one holder per byte asked).
+        let reader = try LockHolder(path: path, writing: false)
+        try await reader.held(path)
         try record(identity, epoch: seen.epoch, in: directory.url)
         guard case .ended(let blocker, let state) = StalledOwner.end(ownerOf: directory.url, seen: seen) else {
             Issue.record("the recorded owner holding the lock was not ended")
@@ -84,7 +97,9 @@ struct StalledOwnerTests {
         #expect(state == "sleeping")
         other.process.waitUntilExit()
         #expect(other.process.terminationReason == .uncaughtSignal && other.process.terminationStatus == SIGKILL)
-        #expect(StalledOwner.lockHolder(of: path) == nil)
+        // The reader's read mark is all that is held now.
+        #expect(StalledOwner.lockHolders(of: path) == [reader.process.processIdentifier])
+        #expect(reader.process.isRunning)
     }
 
     /// Writes `process` as the owner's record at `epoch` into the request log, as the owner does when it takes the lease.

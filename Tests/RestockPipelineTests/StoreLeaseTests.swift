@@ -118,6 +118,25 @@ struct StoreLeaseTests {
         withExtendedLifetime(taken) {}
     }
 
+    @Test("a takeover while another process holds the request log's write lock fails as locked and leaves the lease as it was (found by an outside trial: the state's lease was taken and its epoch not mirrored, and the standby then waited on an owner of no process)")
+    func takeoverWithTheLogLocked() async throws {
+        let directory = Directory()
+        let owner = try StoreDatabase(directory: directory.url, store: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"))
+        let before = try owner.lease.holder()
+        let logPath = DataDirectory(directory.url).logPath
+        let other = try StalledOwnerTests.LockHolder(path: logPath)
+        try await other.held(logPath)
+        do {
+            _ = try Self.takeOver(owner, as: "bbbbbbbbbbbb")
+            Issue.record("taken while the log was locked")
+        } catch let error as StorageError {
+            #expect(error.isLocked, "\(error)")
+        }
+        #expect(try owner.lease.holder() == before)
+        try owner.lease.renew(at: Date())
+        withExtendedLifetime(other) {}
+    }
+
     @Test("a normal start is refused while another instance renews a lease it took without the lock")
     func normalStartRefused() throws {
         let directory = Directory()

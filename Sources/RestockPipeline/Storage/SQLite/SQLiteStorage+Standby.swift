@@ -72,7 +72,7 @@ extension SQLiteStorage {
                     case .heldByAnother(let blocker, let owner):
                         if told.insert(blocker).inserted {
                             let who = blocker.pid == 0 ? "a process of another pid namespace" : "process \(blocker.pid)"
-                            let recorded = owner.map { "pid \($0.pid)" } ?? "not recorded (an earlier version)"
+                            let recorded = owner.map { "pid \($0.pid)" } ?? "not recorded"
                             logger.error(
                                 "the live store process (instance \(holder.owner)) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s, and \(who) holds a lock of \(blocker.file) (the owner's process: \(recorded)): this standby takes over once it lets go; end it if it is the frozen store")
                         }

@@ -40,33 +40,41 @@ package enum StalledOwner {
 
     /// The process that holds one of the WAL locks of the SQLite file at `path`, if any (its pid in this pid namespace; 0
     /// when it is in another one).
-    package static func lockHolder(of path: String) -> pid_t? {
+    package static func lockHolder(of path: String) -> pid_t? { lockHolders(of: path).first }
+
+    /// The processes that hold the WAL locks of the SQLite file at `path`, one per lock byte held, the write lock's
+    /// first: the kernel names one holder of a range, so each byte is asked on its own (an owner frozen with the write
+    /// lock is found even while a backup holds a read mark). The write, checkpoint and recovery locks have one holder
+    /// each; a read mark may be shared, and then one of its holders is named.
+    static func lockHolders(of path: String) -> [pid_t] {
         // Opened read-only: F_GETLK asks, it takes nothing. Closing it would let go of any POSIX lock this process holds
         // on the file: a standby holds none while it waits (its look at the lease opens and closes its own connection).
         let descriptor = open(path + "-shm", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else { return [] }
         defer { close(descriptor) }
-        var probe = flock()
-        probe.l_type = Int16(F_WRLCK)
-        probe.l_whence = Int16(SEEK_SET)
-        probe.l_start = off_t(lockBytes.start)
-        probe.l_len = off_t(lockBytes.count)
-        guard fcntl(descriptor, F_GETLK, &probe) == 0, probe.l_type != Int16(F_UNLCK) else { return nil }
-        return probe.l_pid
+        return (lockBytes.start..<lockBytes.start + lockBytes.count).compactMap { byte in
+            var probe = flock()
+            probe.l_type = Int16(F_WRLCK)
+            probe.l_whence = Int16(SEEK_SET)
+            probe.l_start = off_t(byte)
+            probe.l_len = 1
+            guard fcntl(descriptor, F_GETLK, &probe) == 0, probe.l_type != Int16(F_UNLCK) else { return nil }
+            return probe.l_pid
+        }
     }
 
     /// Looks at the locks of the data directory's two files while the lease `seen` has lapsed, and ends the owner's
     /// recorded process if it holds one.
     static func end(ownerOf directory: URL, seen: LeaseHolder) -> Finding {
         let data = DataDirectory(directory)
-        let blocker = [(DataDirectory.stateFileName, data.statePath), (RequestLog.fileName, data.logPath)].lazy.compactMap { name, path in
-            lockHolder(of: path).map { Blocker(file: name, pid: $0) }
-        }.first
-        guard let blocker else { return .free }
+        let blockers = [(DataDirectory.stateFileName, data.statePath), (RequestLog.fileName, data.logPath)].flatMap { name, path in
+            lockHolders(of: path).map { Blocker(file: name, pid: $0) }
+        }
+        guard let first = blockers.first else { return .free }
         let owner = StoreLease.ownerProcess(readingOnly: directory, epoch: seen.epoch)
         // The recorded process, as it runs now: the same pid started at the same tick of the same boot.
-        guard let owner, blocker.pid == owner.pid, ProcessIdentity.of(blocker.pid) == owner else {
-            return .heldByAnother(blocker, owner: owner)
+        guard let owner, let blocker = blockers.first(where: { $0.pid == owner.pid }), ProcessIdentity.of(blocker.pid) == owner else {
+            return .heldByAnother(first, owner: owner)
         }
         let state = ProcessIdentity.state(of: blocker.pid)
         kill(blocker.pid, SIGKILL)

@@ -66,14 +66,15 @@ package final class StoreLease: StoreOwnership {
             renewedAt: Date(timeIntervalSince1970: row["renewedAt"]), holdsLock: row["locked"])
     }
 
-    /// The process that took the lease at `epoch`, as it recorded itself in the request log of the data directory in
-    /// `directory`, read without taking anything; `nil` when none is recorded at that epoch (an owner of an earlier
-    /// version, or a later owner's record).
+    /// The process of the last owner that recorded itself in the request log of the data directory in `directory`, at
+    /// `epoch` or before it (an owner whose lease was taken later by one that never finished, or never recorded
+    /// itself), read without taking anything; `nil` when none is recorded (an owner of an earlier version), or the
+    /// record is of a later epoch.
     static func ownerProcess(readingOnly directory: URL, epoch: Int64) -> ProcessIdentity? {
         guard let pool = try? DataDirectory(directory).openLogReadOnly(),
             let recorded = try? pool.read({ db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'process'") })
         else { return nil }
-        guard let space = recorded.firstIndex(of: " "), Int64(recorded[..<space]) == epoch else { return nil }
+        guard let space = recorded.firstIndex(of: " "), let at = Int64(recorded[..<space]), at <= epoch else { return nil }
         return ProcessIdentity(recorded: String(recorded[recorded.index(after: space)...]))
     }
 
@@ -86,24 +87,28 @@ package final class StoreLease: StoreOwnership {
     package func acquire(for instance: String, seen: Holder, holdsLock: Bool, at now: Date) throws(StorageError) -> Int64 {
         let epoch = seen.epoch + 1
         let began = ContinuousClock.now
-        let taken = try state.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO lease (id, epoch, owner, renewals, renewedAt, locked) VALUES (1, ?, ?, 0, ?, ?)
-                    ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch, owner = excluded.owner, renewals = 0,
-                        renewedAt = excluded.renewedAt, locked = excluded.locked
-                    WHERE lease.epoch = ? AND lease.renewals = ?
-                    """,
-                arguments: [epoch, instance, now.timeIntervalSince1970, holdsLock, seen.epoch, seen.renewals])
-            return db.changesCount == 1 ? nil : try Self.holder(in: db)
-        }
-        if let holder = taken { throw StorageError.leaseLost(state.path, owner: holder.owner, epoch: holder.epoch) }
         // With the process that holds it, at that epoch: a standby may end it should it freeze holding a lock (StalledOwner).
         let process = ProcessIdentity.current.map { "\(epoch) \($0.recorded)" } ?? ""
+        // The request log's write lock first, held until the lease is taken: a lease taken in the state but not mirrored
+        // into a log locked by another process (the owner, frozen while appending) left an owner of no process, which
+        // the standby then waited on (found by an outside trial). Either both change, or neither.
         try log.write { db in
             try db.execute(
                 sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch', ?), ('owner', ?), ('process', ?)",
                 arguments: ["\(epoch)", instance, process])
+            let taken = try state.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO lease (id, epoch, owner, renewals, renewedAt, locked) VALUES (1, ?, ?, 0, ?, ?)
+                        ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch, owner = excluded.owner, renewals = 0,
+                            renewedAt = excluded.renewedAt, locked = excluded.locked
+                        WHERE lease.epoch = ? AND lease.renewals = ?
+                        """,
+                    arguments: [epoch, instance, now.timeIntervalSince1970, holdsLock, seen.epoch, seen.renewals])
+                return db.changesCount == 1 ? nil : try Self.holder(in: db)
+            }
+            // Another took it first: the log's rows are rolled back.
+            if let holder = taken { throw StorageError.leaseLost(state.path, owner: holder.owner, epoch: holder.epoch) }
         }
         fence.hold(epoch)
         heldSince(began)
