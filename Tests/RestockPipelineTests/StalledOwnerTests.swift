@@ -78,6 +78,8 @@ struct StalledOwnerTests {
             StalledOwner.end(ownerOf: directory.url, seen: seen)
                 == .heldByAnother(StalledOwner.Blocker(file: "store.sqlite", pid: pid), owner: ProcessIdentity.current))
         #expect(other.process.isRunning)
+        // Named in the standby's error with its command.
+        #expect(ProcessIdentity.command(of: pid)?.hasPrefix("python") == true, "\(ProcessIdentity.command(of: pid) ?? "none")")
         // Its pid at another start time (a pid used again) is not it either.
         let identity = try #require(ProcessIdentity.of(pid))
         try record(ProcessIdentity(pid: pid, startTicks: identity.startTicks + 1, boot: identity.boot), epoch: seen.epoch, in: directory.url)

@@ -42,6 +42,11 @@ package struct ProcessIdentity: Sendable, Hashable {
         }
     }
 
+    /// The command `pid` runs (`/proc/PID/comm`: its name, at most 15 bytes), escaped for a log line.
+    static func command(of pid: pid_t) -> String? {
+        ProcFile.read("/proc/\(pid)/comm").map { StoredValues.escaped($0.trimmingCharacters(in: .newlines)) }
+    }
+
     /// This boot's id.
     private static let bootID: String? = ProcFile.read("/proc/sys/kernel/random/boot_id").map {
         $0.trimmingCharacters(in: .whitespacesAndNewlines)

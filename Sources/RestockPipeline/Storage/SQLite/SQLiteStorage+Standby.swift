@@ -71,10 +71,15 @@ extension SQLiteStorage {
                         continue  // its end frees the directory's lock (if it held it), or the next look finds the files free
                     case .heldByAnother(let blocker, let owner):
                         if told.insert(blocker).inserted {
-                            let who = blocker.pid == 0 ? "a process of another pid namespace" : "process \(blocker.pid)"
+                            // Named with its command, so that nobody ends a standby in the middle of its own takeover (which holds
+                            // the lock for a moment) on this line's word: an outside trial saw one named here.
+                            let who =
+                                blocker.pid == 0
+                                ? "a process of another pid namespace (a store frozen in another container? end it there)"
+                                : "process \(blocker.pid) (\(ProcessIdentity.command(of: blocker.pid) ?? "ended since"))"
                             let recorded = owner.map { "pid \($0.pid)" } ?? "not recorded"
                             logger.error(
-                                "the live store process (instance \(holder.owner)) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s, and \(who) holds a lock of \(blocker.file) (the owner's process: \(recorded)): this standby takes over once it lets go; end it if it is the frozen store")
+                                "the live store process (instance \(holder.owner)) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s, and \(who) holds a lock of \(blocker.file) (the owner's process: \(recorded)): this standby takes over once it lets go")
                         }
                         return StandbyTakeover(hold: nil, seen: holder)
                     }
