@@ -79,7 +79,7 @@ extension SQLiteStorage {
                                 : "process \(blocker.pid) (\(ProcessIdentity.command(of: blocker.pid) ?? "ended since"))"
                             let recorded = owner.map { "pid \($0.pid)" } ?? "not recorded"
                             logger.error(
-                                "the live store process (instance \(holder.owner)) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s, and \(who) holds a lock of \(blocker.file) (the owner's process: \(recorded)): this standby takes over once it lets go")
+                                "the live store process (instance \(holder.owner)) has not renewed its lease for \(StoreLease.lifetime.components.seconds) s, and \(who) holds a lock of \(blocker.file) (the owner's process: \(recorded)): this standby waits until it lets go")
                         }
                         return StandbyTakeover(hold: nil, seen: holder)
                     }
