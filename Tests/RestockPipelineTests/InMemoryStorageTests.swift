@@ -35,6 +35,28 @@ struct InMemoryStorageTests {
         #expect(report.watches > 0 && report.alertsRaised.life > 0 && report.alertsAcknowledged.life > 0)
     }
 
+    @Test("a run of saves that moves one watch off a position and another onto it is refused by both, as SQLite writes a run in key order (found by the differential test: memory took it in the order made)")
+    func positionHandedOnInOneRun() throws {
+        let pair = try Pair(seed: 11, other: InMemoryStorageBackend(volume: InMemoryVolume()))
+        let (first, later, sku) = (Pair.customers[0], Pair.customers[3], Pair.skus[0])
+        func watch(_ customer: CustomerID, at position: UInt64) -> Watch {
+            Watch(customer: customer, sku: sku, mode: .every, minQuantity: 1, position: position, since: Pair.base)
+        }
+        var made = StoreChanges()
+        made.save(watch(later, at: 1))
+        made.save(watch(first, at: 2))
+        made.appliedAt = Pair.base
+        #expect(pair.both("commit") { try $0.commit(made) } != nil)
+        // Made in this order, `later` leaves position 1 before `first` takes it; in key order, `first` comes first.
+        var moved = StoreChanges()
+        moved.save(watch(later, at: 3))
+        moved.save(watch(first, at: 1))
+        moved.appliedAt = Pair.base
+        #expect(pair.both("moving commit") { try $0.commit(moved) } == nil)
+        pair.compare()
+        #expect(try pair.other.loadSnapshotReportingSkipped().snapshot.watches.map(\.position).sorted() == [1, 2])
+    }
+
     @Test("a batch of alerts partly acknowledged counts what is left, and the figures count what was newly acknowledged")
     func partlyAcknowledgedBatch() throws {
         let pair = try Pair(seed: 7, other: InMemoryStorageBackend(volume: InMemoryVolume()))

@@ -133,11 +133,20 @@ struct InMemoryState: Sendable {
         self = next
     }
 
-    /// Applies watch changes in the order they were made (``WatchTable/apply(_:in:)``).
+    /// Applies watch changes in the order they were made, but each run of saves in key order, as SQLite writes it
+    /// (``WatchTable/apply(_:in:)``): a run that moves one watch off a position and another onto it is refused alike
+    /// (found by the differential test: memory took it, SQLite refused it on the position's `UNIQUE`).
     private mutating func apply(_ changes: [StoreChanges.WatchChange]) throws(InMemoryStorageFailure) {
+        var saves: [Watch] = []
         for change in changes {
+            if case .save(let watch) = change {
+                saves.append(watch)
+                continue
+            }
+            try save(inKeyOrder: saves)
+            saves.removeAll()
             switch change {
-            case .save(let watch): try save(watch)
+            case .save: break
             case .remove(let key): remove(key)
             case .setWaiting(let waiting, let changed):
                 for position in changed {
@@ -150,6 +159,12 @@ struct InMemoryState: Sendable {
                 for position in removed { if let key = positions[position] { remove(key) } }
             }
         }
+        try save(inKeyOrder: saves)
+    }
+
+    /// Saves a run of watches sorted by customer and SKU; the sort is stable, so a key saved twice keeps its last version.
+    private mutating func save(inKeyOrder run: [Watch]) throws(InMemoryStorageFailure) {
+        for watch in run.sorted(by: { ($0.customer, $0.sku) < ($1.customer, $1.sku) }) { try save(watch) }
     }
 
     /// Makes or changes the watch of its customer and SKU, at its position.
