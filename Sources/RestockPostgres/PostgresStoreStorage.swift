@@ -133,6 +133,12 @@ package final class PostgresStoreStorage: StoreStorage {
         }
     }
 
+    package func recordedInstance() throws -> String? {
+        try read { statements in
+            try statements.query("SELECT instance FROM restock_store WHERE store = \(store.rawValue)").first?.decode(String?.self) ?? nil
+        }
+    }
+
     /// Always true: there is no directory lock, the lease is all there is to hold.
     package var holdsLock: Bool { true }
 

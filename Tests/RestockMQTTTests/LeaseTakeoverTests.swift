@@ -214,4 +214,38 @@ struct LeaseTakeoverTests {
         #expect(children[other].exitStatus == nil)
         try await standbys[other].send(SIGTERM)
     }
+
+    @Test("a standby killed after it took a frozen store's lease, before it had the broker close that store's publishing connection: the next standby closes it, and neither waits on the frozen store's heartbeat (found by an outside trial: the next one closed the dead standby's connection instead, and came online 9 s late)")
+    func standbyKilledMidTakeover() async throws {
+        let broker = try await MosquittoBroker.start()
+        let live = try await StoreProcess.started(on: broker)
+        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let oldInstance = try #require(try await client.status()?.instance)
+        let dying = try StoreProcess(
+            broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"],
+            environment: ["RESTOCK_FAULT": "crash-before-closing-the-former-publisher"])
+        let dyingChild = try dying.launch()
+        try await waitUntil("the first standby to wait", within: 20) { dying.log.contains("standby for store") }
+        let frozen = try live.launchedProcess()
+        try await live.freeze(holdingALock: false)
+        try await waitUntil("the first standby to die in its takeover", within: 60) { dyingChild.exitStatus != nil }
+        #expect(dying.log.contains("fault injected: crash-before-closing-the-former-publisher"), "\(dying.log.suffix(600))")
+
+        let next = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
+        let nextChild = try next.launch()
+        try await waitUntil("the next standby online", within: 60) {
+            let status = try? await client.status()
+            return status?.isOnline == true && status?.instance != oldInstance && status?.instance != nil
+        }
+        // The frozen store's connection closed too, not only the dead standby's, whose lease it found.
+        #expect(
+            next.log.contains("closed the publishing connection of the former owner (instance \(oldInstance))"), "\(next.log.suffix(800))")
+        #expect(!next.log.contains("already running"), "\(next.log.suffix(800))")
+        // It applies requests.
+        for index in 0..<5 { try await mosquittoPub(broker, "restock/apple/subscribe/c\(index)", "iphone") }
+        try await StoreQueues.waitForWatches(5, in: live.dataDirectory, within: 30)
+        #expect(nextChild.exitStatus == nil)
+        frozen.send(SIGKILL)
+        try await next.send(SIGTERM)
+    }
 }

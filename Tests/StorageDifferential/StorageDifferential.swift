@@ -246,7 +246,9 @@ package final class StorageDifferential {
         step = "probe, instance, restore"
         both("probe") { try $0.probeJournal() }
         let instance = "i\(int(0...3))"
+        agree("recorded instance") { try $0.recordedInstance() }
         agree("instance") { try $0.replaceInstance(with: instance) }
+        agree("recorded instance after") { try $0.recordedInstance() }
         if chance(30) { both("reconciled") { try $0.restoreReconciled() } }
         both("checkpoint") { try $0.checkpoint() }
     }

@@ -131,7 +131,8 @@ public final class StoreService: Service, Sendable {
     let clock: @Sendable () -> Date
     /// This store process, in its status: one live instance per store id.
     public let instance: String
-    /// The process that used the data directory before this one (stopped or dead: this one holds the lock).
+    /// The process that used the data directory before this one: stopped or dead (this one holds the lock), or, after a
+    /// takeover, the owner it took over from or one that took over from it and died before it recorded itself.
     private let previousInstance: String?
     /// The owner this store took the lease from while it may still live (frozen, or cut off), if it did.
     private let formerOwner: String?
@@ -195,8 +196,14 @@ public final class StoreService: Service, Sendable {
             claim: takeover.map { .takeover(instance: instance, $0) } ?? .exclusive(instance: instance), now: Date())
         for migration in storage.migrations { logger.info("\(migration)") }
         for warning in storage.openingWarnings { logger.warning("\(warning)") }
-        self.previousInstance = try storage.replaceInstance(with: instance)
-        self.formerOwner = takeover.flatMap { $0.ownerEnded ? nil : $0.seen?.owner }.flatMap { $0.isEmpty ? nil : $0 }
+        let formerOwner = takeover.flatMap { $0.ownerEnded ? nil : $0.seen?.owner }.flatMap { $0.isEmpty ? nil : $0 }
+        self.formerOwner = formerOwner
+        // Taking over from an owner that may still live, this one records itself only once the broker has closed the
+        // publishing connections of the owners before it (closeTheFormerOwnersPublishers): if it dies first, the next
+        // still finds the one it was taking over from (found by an outside trial: a standby killed in between left only
+        // its own name, and the next closed its connection, not the frozen store's, whose heartbeat then held the start
+        // off for 9 s).
+        self.previousInstance = try formerOwner == nil ? storage.replaceInstance(with: instance) : storage.recordedInstance()
         let (store, maximum) = (self.store, configuration.maximumWatches)
         health.watching { (store.watchCount, maximum) }
         health.storing(in: backend.location, epoch: storage.ownership.heldEpoch, now: { [clock = timing.clock] in clock.now })
@@ -316,7 +323,7 @@ public final class StoreService: Service, Sendable {
             group.addTask { try await self.restore() }
             group.addTask {
                 let began = self.timing.clock.now
-                try await self.closeTheFormerOwnersPublisher()
+                try await self.closeTheFormerOwnersPublishers()
                 try await self.connectPublisher(wiring)
                 self.logger.debug("starting: the publishing connection is up after \(self.timing.clock.now - began)")
                 try await self.claimTheStore(wiring)
@@ -358,14 +365,28 @@ public final class StoreService: Service, Sendable {
     /// client id takeover), so that what the old process still had in its socket's way when it froze — libmosquitto
     /// writes its queue without looking at the clock — reaches a connection the broker has closed, not the customers
     /// (found by testing: 55 and 135 alerts of 3,000 went out after the newer store's, when the freeze came while its
-    /// network thread was writing). Its reconnect then asks its write gate, which refuses.
-    private func closeTheFormerOwnersPublisher() async throws {
-        guard let former = formerOwner else { return }
-        let clientID = SessionClientIDs.publisher(of: store.id, instance: former, prefix: topics.prefix)
-        let connection = try connector.connection(clientID: clientID, session: .clean)
-        try await retryingWhileUnreachable { _ = try await connection.connect() }
-        await connection.disconnect()
-        logger.notice("closed the publishing connection of the former owner (instance \(former)) on the broker")
+    /// network thread was writing). Its reconnect then asks its write gate, which refuses. So too for the instance
+    /// recorded before this one, when it is another: an owner this one's former owner was taking over from when it died.
+    /// Then it records this instance as the one using the storage.
+    private func closeTheFormerOwnersPublishers() async throws {
+        guard let formerOwner else { return }
+        if FaultInjection.crashBeforeClosingTheFormerPublisher {
+            FaultInjection.crash("crash-before-closing-the-former-publisher: the lease taken, the former owner's publisher open")
+        }
+        var closed: [String] = []
+        for former in [formerOwner, previousInstance].compactMap({ $0 }) where !former.isEmpty && former != instance && !closed.contains(former) {
+            let clientID = SessionClientIDs.publisher(of: store.id, instance: former, prefix: topics.prefix)
+            let connection = try connector.connection(clientID: clientID, session: .clean)
+            try await retryingWhileUnreachable { _ = try await connection.connect() }
+            await connection.disconnect()
+            logger.notice("closed the publishing connection of the former owner (instance \(former)) on the broker")
+            closed.append(former)
+        }
+        // On a queue of its own: the restore holds the pipeline's, and the storage's call blocks.
+        let (storage, instance) = (storage, instance)
+        try await withTaskExecutorPreference(PipelineExecutor(label: "restock.instance")) {
+            _ = try storage.replaceInstance(with: instance)
+        }
     }
 
     /// Connects the publishing connection, retrying while the broker is unreachable (it may start after the store),

@@ -3,7 +3,7 @@ import Foundation
 /// Faults injected on purpose by the tests and the reliability run (`make reliability`), named by the
 /// environment variable `RESTOCK_FAULT`. Compiled in debug builds only (`RESTOCK_FAULT_INJECTION`, see
 /// Package.swift): a release build — the Docker image, `make bench` — has no such hook, and never reads it.
-enum FaultInjection {
+package enum FaultInjection {
     #if RESTOCK_FAULT_INJECTION
     private static let fault = ProcessInfo.processInfo.environment["RESTOCK_FAULT"]
     #else
@@ -13,6 +13,10 @@ enum FaultInjection {
     /// `RESTOCK_FAULT=crash-after-commit`: the process dies with SIGKILL right after the first transaction
     /// that raised alerts commits, before any of them is published: the window the outbox exists for.
     static let crashAfterCommit = fault == "crash-after-commit"
+
+    /// `RESTOCK_FAULT=crash-before-closing-the-former-publisher`: a store taking over from an owner that may still live
+    /// dies with SIGKILL after it took the lease, before it has the broker close that owner's publishing connection.
+    package static let crashBeforeClosingTheFormerPublisher = fault == "crash-before-closing-the-former-publisher"
 
     /// `RESTOCK_FAULT=trap-on-request:TEXT`: the process traps, as a bug would, while it applies any request
     /// whose payload contains TEXT — every time, so the store's crash containment is what ends it.
@@ -41,7 +45,7 @@ enum FaultInjection {
     }
 
     /// Dies at once, as a power cut would: no cleanup, no goodbye.
-    static func crash(_ what: String) -> Never {
+    package static func crash(_ what: String) -> Never {
         FileHandle.standardError.write(Data("fault injected: \(what)\n".utf8))
         kill(getpid(), SIGKILL)
         fatalError("SIGKILL did not end the process")

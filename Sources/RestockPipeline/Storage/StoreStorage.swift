@@ -30,6 +30,9 @@ package protocol StoreStorage: AnyObject, Sendable {
     /// Records `instance` as the store process using the storage now; returns the one before it.
     func replaceInstance(with instance: String) throws -> String?
 
+    /// The store process recorded as using the storage (``replaceInstance(with:)``), read without changing it.
+    func recordedInstance() throws -> String?
+
     /// Whether this process holds everything ownership needs: for SQLite, the data directory's lock too (a standby
     /// that took over a frozen store does not, until that process ends).
     var holdsLock: Bool { get }

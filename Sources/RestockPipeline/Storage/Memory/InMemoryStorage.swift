@@ -52,6 +52,8 @@ package final class InMemoryStorage: StoreStorage {
         }
     }
 
+    package func recordedInstance() throws -> String? { volume.withContents { $0.state.instance } }
+
     /// Always true: the lease is all there is to hold.
     package var holdsLock: Bool { true }
 

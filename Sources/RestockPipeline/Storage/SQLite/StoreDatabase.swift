@@ -196,6 +196,8 @@ package final class StoreDatabase: StoreStorage {
     /// that has stopped or died, since this one holds the lock).
     package func replaceInstance(with instance: String) throws -> String? { try meta.replace(.instance, with: instance) }
 
+    package func recordedInstance() throws -> String? { try meta.value(of: .instance) }
+
     /// Marks the state as a copy made by `restock backup` (see ``isRestored``), used by no store process yet.
     func markRestored() throws {
         try meta.set(.restored, to: ISO8601DateFormatter().string(from: Date()))
