@@ -174,7 +174,7 @@ struct CommandLineTests {
         }
     }
 
-    @Test("a status left online by a store that is gone (stale heartbeat) counts as offline; a file as data directory is one line")
+    @Test("a status left online by a store that is gone (stale heartbeat) counts as offline; a file as data directory, or a name longer than a file system takes, is one line")
     func staleStatusAndBadDataDirectory() async throws {
         let broker = try await MosquittoBroker.start()
         let stale = Timestamp.string(from: Date().addingTimeInterval(-60))
@@ -188,6 +188,15 @@ struct CommandLineTests {
         let errors = file.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }
         #expect(errors.count == 1 && errors[0].hasPrefix("error: cannot open /etc/passwd: "), "\(file.standardError)")
         #expect(errors.first == "error: cannot open /etc/passwd: Not a directory", "\(file.standardError)")
+        // A name longer than a file system takes says so (Foundation's own words were "The file name is invalid.").
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("restock-long-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let long = scratch.appendingPathComponent(String(repeating: "a", count: 300)).path
+        let tooLong = try await restock(["serve", "--broker", broker.url, "--data", long])
+        #expect(tooLong.status != 0)
+        let lines = tooLong.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }
+        #expect(lines == ["error: cannot open \(long): File name too long"], "\(tooLong.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path), "nothing made")
     }
 
     @Test("--wait waits for an offline store to come back online; without --wait, a store the broker has never seen is refused at once")

@@ -48,6 +48,11 @@ struct DataDirectory: Sendable {
             // Foundation would say "a file with the same name already exists" (found by the outside trial).
             throw StorageError(.open, url.path, cause: POSIXError(.ENOTDIR))
         }
+        // A name longer than the file system takes: Foundation says only "The file name is invalid." (found by an outside
+        // trial with a name of 300 characters).
+        if url.pathComponents.contains(where: { $0.utf8.count > Self.longestName }) || url.path.utf8.count >= Self.longestPath {
+            throw StorageError(.open, url.path, cause: POSIXError(.ENAMETOOLONG))
+        }
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
@@ -87,6 +92,10 @@ struct DataDirectory: Sendable {
     /// How long an access waits for a lock another process holds on a file (`sqlite3` with a transaction open, a
     /// backup) before it fails with `SQLITE_BUSY`, which the running store takes as a pause (``StorageError/isRetriable``).
     static let busyTimeout: TimeInterval = 5
+    /// The longest name of one file or directory Linux file systems take, in bytes (`NAME_MAX`).
+    static let longestName = 255
+    /// The longest path the system takes, in bytes, its final NUL included (`PATH_MAX`).
+    static let longestPath = 4_096
 
     /// SQLite's `synchronous` setting of a file's writer: what a commit waits for.
     enum Synchronous: String {
