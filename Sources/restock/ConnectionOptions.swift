@@ -72,6 +72,14 @@ struct ConnectionOptions: ParsableArguments {
         if !address.usesTLS, cafile != nil || cert != nil || key != nil {
             throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")
         }
+        if address.usesTLS {
+            // Checked here, before a command connects or a store opens its data: libmosquitto's own refusal names neither
+            // the option nor the file ("Invalid function arguments provided", found by an outside trial).
+            for (option, path) in [("cafile", cafile), ("cert", cert), ("key", key)] {
+                if let path { try checkReadableFile(path, option: option) }
+            }
+            if (cert == nil) != (key == nil) { throw ValidationError("--cert and --key go together: give both, or neither") }
+        }
         let tls = address.usesTLS ? MQTTTLSConfiguration(caFile: cafile, certificateFile: cert, keyFile: key) : nil
         var settings = BrokerSettings(
             broker: address, username: username ?? fromURL.username, password: password ?? fromURL.password, tls: tls,
@@ -90,6 +98,19 @@ struct ConnectionOptions: ParsableArguments {
 /// Parses an identifier option, as a validation error naming the option.
 func identifier<Kind>(_ raw: String, _ type: Identifier<Kind>.Type, option: String) throws -> Identifier<Kind> {
     do { return try Identifier<Kind>(raw) } catch { throw ValidationError("--\(option): \(error.description)") }
+}
+
+/// Checks that `path`, given as `--option`, is a regular file this process may read: one line naming the option and the
+/// file when it is not.
+func checkReadableFile(_ path: String, option: String) throws {
+    guard !path.isEmpty else { throw ValidationError("--\(option) is empty: give a PEM file") }
+    var info = stat()
+    guard stat(path, &info) == 0 else { throw ValidationError("--\(option) \(quotedValue(path)): \(String(cString: strerror(errno)))") }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+        let what = info.st_mode & S_IFMT == S_IFDIR ? "is a directory" : "is not a regular file"
+        throw ValidationError("--\(option) \(quotedValue(path)) \(what): give a PEM file")
+    }
+    guard access(path, R_OK) == 0 else { throw ValidationError("--\(option) \(quotedValue(path)): \(String(cString: strerror(errno)))") }
 }
 
 /// Writes one line to standard output at once, unbuffered, so a pipe sees each alert as it arrives.

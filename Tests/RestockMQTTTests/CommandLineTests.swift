@@ -199,6 +199,29 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: scratch.path), "nothing made")
     }
 
+    @Test("a TLS file that is missing, a directory, empty or given without its pair is refused in one line naming the option and the file, with the usage status, before a store opens its data (libmosquitto said only 'Invalid function arguments provided', after the data directory was made: found by an outside trial)")
+    func badTLSFilesRefusedFirst() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("restock-tls-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let data = scratch.appendingPathComponent("data").path
+        let broker = "mqtts://127.0.0.1:1"
+        let cases: [([String], String)] = [
+            (["--cafile", "/nonexistent.pem"], #"error: --cafile "/nonexistent.pem": No such file or directory"#),
+            (["--cafile", "/etc"], #"error: --cafile "/etc" is a directory: give a PEM file"#),
+            (["--key", ""], "error: --key is empty: give a PEM file"),
+            (["--cert", "/etc/hostname"], "error: --cert and --key go together: give both, or neither"),
+        ]
+        for (options, expected) in cases {
+            for command in [["inventory"], ["serve", "--data", data], ["serve", "--standby", "--data", data]] {
+                let result = try await restock(command + ["--broker", broker] + options)
+                #expect(result.status == 64, "\(command) \(options): \(result.standardError)")
+                let lines = result.standardError.split(separator: "\n").map(String.init)
+                #expect(lines == [expected], "\(command) \(options)")
+                #expect(!FileManager.default.fileExists(atPath: data), "\(command) \(options): nothing made")
+            }
+        }
+    }
+
     @Test("--wait waits for an offline store to come back online; without --wait, a store the broker has never seen is refused at once")
     func waitForTheStore() async throws {
         let broker = try await MosquittoBroker.start()
