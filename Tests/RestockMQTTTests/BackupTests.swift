@@ -43,6 +43,30 @@ struct BackupTests {
         #expect(!FileManager.default.fileExists(atPath: nowhere.path), "something was written")
     }
 
+    @Test("a --to named with 255 bytes is backed up; a name of 256 bytes, or a path longer than SQLite opens, is refused naming --to, with nothing made (found by an outside trial: 234-255 bytes were refused, naming the copy's folder beside --to, and a long path left its parents behind)")
+    func backupNameLengths() async throws {
+        let data = try seeded()
+        let directory = try temporaryDirectory("restock-backup-names")
+        defer { for url in [data, directory] { try? FileManager.default.removeItem(at: url) } }
+        let longest = directory.appendingPathComponent(String(repeating: "d", count: 255))
+        let made = try await restock(["backup", "--data", data.path, "--to", longest.path])
+        #expect(made.status == 0, "\(made.standardError)")
+        #expect(try StoreDatabase.queueLengths(readingOnly: longest).watches == 3)
+
+        let tooLong = directory.appendingPathComponent(String(repeating: "é", count: 128))  // 256 bytes, 128 characters
+        let refused = try await restock(["backup", "--data", data.path, "--to", tooLong.path])
+        #expect(refused.status == 1)
+        #expect(refused.standardError == "error: cannot write \(tooLong.path): File name too long\n", "\(refused.standardError)")
+
+        let deep = directory.appendingPathComponent(String(repeating: "p", count: 200)).appendingPathComponent(String(repeating: "q", count: 200))
+            .appendingPathComponent("copy")
+        let long = try await restock(["backup", "--data", data.path, "--to", deep.path])
+        #expect(long.status == 1)
+        #expect(long.standardError.hasPrefix("error: cannot write \(deep.path): the path is \(deep.path.utf8.count) bytes long, and SQLite opens files only in a directory of at most "), "\(long.standardError)")
+        #expect(long.standardError.split(separator: "\n").count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [longest.lastPathComponent], "nothing else made")
+    }
+
     @Test("a backup killed while it copies leaves nothing at --to that a store would start on, and the next backup to the same place clears what it left (found by an outside trial: a cut copy at --to started as an empty store)")
     func killedBackupLeavesNothing() async throws {
         let directory = try temporaryDirectory("restock-backup")

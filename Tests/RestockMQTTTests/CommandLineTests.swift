@@ -174,7 +174,7 @@ struct CommandLineTests {
         }
     }
 
-    @Test("a status left online by a store that is gone (stale heartbeat) counts as offline; a file as data directory, or a name longer than a file system takes, is one line")
+    @Test("a status left online by a store that is gone (stale heartbeat) counts as offline; a file as data directory, a name longer than a file system takes, or a path longer than SQLite opens (a standby waited on it for ever) is one line, with nothing made")
     func staleStatusAndBadDataDirectory() async throws {
         let broker = try await MosquittoBroker.start()
         let stale = Timestamp.string(from: Date().addingTimeInterval(-60))
@@ -197,6 +197,17 @@ struct CommandLineTests {
         let lines = tooLong.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }
         #expect(lines == ["error: cannot open \(long): File name too long"], "\(tooLong.standardError)")
         #expect(!FileManager.default.fileExists(atPath: scratch.path), "nothing made")
+        // A path longer than SQLite opens: refused at once, by a standby too (it waited for ever), with nothing made.
+        let deep = scratch.appendingPathComponent(String(repeating: "p", count: 200)).appendingPathComponent(String(repeating: "q", count: 250)).path
+        for standby in [[], ["--standby"]] {
+            let refused = try await restock(["serve", "--broker", broker.url, "--data", deep] + standby)
+            #expect(refused.status == 1, "\(standby)")
+            let errors = refused.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") }
+            #expect(
+                errors == ["error: cannot open \(deep): the path is \(deep.utf8.count) bytes long, and SQLite opens files only in a directory of at most 489 bytes: give a shorter path"],
+                "\(standby) \(refused.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.path), "\(standby): nothing made")
+        }
     }
 
     @Test("a TLS file that is missing, a directory, empty or given without its pair is refused in one line naming the option and the file, with the usage status, before a store opens its data (libmosquitto said only 'Invalid function arguments provided', after the data directory was made: found by an outside trial)")

@@ -48,11 +48,7 @@ struct DataDirectory: Sendable {
             // Foundation would say "a file with the same name already exists" (found by the outside trial).
             throw StorageError(.open, url.path, cause: POSIXError(.ENOTDIR))
         }
-        // A name longer than the file system takes: Foundation says only "The file name is invalid." (found by an outside
-        // trial with a name of 300 characters).
-        if url.pathComponents.contains(where: { $0.utf8.count > Self.longestName }) || url.path.utf8.count >= Self.longestPath {
-            throw StorageError(.open, url.path, cause: POSIXError(.ENAMETOOLONG))
-        }
+        try checkPathLength(.open)
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
@@ -94,8 +90,33 @@ struct DataDirectory: Sendable {
     static let busyTimeout: TimeInterval = 5
     /// The longest name of one file or directory Linux file systems take, in bytes (`NAME_MAX`).
     static let longestName = 255
-    /// The longest path the system takes, in bytes, its final NUL included (`PATH_MAX`).
-    static let longestPath = 4_096
+    /// The longest path of a data directory, in bytes: SQLite opens no file whose path is longer than 512 bytes (its unix
+    /// files' `MAX_PATHNAME`), and the longest file name in the directory is `journal.sqlite-journal`, after a slash.
+    static let longestPath = 512 - 1 - "\(RequestLog.fileName)-journal".utf8.count
+
+    /// Refuses, before anything is made, a path no store could use for its length: a name longer than a file system takes
+    /// (Foundation says only "The file name is invalid.", after making the parents: found by an outside trial with a name
+    /// of 300 characters), or a path longer than SQLite opens (it said "unable to open database file (SQLite error 14)",
+    /// after the directory and its lock were made, and a standby waited on it for ever: the same trial).
+    /// - Throws: a ``StorageError`` of `action` naming the path.
+    func checkPathLength(_ action: StorageError.Action) throws(StorageError) {
+        if url.pathComponents.contains(where: { $0.utf8.count > Self.longestName }) {
+            throw StorageError(action, url.path, cause: POSIXError(.ENAMETOOLONG))
+        }
+        let length = url.path.utf8.count
+        if length > Self.longestPath {
+            throw StorageError(action, url.path, cause: PathTooLong(length: length, limit: Self.longestPath))
+        }
+    }
+
+    /// A data directory's path longer than SQLite takes (``longestPath``).
+    struct PathTooLong: LocalizedError {
+        let length: Int
+        let limit: Int
+        var errorDescription: String? {
+            "the path is \(length) bytes long, and SQLite opens files only in a directory of at most \(limit) bytes: give a shorter path"
+        }
+    }
 
     /// SQLite's `synchronous` setting of a file's writer: what a commit waits for.
     enum Synchronous: String {

@@ -30,9 +30,15 @@ package enum DataDirectoryBackup {
         let from = DataDirectory(source.standardizedFileURL), to = DataDirectory(destination.standardizedFileURL)
         try refuseUnusable(from, to)
         let parent = to.url.deletingLastPathComponent()
-        let prefix = ".\(to.url.lastPathComponent).restock-backup-"
+        let prefix = stagingPrefix(for: to.url.lastPathComponent)
         removeLeftBehind(in: parent, prefix: prefix)
         let staging = DataDirectory(parent.appendingPathComponent(prefix + "\(getpid())"))
+        // The copy is opened in the folder beside the destination, whose name is longer: it too must be one SQLite opens.
+        let extra = staging.url.path.utf8.count - to.url.path.utf8.count
+        if extra > 0, staging.url.path.utf8.count > DataDirectory.longestPath {
+            let length = to.url.path.utf8.count
+            throw StorageError(.write, to.url.path, cause: DataDirectory.PathTooLong(length: length, limit: DataDirectory.longestPath - extra))
+        }
         do {
             do {
                 try FileManager.default.createDirectory(at: staging.url, withIntermediateDirectories: true)
@@ -61,6 +67,16 @@ package enum DataDirectoryBackup {
         }
     }
 
+    /// The name of the folder a copy to `name` is made in, but the process id: `.NAME.restock-backup-`, with `NAME` cut
+    /// (at a character) so that the whole name, with any process id, is one a file system takes (a destination named
+    /// with 234–255 bytes was refused as too long, naming this folder: found by an outside trial).
+    static func stagingPrefix(for name: String) -> String {
+        let fixed = ".".utf8.count + ".restock-backup-".utf8.count + "\(Int32.max)".utf8.count
+        var kept = Substring(name)
+        while kept.utf8.count > DataDirectory.longestName - fixed { kept.removeLast() }
+        return ".\(kept).restock-backup-"
+    }
+
     /// Removes the folders `prefix` + a process id in `parent` whose process no longer runs: what killed backups left.
     private static func removeLeftBehind(in parent: URL, prefix: String) {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? [] where name.hasPrefix(prefix) {
@@ -70,6 +86,8 @@ package enum DataDirectoryBackup {
     }
 
     private static func refuseUnusable(_ from: DataDirectory, _ to: DataDirectory) throws {
+        try from.checkPathLength(.open)
+        try to.checkPathLength(.write)
         let shown = StoredValues.inLine(from.url.path)
         for path in [from.statePath, from.logPath] {
             var status = stat()

@@ -28,7 +28,9 @@ package enum WatchExport {
         guard (try? FileManager.default.attributesOfItem(atPath: state)[.type] as? FileAttributeType) == .typeRegular else {
             throw RestockMQTTError.backupRefused("\(state) is not a file: is \(directory.path) a data directory of `restock serve`?")
         }
-        let pool = try DataDirectory(directory).openStateReadOnly()
+        let data = DataDirectory(directory)
+        try data.checkPathLength(.open)
+        let pool = try data.openStateReadOnly()
         // A state of a newer version is refused, as `restock serve` refuses it (found by an outside trial: one of
         // user_version 99 was exported).
         try SchemaVersion.refuseNewer(pool, than: StateSchema.migrator, path: pool.path)
