@@ -84,7 +84,7 @@ extension Restock {
             if count.leftOut.count > Self.rowsNamed {
                 StandardStreams.printError("warning: left out \(count.leftOut.count) rows that hold no valid record in all")
             }
-            if to != nil { StandardStreams.printError("exported \(count.written) watches of \(from) to \(target.name)") }
+            if to != nil { StandardStreams.printError("exported \(count.written) \(count.written == 1 ? "watch" : "watches") of \(from) to \(target.name)") }
         }
 
         /// How many left-out rows are named, one line each, before their count.

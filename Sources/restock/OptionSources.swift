@@ -46,7 +46,10 @@ struct OptionSources {
 
     private mutating func add(_ option: OptionNames.Option, _ value: String, from origin: String) throws {
         origins[option.name] = (origin, value)
-        guard option.isFlag else { return arguments.append("--\(option.name)=\(value)") }
+        // An empty value on its own, so that the command says what it says of one on the command line (`--data is
+        // empty: …`, named by its origin), not "Missing value for" the variable (found by an outside trial); any other
+        // after `=`, so that a value that starts with `-` is not taken for an option.
+        guard option.isFlag else { return arguments += value.isEmpty ? ["--\(option.name)", ""] : ["--\(option.name)=\(value)"] }
         switch value.lowercased() {
         case "true", "1", "yes": arguments.append("--\(option.name)")
         case "false", "0", "no", "": break
@@ -58,19 +61,29 @@ struct OptionSources {
     static let configFileLimit = 1 << 20
 
     /// The bytes of the config file at `path`, at most ``configFileLimit``; the system's reason when it cannot be read
-    /// (Foundation said "You don't have permission" for /dev/null as root, and "error 256" for a directory: found by an
-    /// outside trial), and an end to a file that never ends (`/dev/zero`).
+    /// (Foundation said "You don't have permission" for /dev/null as root, "error 256" for a directory and for
+    /// /proc/self/mem: found by outside trials), an end to a file that never ends (`/dev/zero`), and a refusal of what
+    /// is not a file, which would keep the command waiting for ever (a FIFO no one writes).
     private static func readConfigFile(_ path: String) throws -> Data {
+        func refusal(_ reason: String) -> ValidationError { ValidationError("cannot read the config file \(path): \(reason)") }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { throw refusal(String(cString: strerror(errno))) }
+        defer { close(descriptor) }
         var status = stat()
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw ValidationError("cannot read the config file \(path): \(String(cString: strerror(errno)))") }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
-            throw ValidationError("cannot read the config file \(path): \(String(cString: strerror(EISDIR)))")
+        guard fstat(descriptor, &status) == 0 else { throw refusal(String(cString: strerror(errno))) }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG, S_IFCHR: break  // a file; /dev/null reads as an empty one, /dev/zero is cut at the limit
+        case S_IFDIR: throw refusal(String(cString: strerror(EISDIR)))
+        default: throw refusal("it is not a file (a FIFO or a socket)")
         }
-        let data: Data
-        do { data = try handle.read(upToCount: configFileLimit + 1) ?? Data() } catch {
-            throw ValidationError("cannot read the config file \(path): \(error.localizedDescription)")
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while data.count <= configFileLimit {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw refusal(String(cString: strerror(errno))) }
+            if count == 0 { break }
+            data.append(contentsOf: buffer[..<count])
         }
         guard data.count <= configFileLimit else { throw ValidationError("the config file \(path) is larger than 1 MiB: it holds options only") }
         return data
@@ -85,7 +98,11 @@ struct OptionSources {
             if argument.hasPrefix("--config=") { path = String(argument.dropFirst("--config=".count)) }
             if argument == "--config", index + 1 < arguments.count { path = arguments[index + 1] }
         }
-        guard let path, !path.isEmpty else { return nil }
+        guard let path else { return nil }
+        guard !path.isEmpty else {
+            let origin = arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) ? "--config" : variable("config")
+            throw ValidationError("\(origin) is empty: give a JSON file of options, or leave it out")
+        }
         let data = try readConfigFile(path)
         guard let object = try? JSONDecoder().decode([String: FileValue].self, from: data) else {
             throw ValidationError(

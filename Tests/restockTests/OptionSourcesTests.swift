@@ -15,8 +15,8 @@ struct OptionSourcesTests {
         "backup": ["--data", "/tmp/d0", "--to", "/tmp/t0"], "forget": ["--customer", "c0"], "export": ["--data", "/tmp/d0"],
     ]
     static let samples: [String: String] = [
-        "broker": "mqtt://127.0.0.2:1884", "username": "u1", "password": "p1", "cafile": "/ca.pem", "cert": "/c.pem",
-        "key": "/k.pem", "mqtt-version": "3.1.1", "prefix": "shop", "store": "pear", "data": "/tmp/d1", "database": "postgres://u@127.0.0.1:5433/d1",
+        "broker": "mqtt://127.0.0.2:1884", "username": "u1", "password": "p1", "cafile": "/etc/passwd", "cert": "/etc/passwd",
+        "key": "/etc/hosts", "mqtt-version": "3.1.1", "prefix": "shop", "store": "pear", "data": "/tmp/d1", "database": "postgres://u@127.0.0.1:5433/d1",
         "alerts-per-unit": "3", "drain-timeout": "7", "max-watches-per-customer": "9", "max-watches": "500", "customer-rate": "off",
         "customer-burst": "4", "log-level": "debug", "log-format": "json", "standby": "true", "customer": "c9", "sku": "s9",
         "every": "true", "min-quantity": "5", "wait": "3", "all": "true", "count": "2", "timeout": "4", "json": "true",
@@ -25,8 +25,12 @@ struct OptionSourcesTests {
     ]
     /// Options that cannot go with another the command needs otherwise: that one is left out.
     static let excludes = ["all": "sku", "add": "set", "database": "data"]
-    /// Options that need another: the TLS files an mqtts:// broker.
-    static let needs = Dictionary(uniqueKeysWithValues: ["cafile", "cert", "key"].map { ($0, ["--broker", "mqtts://127.0.0.1:8883"]) })
+    /// Options that need another: the TLS files an mqtts:// broker (files that exist: they are checked when read), and a
+    /// client certificate its key, and the reverse.
+    static let needs = [
+        "cafile": ["--broker", "mqtts://127.0.0.1:8883"], "cert": ["--broker", "mqtts://127.0.0.1:8883", "--key", "/etc/group"],
+        "key": ["--broker", "mqtts://127.0.0.1:8883", "--cert", "/etc/group"],
+    ]
 
     static let commands = Restock.configuration.subcommands
 
@@ -141,5 +145,26 @@ struct OptionSourcesTests {
         #expect(errorLine(["serve", "--config", "/tmp"], [:]) == "cannot read the config file /tmp: Is a directory")
         #expect(errorLine(["serve", "--config", "/dev/null"], [:])?.hasPrefix("the config file /dev/null is not a JSON object") == true)
         #expect(errorLine(["serve", "--config", "/dev/zero"], [:]) == "the config file /dev/zero is larger than 1 MiB: it holds options only")
+        // A FIFO no one writes kept the command waiting for ever, /proc/self/mem said "error 256", and an empty --config
+        // was taken as none (found by an outside trial).
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("restock-\(UUID().uuidString).fifo")
+        defer { try? FileManager.default.removeItem(at: fifo) }
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        #expect(errorLine(["serve", "--config", fifo.path], [:]) == "cannot read the config file \(fifo.path): it is not a file (a FIFO or a socket)")
+        #expect(errorLine(["serve", "--config", "/proc/self/mem"], [:]) == "cannot read the config file /proc/self/mem: Input/output error")
+        #expect(errorLine(["serve", "--config", ""], [:]) == "--config is empty: give a JSON file of options, or leave it out")
+        #expect(errorLine(["serve"], ["RESTOCK_CONFIG": ""]) == "RESTOCK_CONFIG is empty: give a JSON file of options, or leave it out")
+    }
+
+    @Test("an empty value from the environment or the file gets the option's own refusal of an empty value, naming where it came from (it read 'Missing value for RESTOCK_DATA': found by an outside trial)")
+    func emptyValues() throws {
+        #expect(errorLine(["export"], ["RESTOCK_DATA": ""]) == "RESTOCK_DATA is empty: give the store's data directory")
+        #expect(errorLine(["backup", "--data", "/x"], ["RESTOCK_TO": ""]) == "RESTOCK_TO is empty: give a new or empty directory for the copy")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("restock-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"to": ""}"#.utf8).write(to: file)
+        #expect(errorLine(["export", "--data", "/x", "--config", file.path], [:]) == "to in \(file.path) is empty: give the file to write")
+        // A value that starts with "-" is still a value, not an option.
+        #expect(errorLine(["stock", "--sku", "x"], ["RESTOCK_ADD": "-5"]) == nil)
     }
 }

@@ -55,7 +55,7 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
         case .noAnswer(let what, let seconds):
             "no answer from the store within \(seconds.formatted()) s (\(what)); the request may have been applied all the same (an answer lost when a broker node dies): check before sending it again"
         case .dataDirectoryInUse(let path):
-            "another store process is using \(path) (or a StoreService of this process whose run has not returned): run one store on a data directory; to take over when it stops, run `restock serve --standby` on it"
+            "another store process is using \(path) (or a store this process ran, still stopping): run one store on a data directory; to take over when it stops, run `restock serve --standby` on it"
         case .dataDirectoryLeased(let path, let owner):
             "another store process (instance \(owner)) holds the lease on \(path) and renewed it within the last \(LeaseHolder.lifetime.components.seconds) s: run one store on it; to take over when it stops or stalls, run `restock serve --standby` on it"
         case .storeAlreadyRunning(let store, let instance):
