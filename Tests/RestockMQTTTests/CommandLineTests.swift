@@ -174,7 +174,7 @@ struct CommandLineTests {
         }
     }
 
-    @Test("a status left online by a store that is gone (stale heartbeat) counts as offline; a file as data directory, a name longer than a file system takes, or a path longer than SQLite opens (a standby waited on it for ever) is one line, with nothing made")
+    @Test("a status left online by a store that is gone (stale heartbeat) counts as offline; a file as data directory, a name longer than a file system takes, a path longer than SQLite opens (a standby waited on it for ever), or a symbolic link that leads nowhere is one line, with nothing made")
     func staleStatusAndBadDataDirectory() async throws {
         let broker = try await MosquittoBroker.start()
         let stale = Timestamp.string(from: Date().addingTimeInterval(-60))
@@ -208,6 +208,24 @@ struct CommandLineTests {
                 "\(standby) \(refused.standardError)")
             #expect(!FileManager.default.fileExists(atPath: scratch.path), "\(standby): nothing made")
         }
+        // A loop of symbolic links, and a link to nothing ("A file with the same name already exists", found by the same trial).
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        let (one, two, dangling) = (scratch.appendingPathComponent("one").path, scratch.appendingPathComponent("two").path, scratch.appendingPathComponent("dangling").path)
+        let nowhere = scratch.appendingPathComponent("nowhere").path
+        try FileManager.default.createSymbolicLink(atPath: one, withDestinationPath: two)
+        try FileManager.default.createSymbolicLink(atPath: two, withDestinationPath: one)
+        try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: nowhere)
+        for standby in [[], ["--standby"]] {
+            for (path, expected) in [
+                (one, "error: cannot open \(one): Too many levels of symbolic links"),
+                (dangling, "error: cannot open \(dangling): it is a symbolic link to \(nowhere), which does not exist: make that directory, or give the data directory's own path"),
+            ] {
+                let refused = try await restock(["serve", "--broker", broker.url, "--data", path] + standby)
+                #expect(refused.status == 1, "\(standby) \(path)")
+                #expect(refused.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") } == [Substring(expected)], "\(refused.standardError)")
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).sorted() == ["dangling", "one", "two"], "nothing made")
     }
 
     @Test("a TLS file that is missing, a directory, empty or given without its pair is refused in one line naming the option and the file, with the usage status, before a store opens its data (libmosquitto said only 'Invalid function arguments provided', after the data directory was made: found by an outside trial)")

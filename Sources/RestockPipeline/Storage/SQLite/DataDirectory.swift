@@ -49,6 +49,17 @@ struct DataDirectory: Sendable {
             throw StorageError(.open, url.path, cause: POSIXError(.ENOTDIR))
         }
         try checkPathLength(.open)
+        // A symbolic link that leads nowhere: Foundation would say "A file with the same name already exists" (found by an
+        // outside trial, for a loop of links and for a link to a path that does not exist).
+        var link = stat(), target = stat()
+        if lstat(url.path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK, stat(url.path, &target) != 0 {
+            let cause = errno
+            if cause == ENOENT {
+                let points = (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)).map(StoredValues.inLine) ?? "?"
+                throw StorageError(.open, url.path, cause: DanglingLink(target: points))
+            }
+            throw StorageError.system(.open, url.path, errno: cause)
+        }
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
@@ -106,6 +117,14 @@ struct DataDirectory: Sendable {
         let length = url.path.utf8.count
         if length > Self.longestPath {
             throw StorageError(action, url.path, cause: PathTooLong(length: length, limit: Self.longestPath))
+        }
+    }
+
+    /// A data directory given as a symbolic link to a path that does not exist.
+    struct DanglingLink: LocalizedError {
+        let target: String
+        var errorDescription: String? {
+            "it is a symbolic link to \(target), which does not exist: make that directory, or give the data directory's own path"
         }
     }
 
