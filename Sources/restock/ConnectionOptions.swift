@@ -111,6 +111,12 @@ func checkReadableFile(_ path: String, option: String) throws {
         throw ValidationError("--\(option) \(quotedValue(path)) \(what): give a PEM file")
     }
     guard access(path, R_OK) == 0 else { throw ValidationError("--\(option) \(quotedValue(path)): \(String(cString: strerror(errno)))") }
+    // A file of another kind (a config file, a certificate in DER): libmosquitto finds out only when it connects, and a
+    // store, or a standby at its takeover, retried that for ever (found by an outside trial).
+    let head = FileHandle(forReadingAtPath: path).flatMap { try? $0.read(upToCount: 1 << 20) } ?? Data()
+    guard head.range(of: Data("-----BEGIN ".utf8)) != nil else {
+        throw ValidationError("--\(option) \(quotedValue(path)) holds no PEM block (-----BEGIN …): give a PEM file")
+    }
 }
 
 /// Writes one line to standard output at once, unbuffered, so a pipe sees each alert as it arrives.

@@ -22,6 +22,10 @@ struct Restock: AsyncParsableCommand {
 
     /// Runs the command; any error is one plain line on stderr and a non-zero exit (README.md, "The restock command line").
     static func main() async {
+        if let given = notUTF8() {
+            StandardStreams.printError("error: \(given) is not valid UTF-8: give paths and values in UTF-8")
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
         var sources: OptionSources?
         do {
             sources = try OptionSources(
@@ -43,6 +47,23 @@ struct Restock: AsyncParsableCommand {
             StandardStreams.printError("error: \(message)")
             Foundation.exit(code.rawValue)
         }
+    }
+
+    /// The first command-line argument, or `RESTOCK_*` variable, whose bytes are not UTF-8, as an error names it: Swift's
+    /// strings replace such bytes (with U+FFFD), and a path so changed names another file (found by an outside trial: a
+    /// store made a new directory beside the one given, and export read another).
+    static func notUTF8() -> String? {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
+            return "argument \(index) (\(StoredValues.inLine(String(cString: raw))))"
+        }
+        var entry = environ
+        while let pointer = entry.pointee {
+            defer { entry += 1 }
+            guard strncmp(pointer, "RESTOCK_", 8) == 0, String(validatingCString: pointer) == nil else { continue }
+            return String(decoding: UnsafeBufferPointer(start: pointer, count: strlen(pointer)).lazy.map { UInt8(bitPattern: $0) }.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self)
+        }
+        return nil
     }
 
     /// The first line of `message`, with each value of `arguments` it names that holds a character that does not show as

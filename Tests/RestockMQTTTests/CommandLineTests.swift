@@ -215,30 +215,64 @@ struct CommandLineTests {
         try FileManager.default.createSymbolicLink(atPath: one, withDestinationPath: two)
         try FileManager.default.createSymbolicLink(atPath: two, withDestinationPath: one)
         try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: nowhere)
+        // A link to a directory whose real path is longer than SQLite opens (it passed the check: a second trial).
+        let longReal = scratch.appendingPathComponent(String(repeating: "r", count: 240)).appendingPathComponent(String(repeating: "s", count: 240)).path
+        try FileManager.default.createDirectory(atPath: longReal, withIntermediateDirectories: true)
+        let short = scratch.appendingPathComponent("short").path
+        try FileManager.default.createSymbolicLink(atPath: short, withDestinationPath: longReal)
+        let dangles = "is a symbolic link to \(nowhere), which does not exist: make that directory, or give the data directory's own path"
         for standby in [[], ["--standby"]] {
             for (path, expected) in [
                 (one, "error: cannot open \(one): Too many levels of symbolic links"),
-                (dangling, "error: cannot open \(dangling): it is a symbolic link to \(nowhere), which does not exist: make that directory, or give the data directory's own path"),
+                (one + "/data", "error: cannot open \(one)/data: Too many levels of symbolic links"),
+                (dangling, "error: cannot open \(dangling): \(dangling) \(dangles)"),
+                (dangling + "/data", "error: cannot open \(dangling)/data: \(dangling) \(dangles)"),
+                (short, "error: cannot open \(short): its real path (\(longReal)) is \(longReal.utf8.count) bytes long, and SQLite opens files only in a directory of at most 489 bytes: give a shorter path"),
             ] {
                 let refused = try await restock(["serve", "--broker", broker.url, "--data", path] + standby)
                 #expect(refused.status == 1, "\(standby) \(path)")
                 #expect(refused.standardError.split(separator: "\n").filter { $0.hasPrefix("error:") } == [Substring(expected)], "\(refused.standardError)")
             }
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).sorted() == ["dangling", "one", "two"], "nothing made")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).sorted() == ["dangling", "one", String(repeating: "r", count: 240), "short", "two"], "nothing made")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: longReal).isEmpty, "nothing made through the link")
+    }
+
+    @Test("an argument or a RESTOCK_* variable whose bytes are not UTF-8 is refused in one line, with nothing made (Swift's strings replaced the bytes, and a store made another directory than the one given: found by an outside trial)")
+    func notUTF8Refused() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("restock-utf8-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        // The shell's printf makes the byte 0xE9 (é in Latin-1) that a Swift string cannot hold.
+        let argument = try await ChildProcess.run(
+            "/bin/sh", ["-c", #"exec "$0" serve --broker mqtt://127.0.0.1:1 --data "$1/lat$(printf '\351')1""#, restockExecutable, scratch.path], within: 30)
+        #expect(argument.status == 64)
+        #expect(argument.standardError.hasPrefix("error: argument 5 (") && argument.standardError.hasSuffix(") is not valid UTF-8: give paths and values in UTF-8\n"), "\(argument.standardError)")
+        let variable = try await ChildProcess.run(
+            "/bin/sh", ["-c", #"RESTOCK_DATA="$1/lat$(printf '\351')1" exec "$0" serve --broker mqtt://127.0.0.1:1"#, restockExecutable, scratch.path], within: 30)
+        #expect(variable.status == 64)
+        #expect(variable.standardError == "error: RESTOCK_DATA is not valid UTF-8: give paths and values in UTF-8\n", "\(variable.standardError)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty, "nothing made")
     }
 
     @Test("a TLS file that is missing, a directory, empty or given without its pair is refused in one line naming the option and the file, with the usage status, before a store opens its data (libmosquitto said only 'Invalid function arguments provided', after the data directory was made: found by an outside trial)")
     func badTLSFilesRefusedFirst() async throws {
+        func quoted(_ path: String) -> String { String(reflecting: String(path.prefix(40))) + (path.count > 40 ? "…" : "") }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("restock-tls-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let data = scratch.appendingPathComponent("data").path
         let broker = "mqtts://127.0.0.1:1"
+        try FileManager.default.createDirectory(at: scratch.appendingPathComponent("tls"), withIntermediateDirectories: true)
+        let pem = scratch.appendingPathComponent("tls/client.pem").path, text = scratch.appendingPathComponent("tls/notes.txt").path
+        try Data("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: pem))
+        try Data("listener 8883\n".utf8).write(to: URL(fileURLWithPath: text))
         let cases: [([String], String)] = [
             (["--cafile", "/nonexistent.pem"], #"error: --cafile "/nonexistent.pem": No such file or directory"#),
             (["--cafile", "/etc"], #"error: --cafile "/etc" is a directory: give a PEM file"#),
             (["--key", ""], "error: --key is empty: give a PEM file"),
-            (["--cert", "/etc/hostname"], "error: --cert and --key go together: give both, or neither"),
+            (["--cert", pem], "error: --cert and --key go together: give both, or neither"),
+            // Not PEM at all: a store retried the handshake for ever, a standby failed only at its takeover (a second trial).
+            (["--cafile", text], "error: --cafile \(quoted(text)) holds no PEM block (-----BEGIN …): give a PEM file"),
         ]
         for (options, expected) in cases {
             for command in [["inventory"], ["serve", "--data", data], ["serve", "--standby", "--data", data]] {

@@ -15,8 +15,8 @@ struct OptionSourcesTests {
         "backup": ["--data", "/tmp/d0", "--to", "/tmp/t0"], "forget": ["--customer", "c0"], "export": ["--data", "/tmp/d0"],
     ]
     static let samples: [String: String] = [
-        "broker": "mqtt://127.0.0.2:1884", "username": "u1", "password": "p1", "cafile": "/etc/passwd", "cert": "/etc/passwd",
-        "key": "/etc/hosts", "mqtt-version": "3.1.1", "prefix": "shop", "store": "pear", "data": "/tmp/d1", "database": "postgres://u@127.0.0.1:5433/d1",
+        "broker": "mqtt://127.0.0.2:1884", "username": "u1", "password": "p1", "cafile": pemFile, "cert": pemFile,
+        "key": pemFile, "mqtt-version": "3.1.1", "prefix": "shop", "store": "pear", "data": "/tmp/d1", "database": "postgres://u@127.0.0.1:5433/d1",
         "alerts-per-unit": "3", "drain-timeout": "7", "max-watches-per-customer": "9", "max-watches": "500", "customer-rate": "off",
         "customer-burst": "4", "log-level": "debug", "log-format": "json", "standby": "true", "customer": "c9", "sku": "s9",
         "every": "true", "min-quantity": "5", "wait": "3", "all": "true", "count": "2", "timeout": "4", "json": "true",
@@ -25,11 +25,17 @@ struct OptionSourcesTests {
     ]
     /// Options that cannot go with another the command needs otherwise: that one is left out.
     static let excludes = ["all": "sku", "add": "set", "database": "data"]
+    /// A file that passes for PEM, for the TLS options' values: they are checked when read.
+    static let pemFile: String = {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("restock-option-sources-test.pem")
+        try? Data("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".utf8).write(to: file)
+        return file.path
+    }()
     /// Options that need another: the TLS files an mqtts:// broker (files that exist: they are checked when read), and a
     /// client certificate its key, and the reverse.
     static let needs = [
-        "cafile": ["--broker", "mqtts://127.0.0.1:8883"], "cert": ["--broker", "mqtts://127.0.0.1:8883", "--key", "/etc/group"],
-        "key": ["--broker", "mqtts://127.0.0.1:8883", "--cert", "/etc/group"],
+        "cafile": ["--broker", "mqtts://127.0.0.1:8883"], "cert": ["--broker", "mqtts://127.0.0.1:8883", "--key", pemFile],
+        "key": ["--broker", "mqtts://127.0.0.1:8883", "--cert", pemFile],
     ]
 
     static let commands = Restock.configuration.subcommands

@@ -48,18 +48,7 @@ struct DataDirectory: Sendable {
             // Foundation would say "a file with the same name already exists" (found by the outside trial).
             throw StorageError(.open, url.path, cause: POSIXError(.ENOTDIR))
         }
-        try checkPathLength(.open)
-        // A symbolic link that leads nowhere: Foundation would say "A file with the same name already exists" (found by an
-        // outside trial, for a loop of links and for a link to a path that does not exist).
-        var link = stat(), target = stat()
-        if lstat(url.path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK, stat(url.path, &target) != 0 {
-            let cause = errno
-            if cause == ENOENT {
-                let points = (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)).map(StoredValues.inLine) ?? "?"
-                throw StorageError(.open, url.path, cause: DanglingLink(target: points))
-            }
-            throw StorageError.system(.open, url.path, errno: cause)
-        }
+        try checkPath(.open)
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
@@ -105,26 +94,58 @@ struct DataDirectory: Sendable {
     /// files' `MAX_PATHNAME`), and the longest file name in the directory is `journal.sqlite-journal`, after a slash.
     static let longestPath = 512 - 1 - "\(RequestLog.fileName)-journal".utf8.count
 
-    /// Refuses, before anything is made, a path no store could use for its length: a name longer than a file system takes
-    /// (Foundation says only "The file name is invalid.", after making the parents: found by an outside trial with a name
-    /// of 300 characters), or a path longer than SQLite opens (it said "unable to open database file (SQLite error 14)",
-    /// after the directory and its lock were made, and a standby waited on it for ever: the same trial).
+    /// Refuses, before anything is made, a path no store could use: a name longer than a file system takes (Foundation
+    /// says only "The file name is invalid.", after making the parents: found by an outside trial with a name of 300
+    /// characters); a path whose real path — links resolved — is longer than SQLite opens, with `extra` bytes more for
+    /// what is made beside it (SQLite said "unable to open database file (SQLite error 14)", after the directory and
+    /// its lock were made, and a standby waited on it for ever: the same trial; through a link to a long path too: a
+    /// second trial); or a symbolic link on the way that leads nowhere, a loop or a missing target (Foundation said "A
+    /// file with the same name already exists").
     /// - Throws: a ``StorageError`` of `action` naming the path.
-    func checkPathLength(_ action: StorageError.Action) throws(StorageError) {
+    func checkPath(_ action: StorageError.Action, extra: Int = 0) throws(StorageError) {
         if url.pathComponents.contains(where: { $0.utf8.count > Self.longestName }) {
             throw StorageError(action, url.path, cause: POSIXError(.ENAMETOOLONG))
         }
-        let length = url.path.utf8.count
-        if length > Self.longestPath {
-            throw StorageError(action, url.path, cause: PathTooLong(length: length, limit: Self.longestPath))
+        let real = try realPath(action)
+        let limit = Self.longestPath - extra
+        if real.utf8.count > limit {
+            throw StorageError(action, url.path, cause: PathTooLong(length: real.utf8.count, limit: limit, real: real == url.path ? nil : real))
         }
     }
 
-    /// A data directory given as a symbolic link to a path that does not exist.
+    /// The path as the system reaches it: its deepest part that exists, with every link resolved (`realpath`), then the
+    /// rest as given.
+    private func realPath(_ action: StorageError.Action) throws(StorageError) -> String {
+        var existing = url.pathComponents
+        var rest: [String] = []
+        while existing.count > 1 {
+            let path = NSString.path(withComponents: existing)
+            var info = stat()
+            if lstat(path, &info) != 0 {
+                // A loop of links on the way says so here (ELOOP); a part that does not exist is made later.
+                guard errno == ENOENT else { throw StorageError.system(action, url.path, errno: errno) }
+                rest.insert(existing.removeLast(), at: 0)
+                continue
+            }
+            var target = stat()
+            if info.st_mode & S_IFMT == S_IFLNK, stat(path, &target) != 0 {
+                guard errno == ENOENT else { throw StorageError.system(action, url.path, errno: errno) }
+                let points = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)).map(StoredValues.inLine) ?? "?"
+                throw StorageError(action, url.path, cause: DanglingLink(link: StoredValues.inLine(path), target: points))
+            }
+            guard let resolved = realpath(path, nil) else { throw StorageError.system(action, url.path, errno: errno) }
+            defer { free(resolved) }
+            return NSString.path(withComponents: [String(cString: resolved)] + rest)
+        }
+        return url.path
+    }
+
+    /// A symbolic link on a data directory's path to a path that does not exist.
     struct DanglingLink: LocalizedError {
+        let link: String
         let target: String
         var errorDescription: String? {
-            "it is a symbolic link to \(target), which does not exist: make that directory, or give the data directory's own path"
+            "\(link) is a symbolic link to \(target), which does not exist: make that directory, or give the data directory's own path"
         }
     }
 
@@ -132,8 +153,11 @@ struct DataDirectory: Sendable {
     struct PathTooLong: LocalizedError {
         let length: Int
         let limit: Int
+        /// The path with its links resolved, when it differs from the path given.
+        let real: String?
         var errorDescription: String? {
-            "the path is \(length) bytes long, and SQLite opens files only in a directory of at most \(limit) bytes: give a shorter path"
+            let what = real.map { "its real path (\(StoredValues.inLine($0))) is" } ?? "the path is"
+            return "\(what) \(length) bytes long, and SQLite opens files only in a directory of at most \(limit) bytes: give a shorter path"
         }
     }
 

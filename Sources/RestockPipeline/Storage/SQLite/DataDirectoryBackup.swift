@@ -33,12 +33,6 @@ package enum DataDirectoryBackup {
         let prefix = stagingPrefix(for: to.url.lastPathComponent)
         removeLeftBehind(in: parent, prefix: prefix)
         let staging = DataDirectory(parent.appendingPathComponent(prefix + "\(getpid())"))
-        // The copy is opened in the folder beside the destination, whose name is longer: it too must be one SQLite opens.
-        let extra = staging.url.path.utf8.count - to.url.path.utf8.count
-        if extra > 0, staging.url.path.utf8.count > DataDirectory.longestPath {
-            let length = to.url.path.utf8.count
-            throw StorageError(.write, to.url.path, cause: DataDirectory.PathTooLong(length: length, limit: DataDirectory.longestPath - extra))
-        }
         do {
             do {
                 try FileManager.default.createDirectory(at: staging.url, withIntermediateDirectories: true)
@@ -86,8 +80,11 @@ package enum DataDirectoryBackup {
     }
 
     private static func refuseUnusable(_ from: DataDirectory, _ to: DataDirectory) throws {
-        try from.checkPathLength(.open)
-        try to.checkPathLength(.write)
+        try from.checkPath(.open)
+        // The copy is made in the folder beside the destination, whose name may be longer (by the longest process id, so
+        // that the limit said does not move from one run to the next): SQLite must open it there too.
+        let staging = stagingPrefix(for: to.url.lastPathComponent) + "\(Int32.max)"
+        try to.checkPath(.write, extra: max(0, staging.utf8.count - to.url.lastPathComponent.utf8.count))
         let shown = StoredValues.inLine(from.url.path)
         for path in [from.statePath, from.logPath] {
             var status = stat()

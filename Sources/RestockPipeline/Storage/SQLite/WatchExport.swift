@@ -29,7 +29,7 @@ package enum WatchExport {
             throw RestockMQTTError.backupRefused("\(state) is not a file: is \(directory.path) a data directory of `restock serve`?")
         }
         let data = DataDirectory(directory)
-        try data.checkPathLength(.open)
+        try data.checkPath(.open)
         let pool = try data.openStateReadOnly()
         // A state of a newer version is refused, as `restock serve` refuses it (found by an outside trial: one of
         // user_version 99 was exported).
