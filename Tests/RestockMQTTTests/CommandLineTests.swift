@@ -265,7 +265,7 @@ struct CommandLineTests {
         try FileManager.default.createDirectory(at: scratch.appendingPathComponent("tls"), withIntermediateDirectories: true)
         let pem = scratch.appendingPathComponent("tls/client.pem").path, text = scratch.appendingPathComponent("tls/notes.txt").path
         try Data("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: pem))
-        try Data("listener 8883\n".utf8).write(to: URL(fileURLWithPath: text))
+        try Data("allow_anonymous true\n".utf8).write(to: URL(fileURLWithPath: text))
         let cases: [([String], String)] = [
             (["--cafile", "/nonexistent.pem"], #"error: --cafile "/nonexistent.pem": No such file or directory"#),
             (["--cafile", "/etc"], #"error: --cafile "/etc" is a directory: give a PEM file"#),
