@@ -61,7 +61,7 @@ struct Restock: AsyncParsableCommand {
         while let pointer = entry.pointee {
             defer { entry += 1 }
             guard strncmp(pointer, "RESTOCK_", 8) == 0, String(validatingCString: pointer) == nil else { continue }
-            return String(decoding: UnsafeBufferPointer(start: pointer, count: strlen(pointer)).lazy.map { UInt8(bitPattern: $0) }.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self)
+            return String(String(cString: pointer).prefix { $0 != "=" })
         }
         return nil
     }
