@@ -67,7 +67,14 @@ struct ConnectionOptions: ParsableArguments {
         switch mqttVersion {
         case "5": version = .v5
         case "3.1.1", "311": version = .v311
-        default: throw ValidationError("--mqtt-version must be 5 or 3.1.1, not \(mqttVersion)")
+        default: throw ValidationError("--mqtt-version must be 5 or 3.1.1, not \"\(mqttVersion)\"")
+        }
+        // An empty user name or password went to the broker as given, and a password without a user name failed only
+        // at the connection, with status 1 (an outside trial).
+        if username == "" { throw ValidationError("--username is empty: give the broker's user name, or leave it out") }
+        if password == "" { throw ValidationError("--password is empty: give the broker's password, or leave it out") }
+        if password != nil, username == nil, fromURL.username == nil {
+            throw ValidationError("--password needs a user name: give --username too, or a user in the broker URL")
         }
         if !address.usesTLS, cafile != nil || cert != nil || key != nil {
             throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RestockPipeline
 
 /// Where an option's value comes from when the command line does not give it (docs/operations.md, "Configuration"):
 /// the environment variable named after it (`--drain-timeout` → `RESTOCK_DRAIN_TIMEOUT`), then the JSON file of
@@ -52,7 +53,9 @@ struct OptionSources {
         guard option.isFlag else { return arguments += value.isEmpty ? ["--\(option.name)", ""] : ["--\(option.name)=\(value)"] }
         switch value.lowercased() {
         case "true", "1", "yes": arguments.append("--\(option.name)")
-        case "false", "0", "no", "": break
+        case "false", "0", "no": break
+        // Taken for false, `RESTOCK_STANDBY=` started a live store where a standby may have been meant (an outside trial).
+        case "": throw ValidationError("\(origin) is empty: give true or false, or leave it out")
         default: throw ValidationError("\(origin) must be true or false, not \(value)")
         }
     }
@@ -103,27 +106,51 @@ struct OptionSources {
             let origin = arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) ? "--config" : variable("config")
             throw ValidationError("\(origin) is empty: give a JSON file of options, or leave it out")
         }
-        let data = try readConfigFile(path)
-        guard let object = try? JSONDecoder().decode([String: FileValue].self, from: data) else {
-            throw ValidationError(
-                "the config file \(path) is not a JSON object of options with a string, a number or true or false each, such as {\"drain-timeout\": 10}")
+        let data = [UInt8](try readConfigFile(path))
+        // Read as strictly as a request (StrictJSON): Foundation took the first of two values of one option without a
+        // word, and a trailing comma (found by an outside trial).
+        let members: [StrictJSON.Member]
+        do { members = try StrictJSON.members(in: data) } catch {
+            throw ValidationError("the config file \(path) is not valid JSON: \(error.reason.replacingOccurrences(of: "the payload", with: "the file"))")
         }
+        let shape = "the config file \(path) is not a JSON object of options with a string, a number or true or false each, such as {\"drain-timeout\": 10}"
+        guard data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else { throw ValidationError(shape) }
         let known = Set(commands.flatMap { OptionNames.of($0).map(\.name) })
-        if let unknown = object.keys.sorted().first(where: { !known.contains($0) || $0 == "config" }) {
-            throw ValidationError("the config file \(path) names no option \(unknown)")
+        var values: [String: String] = [:]
+        for member in members {
+            guard known.contains(member.name), member.name != "config" else {
+                throw ValidationError("the config file \(path) names no option \(member.name)")
+            }
+            guard let text = Self.text(of: member.value) else { throw ValidationError(shape) }
+            values[member.name] = text
         }
-        let values = object.mapValues(\.text)
         return (path, values)
+    }
+
+    /// A config file's value as the command line would give it; `nil` for `null`, an array or an object.
+    private static func text(of value: JSONValue) -> String? {
+        switch value {
+        case .string(let text): text
+        case .bool(let flag): flag ? "true" : "false"
+        case .number(let number):
+            if case .integer(let whole) = number.value { String(whole) } else { number.literal }
+        case .null, .array, .object: nil
+        }
     }
 
     /// An error's line with every option filled in here named by where it came from:
     /// `--drain-timeout must be …` becomes `RESTOCK_DRAIN_TIMEOUT must be …`; an error that names no option but quotes
     /// a value filled in here (a bad broker URL) starts with where the value came from.
     func describe(_ message: String) -> String {
-        let named = origins.reduce(message) { line, entry in
-            line.replacingOccurrences(of: "'--\(entry.key) <\(entry.key)>'", with: entry.value.origin)
-                .replacingOccurrences(of: "--\(entry.key)", with: entry.value.origin)
-        }
+        // A command the line quotes in backquotes is left as written: "start it with `restock serve --store t53`" read
+        // "`restock serve RESTOCK_STORE t53`" (an outside trial).
+        let named = message.split(separator: "`", omittingEmptySubsequences: false).enumerated().map { index, part in
+            guard index.isMultiple(of: 2) else { return String(part) }
+            return origins.reduce(String(part)) { line, entry in
+                line.replacingOccurrences(of: "'--\(entry.key) <\(entry.key)>'", with: entry.value.origin)
+                    .replacingOccurrences(of: "--\(entry.key)", with: entry.value.origin)
+            }
+        }.joined(separator: "`")
         guard named == message,
             let source = origins.first(where: { Self.isAbout(message, option: $0.key, value: $0.value.value) })?.value
         else { return named }
@@ -139,23 +166,5 @@ struct OptionSources {
         return option == "broker"
             && ["invalid configuration: broker URL", "invalid configuration: broker port", "invalid configuration: the broker list"]
                 .contains { message.contains($0) }
-    }
-}
-
-/// A value of the config file, as the command line would give it.
-private struct FileValue: Decodable {
-    let text: String
-
-    init(from decoder: any Decoder) throws {
-        let value = try decoder.singleValueContainer()
-        if let flag = try? value.decode(Bool.self) {
-            text = flag ? "true" : "false"
-        } else if let whole = try? value.decode(Int.self) {
-            text = String(whole)
-        } else if let number = try? value.decode(Double.self) {
-            text = String(number)
-        } else {
-            text = try value.decode(String.self)
-        }
     }
 }

@@ -2,7 +2,7 @@
 ///
 /// No request field takes an array or an object, so of those only the kind is kept: a field given one is
 /// refused for its type, and an unknown field holding one is ignored.
-enum JSONValue: Sendable, Hashable {
+package enum JSONValue: Sendable, Hashable {
     /// A string, its escapes resolved.
     case string(String)
     /// A number, as written.

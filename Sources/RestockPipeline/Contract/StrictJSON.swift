@@ -6,25 +6,25 @@
 /// tool reads one way must not be applied another way. So the same pass that checks the bytes also gives
 /// back the top-level members the request is read from (Requests.swift), numbers as written. One pass over
 /// the bytes, no recursion, no Foundation.
-enum StrictJSON {
+package enum StrictJSON {
     /// How deeply objects and arrays may nest (a request itself is one level).
     static let maximumDepth = 32
 
     /// One member of the top-level object.
-    struct Member: Sendable, Hashable {
+    package struct Member: Sendable, Hashable {
         /// The name with its escapes resolved: `"s\u006bu"` is `sku`.
-        let name: String
-        let value: JSONValue
+        package let name: String
+        package let value: JSONValue
     }
 
     /// Why the bytes are not one strict JSON value.
-    struct Problem: Error, Sendable, Hashable {
-        let reason: String
+    package struct Problem: Error, Sendable, Hashable {
+        package let reason: String
     }
 
     /// The members of the top-level object of `bytes`, in the order given; none when the value is not an object.
     /// - Throws: ``Problem`` when `bytes` is not one strict JSON value.
-    static func members(in bytes: [UInt8]) throws(Problem) -> [Member] {
+    package static func members(in bytes: [UInt8]) throws(Problem) -> [Member] {
         var scanner = Scanner(bytes: bytes)
         try scanner.document()
         return scanner.members
