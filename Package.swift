@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The operator's HTTP endpoint only; without swift-configuration and full Foundation (its default traits).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // Hummingbird's own event loops, named by the HTTP endpoint for its check of its address before the store starts.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         // The PostgreSQL backend of the store's storage (RestockPostgres).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // `make bench` only: the alternatives B1 compares against, and latency histograms. A package that depends on
@@ -78,7 +80,8 @@ let package = Package(
             name: "RestockHTTP",
             dependencies: [
                 "RestockMQTT", "Deadlines", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         // The command-line tool: parsing and printing over RestockMQTT.
         .executableTarget(

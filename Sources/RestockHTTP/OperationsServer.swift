@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import RestockMQTT
 import ServiceLifecycle
 
@@ -77,6 +78,21 @@ public struct OperationsServer: Service {
             logger: quiet)
         do {
             try await application.run()
+        } catch let error as IOError {
+            throw OperationsServerError(address: address, reason: String(cString: strerror(error.errnoCode)))
+        }
+    }
+
+    /// Binds `address` and lets it go: whether the endpoint can listen there, asked before the store makes anything (a
+    /// port in use was refused only after the store had made its data directory: found by an outside trial). The server
+    /// binds it again when it runs, so an address taken in between is still refused then.
+    /// - Throws: ``OperationsServerError`` with the system's reason.
+    public static func checkAvailable(_ address: HTTPListenAddress) async throws {
+        do {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: address.host, port: address.port).get()
+            try await channel.close()
         } catch let error as IOError {
             throw OperationsServerError(address: address, reason: String(cString: strerror(error.errnoCode)))
         }

@@ -162,6 +162,8 @@ extension Restock {
             var logger = Logger(label: "restock.store")
             logger.logLevel = level
             let storage = try storage()
+            // Before anything is made: a port in use, refused once the store had made its data directory (an outside trial).
+            if let address = try httpAddress() { try await OperationsServer.checkAvailable(address) }
             logger.info("store \(store) keeps its state in \(storage?.location ?? directory.path)")
             StoreService.installCrashContainment()
             if try connection.brokerSettings().protocolVersion == .v311, try expiries().alertExpiry != nil {

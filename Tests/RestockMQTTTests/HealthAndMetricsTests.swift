@@ -140,10 +140,13 @@ struct HealthAndMetricsTests {
         let port = try #require(url.split(separator: ":").last)
         let pear = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: pear) }
+        let pearData = pear.appendingPathComponent("data")
         let taken = try await ChildProcess.run(
-            restockExecutable, ["serve", "--broker", broker.url, "--store", "pear", "--data", pear.path, "--http", "127.0.0.1:\(port)"], within: 30)
+            restockExecutable, ["serve", "--broker", broker.url, "--store", "pear", "--data", pearData.path, "--http", "127.0.0.1:\(port)"], within: 30)
         #expect(taken.status != 0)
         #expect(taken.standardError.contains("error: cannot serve HTTP on 127.0.0.1:\(port): Address already in use;"), "\(taken.standardError)")
+        // Refused before anything is made (it made the whole data directory first: found by an outside trial).
+        #expect(!FileManager.default.fileExists(atPath: pearData.path), "serve made \(pearData.path) before it refused the port")
         for bad in ["9090", "127.0.0.1:", "127.0.0.1:70000", "http://127.0.0.1:9090", "a b:1"] {
             let refused = try await ChildProcess.run(restockExecutable, ["serve", "--http", bad], within: 30)
             #expect(refused.status != 0)
