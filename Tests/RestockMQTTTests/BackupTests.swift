@@ -43,6 +43,27 @@ struct BackupTests {
         #expect(!FileManager.default.fileExists(atPath: nowhere.path), "something was written")
     }
 
+    @Test("a file given as --data is called not a directory by backup and export, and a --to that is a link to an empty directory gets the copy there (they said 'holds no store's data' and 'Not a directory': found by an outside trial)")
+    func backupPathKinds() async throws {
+        let data = try seeded()
+        let directory = try temporaryDirectory("restock-backup-kinds")
+        defer { for url in [data, directory] { try? FileManager.default.removeItem(at: url) } }
+        let file = directory.appendingPathComponent("file")
+        try Data().write(to: file)
+        for command in ["backup", "export"] {
+            let refused = try await restock([command, "--data", file.path] + (command == "backup" ? ["--to", directory.appendingPathComponent("b").path] : []))
+            #expect(refused.status == 1)
+            #expect(refused.standardError == "error: \(file.path) is not a directory: give --data the store's data directory\n", "\(command): \(refused.standardError)")
+        }
+        let empty = directory.appendingPathComponent("empty"), link = directory.appendingPathComponent("link")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: empty.path)
+        let made = try await restock(["backup", "--data", data.path, "--to", link.path])
+        #expect(made.status == 0, "\(made.standardError)")
+        #expect(try StoreDatabase.queueLengths(readingOnly: empty).watches == 3)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == empty.path, "the link is left as it was")
+    }
+
     @Test("a --to named with 255 bytes is backed up; a name of 256 bytes, or a path longer than SQLite opens, is refused naming --to, with nothing made (found by an outside trial: 234-255 bytes were refused, naming the copy's folder beside --to, and a long path left its parents behind)")
     func backupNameLengths() async throws {
         let data = try seeded()

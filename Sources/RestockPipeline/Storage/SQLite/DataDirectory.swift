@@ -140,6 +140,15 @@ struct DataDirectory: Sendable {
         return url.path
     }
 
+    /// Refuses a path that is there and is not a directory (a file given as `--data` read "holds no store's data",
+    /// which sent the operator looking for files in it: an outside trial).
+    /// - Throws: ``RestockMQTTError/backupRefused(_:)`` naming the path and `option`.
+    func refuseNonDirectory(option: String) throws {
+        var info = stat()
+        guard stat(url.path, &info) == 0, info.st_mode & S_IFMT != S_IFDIR else { return }
+        throw RestockMQTTError.backupRefused("\(StoredValues.inLine(url.path)) is not a directory: give \(option) the store's data directory")
+    }
+
     /// A symbolic link on a data directory's path to a path that does not exist.
     struct DanglingLink: LocalizedError {
         let link: String

@@ -27,7 +27,7 @@ package enum DataDirectoryBackup {
     ///   `destination` is inside it or not empty (nothing is written then); a ``StorageError`` naming the file that could
     ///   not be read or written, after removing what was written.
     package static func copy(from source: URL, to destination: URL) throws -> Int {
-        let from = DataDirectory(source.standardizedFileURL), to = DataDirectory(destination.standardizedFileURL)
+        let from = DataDirectory(source.standardizedFileURL), to = DataDirectory(followingLink(destination.standardizedFileURL))
         try refuseUnusable(from, to)
         let parent = to.url.deletingLastPathComponent()
         let prefix = stagingPrefix(for: to.url.lastPathComponent)
@@ -71,6 +71,18 @@ package enum DataDirectoryBackup {
         return ".\(kept).restock-backup-"
     }
 
+    /// `destination`'s target when it is a symbolic link to a directory: the copy is renamed into the place of an empty
+    /// one, and a link there is not one (a link to an empty directory was refused with "Not a directory": an outside
+    /// trial). Any other path as it is: a link that leads nowhere is refused by name when the path is checked.
+    static func followingLink(_ destination: URL) -> URL {
+        var info = stat(), target = stat()
+        guard lstat(destination.path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK, stat(destination.path, &target) == 0,
+            target.st_mode & S_IFMT == S_IFDIR, let resolved = realpath(destination.path, nil)
+        else { return destination }
+        defer { free(resolved) }
+        return URL(fileURLWithPath: String(cString: resolved))
+    }
+
     /// Removes the folders `prefix` + a process id in `parent` whose process no longer runs: what killed backups left.
     private static func removeLeftBehind(in parent: URL, prefix: String) {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? [] where name.hasPrefix(prefix) {
@@ -80,6 +92,7 @@ package enum DataDirectoryBackup {
     }
 
     private static func refuseUnusable(_ from: DataDirectory, _ to: DataDirectory) throws {
+        try from.refuseNonDirectory(option: "--data")
         try from.checkPath(.open)
         // The copy is made in the folder beside the destination, whose name may be longer (by the longest process id, so
         // that the limit said does not move from one run to the next): SQLite must open it there too.

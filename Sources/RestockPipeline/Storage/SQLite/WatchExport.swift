@@ -15,6 +15,7 @@ package enum WatchExport {
     /// - Throws: ``RestockMQTTError/backupRefused(_:)``-like one-line errors through ``StorageError`` when the directory
     ///   holds no store's state; what `write` throws.
     package static func export(readingOnly directory: URL, write: (Data) throws -> Void) throws -> WatchExportCount {
+        try DataDirectory(directory).refuseNonDirectory(option: "--data")
         var status = stat()
         guard stat(directory.appendingPathComponent(DataDirectory.stateFileName).path, &status) == 0 else {
             // A directory it may not read is said as such (found by an outside trial: it read "holds no store's state").
