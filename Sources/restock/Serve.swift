@@ -196,7 +196,16 @@ extension Restock {
                         .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
                     },
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: groupLogger))
-            try await group.run()
+            // A data directory this start made is removed when the store is refused because another instance runs on the
+            // broker: it holds no request (the session is taken only after the claim), and a refusal leaves nothing behind
+            // (it left a whole empty store: found by an outside trial). A directory that was there is left as it is.
+            let madeHere = storage == nil && !FileManager.default.fileExists(atPath: directory.path)
+            do {
+                try await group.run()
+            } catch RestockMQTTError.storeAlreadyRunning(let store, let instance) where madeHere {
+                try? FileManager.default.removeItem(at: directory)
+                throw RestockMQTTError.storeAlreadyRunning(store: store, instance: instance)
+            }
         }
 
         /// `$XDG_STATE_HOME/restock/{store}`, or `~/.local/state/restock/{store}`.

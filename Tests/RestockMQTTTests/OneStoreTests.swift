@@ -1,5 +1,6 @@
 import RestockPipeline
 import Foundation
+import LocalBroker
 import Mosquitto
 import RestockCore
 import RestockMQTT
@@ -24,6 +25,13 @@ struct OneStoreTests {
         #expect(errors.first?.contains("restock serve --standby") == true)
         #expect(try StoreDatabase.queueLengths(readingOnly: second.dataDirectory).inbox == 0, "the second store took no request")
         #expect(first.exitStatus == nil)
+        // A data directory the refused start made is not left behind (it left a whole empty store: an outside trial).
+        let parent = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: parent) }
+        let fresh = parent.appendingPathComponent("fresh")
+        let third = try await ChildProcess.run(restockExecutable, ["serve", "--broker", broker.url, "--data", fresh.path], within: 60)
+        #expect(third.status != 0 && third.standardError.contains("store apple is already running on this broker"), "\(third.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: fresh.path), "the refused start left \(fresh.path) behind")
         try await first.send(SIGTERM)
     }
 
