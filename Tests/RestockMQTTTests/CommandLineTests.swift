@@ -42,7 +42,7 @@ struct CommandLineTests {
     func demoBesideARealStore() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 60)
         let everything = try await TopicWatcher(broker: broker, filter: "restock/apple/#")
         try await everything.wait(for: "apple's retained mirror") { $0.messages.contains { $0.topic.hasSuffix("alice/subscriptions") } }

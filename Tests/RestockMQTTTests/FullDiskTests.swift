@@ -19,7 +19,7 @@ struct FullDiskTests {
         defer { try? FileManager.default.removeItem(at: flag) }
         let store = try StoreProcess(broker: broker)
         try await store.start(extraEnvironment: ["RESTOCK_FAULT": "disk-full-while:\(flag.path)"])
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: appleTopics)
+        let client = try broker.storeClient()
 
         // 20,000 customers wait for the ipad; a restock commits 20,000 alerts, and the disk fills as the first arrives.
         let total = 20_000

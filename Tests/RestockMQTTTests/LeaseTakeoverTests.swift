@@ -16,7 +16,7 @@ struct LeaseTakeoverTests {
     func frozenStoreTakenOver() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), mode: .every, wait: 60)
         let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
         let standbyChild = try standby.launch()
@@ -89,7 +89,7 @@ struct LeaseTakeoverTests {
     func resumedSendsNothingQueued() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
         _ = try standby.launch()
         try await waitUntil("the standby to wait", within: 20) { standby.log.contains("standby for store") }
@@ -140,7 +140,7 @@ struct LeaseTakeoverTests {
     func frozenHoldingALockEnded() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
         let standbyChild = try standby.launch()
         try await waitUntil("the standby to wait", within: 20) { standby.log.contains("standby for store") }
@@ -182,7 +182,7 @@ struct LeaseTakeoverTests {
     func lockGoesToTheOwner() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let standbys = try (0..<2).map { _ in
             try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
         }
@@ -219,7 +219,7 @@ struct LeaseTakeoverTests {
     func standbyKilledMidTakeover() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let oldInstance = try #require(try await client.status()?.instance)
         let dying = try StoreProcess(
             broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"],

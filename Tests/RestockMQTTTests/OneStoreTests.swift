@@ -87,7 +87,7 @@ struct OneStoreTests {
     func pausedInstanceComesBack() async throws {
         let broker = try await MosquittoBroker.start()
         let old = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         // Frozen until stale, a newer store takes the session, then it wakes mid-stream of stock changes.
         let newer = try StoreProcess(broker: broker)
         let (sent, _) = try await old.wakeAfterTakeover(by: newer, sku: "cnt")
@@ -99,7 +99,7 @@ struct OneStoreTests {
     func lateOwnHeartbeatDoesNotWin() async throws {
         let broker = try await MosquittoBroker.start()
         let old = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let oldInstance = try #require(try await client.status()?.instance)
         let newer = try StoreProcess(broker: broker)
         // What a partition or a frozen process does: heartbeats the old instance sent before it knew reach the broker
@@ -118,7 +118,7 @@ struct OneStoreTests {
     func requestsReadAfterTakeoverAreLeft() async throws {
         let broker = try await MosquittoBroker.start()
         let old = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let newer = try StoreProcess(broker: broker)
         // Sent while it is frozen: the broker passes the first of them (its in-flight window) to the frozen store's
         // connection, where they wait in the kernel; the newer store takes the session, and they are delivered to it.
@@ -159,7 +159,7 @@ struct OneStoreTests {
         #expect(first.log.contains("took over"), "\(first.log.suffix(500))")
         // The loser did not say it is online over the winner's status. Its will (its own instance, offline) ends its
         // publishing connection, after everything it sent; a real winner answers it at once (StoreServiceTests).
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let status = try await client.status()
         #expect(status?.instance == "newer0000000" || status?.isOnline == false, "\(String(describing: status))")
         await takeover.disconnect()
@@ -170,7 +170,7 @@ struct OneStoreTests {
     func restartAfterKill() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         // Killed as soon as it is online, it leaves its own fresh online status queued in the store's session.
         try await store.send(SIGKILL)
         try await store.start()
@@ -190,7 +190,7 @@ struct OneStoreTests {
         let store = try await StoreProcess.started(on: broker)
         let forged = #"{"heartbeatAt":"2099-01-01T00:00:00.000Z","instance":"aaaaaaaaaaaa","since":"2099-01-01T00:00:00.000Z","state":"online","store":"apple"}"#
         try await mosquittoPub(broker, "restock/apple/status", forged, retain: true)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 20)
         #expect(store.exitStatus == nil, "\(store.log.suffix(300))")
         try await store.send(SIGTERM)
@@ -209,7 +209,7 @@ struct OneStoreTests {
         let (loser, winner) = a.exitStatus != nil ? (first, second) : (second, first)
         #expect(loser.exitStatus != 0)
         #expect(loser.log.contains("already running") || loser.log.contains("took over"), "\(loser.log.suffix(300))")
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         // The loser may refuse while the winner still waits out its own claim: nothing is online before it is.
         try await waitUntil("the winner online", within: 30) { (try? await client.status())?.isOnline == true }
         try await client.changeStock(of: try SKU("pencil"), .set(1), wait: 60)
@@ -221,7 +221,7 @@ struct OneStoreTests {
     func standbyTakesOver() async throws {
         let broker = try await MosquittoBroker.start()
         let live = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), mode: .every, wait: 60)
         let standby = try StoreProcess(broker: broker, dataDirectory: live.dataDirectory, extraArguments: ["--standby"])
         let child = try standby.launch()

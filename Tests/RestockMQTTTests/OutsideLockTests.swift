@@ -17,7 +17,7 @@ struct OutsideLockTests {
         let broker = try await MosquittoBroker.start()
         let store = try StoreProcess(broker: broker)
         try await store.start()
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: appleTopics)
+        let client = try broker.storeClient()
         // As `sqlite3 DIR/store.sqlite 'BEGIN IMMEDIATE; …'` left open would: another process, from the store's view.
         var configuration = Configuration()
         configuration.allowsUnsafeTransactions = true
@@ -61,7 +61,7 @@ struct OutsideLockTests {
         #expect(store.exitStatus == nil, "the store stopped: \(store.log.suffix(800))")
         #expect(store.log.contains("waiting to start: cannot"), "\(store.log.suffix(800))")
         try holder.inDatabase { db in try db.execute(sql: "ROLLBACK") }
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: appleTopics)
+        let client = try broker.storeClient()
         try await waitUntil("the store to come online", within: 60) { (try? await client.status())?.isOnline == true && store.log.contains("online") }
         try await store.send(SIGTERM)
     }

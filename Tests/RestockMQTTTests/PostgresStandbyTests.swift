@@ -30,7 +30,7 @@ struct PostgresStandbyTests {
             let database = Self.url(server)
             let live = try StoreProcess(broker: broker, database: database)
             try await live.start()
-            let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+            let client = try broker.storeClient()
             let first = try #require(try await client.status()?.instance)
             let standby = try StoreProcess(broker: broker, database: database, extraArguments: ["--standby", "--http", "127.0.0.1:0"])
             _ = try standby.launch()

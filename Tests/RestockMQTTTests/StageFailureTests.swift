@@ -39,7 +39,7 @@ struct StageFailureTests {
         #expect(exit != 0, "\(store.log.suffix(600))")
         #expect(store.log.contains("the store stopped: applying requests failed"), "\(store.log.suffix(600))")
         #expect(store.log.contains("the disk refuses boom"), "\(store.log.suffix(600))")
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         #expect(try await client.status()?.isOnline == false, "it does not stay online without applying requests")
 
         // No crash loop: the next start retries the request alone and fails again; the one after sets it aside,
@@ -74,7 +74,7 @@ struct StageFailureTests {
         let skips = store.log.split(separator: "\n").filter { $0.contains("skipped a row of the database") }
         #expect(skips.count == 4, "\(store.log.suffix(800))")
         // The valid watch is there and works; a new watch takes a position after every row, valid or not.
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let mirror = try await client.subscribe(try CustomerID("dave"), to: try SKU("ipad"), wait: 20)
         #expect(mirror.watching.first?.position == 903)
         #expect(try await client.watching(try CustomerID("alice"))?.watching.count == 1)

@@ -26,7 +26,7 @@ struct StoreLogTests {
         let broker = try await MosquittoBroker.start()
         let store = try StoreProcess(broker: broker, extraArguments: ["--log-format", "json", "--log-level", "debug"])
         try await store.start()
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 60)
         try await waitUntil("the accepted subscribe in the log", within: 20) { store.log.contains("accepted a request") }
         try await store.send(SIGTERM)
@@ -44,7 +44,7 @@ struct StoreLogTests {
     func infoIsQuiet() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         try await client.subscribe(try CustomerID("alice"), to: try SKU("ipad"), wait: 60)
         try await store.send(SIGTERM)
         #expect(!store.log.contains("accepted a request") && store.log.contains(" info restock.store:"), "\(store.log)")
@@ -92,7 +92,7 @@ struct StoreLogTests {
     func publishingConnectionDropped() async throws {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let instance = try #require(try await client.status()?.instance)
         // Another client takes the publishing connection's client id: mosquitto 2.0 closes the store's connection (without
         // an MQTT 5 DISCONNECT, so the reason is libmosquitto's); the store connects again at once.

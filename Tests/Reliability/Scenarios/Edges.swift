@@ -15,7 +15,7 @@ enum Edges {
     static func brokerWithoutPersistence() async throws -> ScenarioRow {
         let broker = try await MosquittoBroker.start()
         let store = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let customers = Requests.customers(200, prefix: "r9-")
         try await Requests.publish(Requests.subscriptions(customers, to: "r9-sku", mode: "every"), to: broker.url)
         try await StoreQueues.waitForWatches(customers.count, in: store.dataDirectory, within: 60)
@@ -65,7 +65,7 @@ enum Edges {
         let left = try StoreDatabase.queueLengths(readingOnly: store.dataDirectory).outbox
         let stopLog = store.log
         try await store.start()
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         // Answered after anything the restart resent.
         try await client.changeStock(of: SKU("r10-marker"), .set(1), wait: 60)
         try? await waitUntil("every alert", within: 60) { collector.distinct >= count }

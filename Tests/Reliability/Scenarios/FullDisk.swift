@@ -31,7 +31,7 @@ enum FullDisk {
         let broker = try await MosquittoBroker.start(.init(persistence: true))
         let store = try StoreProcess(broker: broker, dataDirectory: data)
         try await store.start()
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
 
         let ids = Requests.customers(customers, prefix: "r13c")
         let requests = (0..<skusEach).flatMap { sku in ids.map { (topic: "restock/apple/subscribe/\($0)", payload: Array("r13-\(sku)".utf8)) } }

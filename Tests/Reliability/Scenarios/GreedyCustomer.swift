@@ -19,7 +19,7 @@ enum GreedyCustomer {
         let store = try await StoreProcess.started(on: broker)
         let pid = try store.launchedProcess().pid
         let errors = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/mallory/errors")
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
 
         let flooder = try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "s5-mallory", maxInflight: 1_000))
         try await flooder.connect()

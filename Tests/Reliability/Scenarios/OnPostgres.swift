@@ -201,7 +201,7 @@ private struct Rig {
     }
 
     func waitForTakeover(by standby: StoreProcess) async throws {
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         try await waitUntil("the standby online", within: 90) {
             if let status = standby.exitStatus { throw StoreExited(status: status, log: standby.log) }
             guard standby.log.contains("takes over") else { return false }

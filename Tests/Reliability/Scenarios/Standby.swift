@@ -28,7 +28,7 @@ enum Standby {
         try await waitUntil("the fan-out to begin", within: 60) { collector.total > 0 }
         try await live.send(SIGKILL)
         let clock = ContinuousClock(), killed = clock.now
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let liveLog = live.log
         try await waitUntil("the standby online", within: 30) {
             guard standby.log.contains("takes over") else { return false }

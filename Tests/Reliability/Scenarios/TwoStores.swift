@@ -24,7 +24,7 @@ enum TwoStores {
         defer { proxy.close() }
         let old = try StoreProcess(broker: broker, brokerURL: proxy.url)
         try await old.start()
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         proxy.blackhole(true)
         try await waitUntil("the cut-off store's heartbeat to go stale", within: 20, pollEvery: .milliseconds(250)) {
             (try? await client.status())?.isLive(at: Date()) == false
@@ -67,7 +67,7 @@ enum TwoStores {
     static func pausedComesBack() async throws -> ScenarioRow {
         let broker = try await MosquittoBroker.start()
         let old = try await StoreProcess.started(on: broker)
-        let client = StoreClient(connection: try BrokerSettings(url: broker.url), topics: try RestockTopics(store: StoreID("apple")))
+        let client = try broker.storeClient()
         let newer = try StoreProcess(broker: broker)
         let (total, tookOver) = try await old.wakeAfterTakeover(by: newer, sku: "r7d-sku")
         try? await waitUntil("every stock change at the newer store", within: 30) {
