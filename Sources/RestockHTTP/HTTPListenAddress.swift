@@ -52,6 +52,6 @@ public struct HTTPListenAddressError: Error, Sendable, CustomStringConvertible {
 
     /// One line: what is expected, and what was given.
     public var description: String {
-        "--http must be HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:9090 or [::1]:9090, not \(value)"
+        "--http must be HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:9090 or [::1]:9090, not \(String(reflecting: String(value.prefix(40))))"
     }
 }

@@ -95,6 +95,9 @@ public struct OperationsServer: Service {
             try await channel.close()
         } catch let error as IOError {
             throw OperationsServerError(address: address, reason: String(cString: strerror(error.errnoCode)))
+        } catch is SocketAddressError {
+            // NIO's own words named its type ("SocketAddressError.UnknownHost: …": found by an outside trial).
+            throw OperationsServerError(address: address, reason: "\(address.host) is not a host name this machine resolves")
         }
     }
 

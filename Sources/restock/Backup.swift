@@ -20,6 +20,7 @@ extension Restock {
         var to: String
 
         func validate() throws {
+            if database == "" { throw ValidationError(Serve.emptyDatabase) }
             if data == nil, database == nil { throw ValidationError("give --data DIR: the data directory of the store to copy") }
             if data == "" { throw ValidationError("--data is empty: give the store's data directory") }
             if to == "" { throw ValidationError("--to is empty: give a new or empty directory for the copy") }

@@ -60,8 +60,17 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     func brokerSettings() throws -> BrokerSettings {
+        if broker == "" { throw ValidationError("--broker is empty: give the broker's URL, such as mqtt://127.0.0.1:1883, or leave it out") }
+        for (option, value) in [("cafile", cafile), ("cert", cert), ("key", key)] where value == "" {
+            throw ValidationError("--\(option) is empty: give a PEM file, or leave it out")
+        }
         let fromURL: BrokerSettings
-        do { fromURL = try BrokerSettings(url: broker ?? Self.defaultBroker) } catch { throw ValidationError(error.description) }
+        do {
+            fromURL = try BrokerSettings(url: broker ?? Self.defaultBroker)
+        } catch {
+            // Named as the option (a value from the environment or a file is named by its origin then: OptionSources).
+            throw ValidationError(broker == nil ? error.description : "--broker: \(error.description)")
+        }
         let address = fromURL.broker
         let version: MQTTProtocolVersion
         switch mqttVersion {
@@ -76,6 +85,17 @@ struct ConnectionOptions: ParsableArguments {
         if password != nil, username == nil, fromURL.username == nil {
             throw ValidationError("--password needs a user name: give --username too, or a user in the broker URL")
         }
+        if let username, let other = fromURL.username, username != other {
+            // The URL's password went with --username's user (found by an outside trial).
+            throw ValidationError("--username \(quotedValue(username)) and the broker URL's user \(quotedValue(other)) differ: give the user once")
+        }
+        if let username {
+            if username.utf8.count > 65_535 { throw ValidationError("--username is longer than 65,535 bytes, MQTT's limit") }
+            if username.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+                throw ValidationError("--username holds a control character (a newline, a tab), which MQTT does not take")
+            }
+        }
+        if let password, password.utf8.count > 65_535 { throw ValidationError("--password is longer than 65,535 bytes, MQTT's limit") }
         if !address.usesTLS, cafile != nil || cert != nil || key != nil {
             throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")
         }
@@ -110,7 +130,7 @@ func identifier<Kind>(_ raw: String, _ type: Identifier<Kind>.Type, option: Stri
 /// Checks that `path`, given as `--option`, is a regular file this process may read: one line naming the option and the
 /// file when it is not.
 func checkReadableFile(_ path: String, option: String) throws {
-    guard !path.isEmpty else { throw ValidationError("--\(option) is empty: give a PEM file") }
+    guard !path.isEmpty else { throw ValidationError("--\(option) is empty: give a PEM file, or leave it out") }
     var info = stat()
     guard stat(path, &info) == 0 else { throw ValidationError("--\(option) \(quotedValue(path)): \(String(cString: strerror(errno)))") }
     guard info.st_mode & S_IFMT == S_IFREG else {

@@ -25,6 +25,7 @@ extension Restock {
         var to: String?
 
         func validate() throws {
+            if database == "" { throw ValidationError(Serve.emptyDatabase) }
             switch (data, database) {
             case (nil, nil): throw ValidationError("give --data DIR (SQLite) or --database URL (PostgreSQL): where the store keeps its state")
             case (.some, .some): throw ValidationError("--data and --database both say where the store keeps its state: give one")

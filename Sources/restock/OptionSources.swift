@@ -18,7 +18,7 @@ struct OptionSources {
     private(set) var origins: [String: (origin: String, value: String)] = [:]
 
     /// Options that give one value two ways: at most one of each set may be given.
-    static let alternatives: [Set<String>] = [["expires-at", "expires-in"]]
+    static let alternatives: [Set<String>] = [["expires-at", "expires-in"], ["set", "add"], ["sku", "all"]]
 
     /// The environment variable of option `name`: `RESTOCK_` and the name in capitals, `-` as `_`.
     static func variable(_ name: String) -> String { "RESTOCK_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
@@ -56,7 +56,7 @@ struct OptionSources {
         case "false", "0", "no": break
         // Taken for false, `RESTOCK_STANDBY=` started a live store where a standby may have been meant (an outside trial).
         case "": throw ValidationError("\(origin) is empty: give true or false, or leave it out")
-        default: throw ValidationError("\(origin) must be true or false, not \(value)")
+        default: throw ValidationError("\(origin) must be true or false (or 1 or 0, yes or no), not \(quotedValue(value))")
         }
     }
 
@@ -106,7 +106,13 @@ struct OptionSources {
             let origin = arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) ? "--config" : variable("config")
             throw ValidationError("\(origin) is empty: give a JSON file of options, or leave it out")
         }
-        let data = [UInt8](try readConfigFile(path))
+        var data = [UInt8](try readConfigFile(path))
+        // A byte-order mark, which some editors write, is passed over (RFC 8259 lets a parser ignore one).
+        if data.starts(with: [0xEF, 0xBB, 0xBF]) { data.removeFirst(3) }
+        // Its strings become arguments, which must be UTF-8 as the command line's are (`Restock.notUTF8()`).
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw ValidationError("the config file \(path) is not UTF-8 text: write it in UTF-8")
+        }
         // Read as strictly as a request (StrictJSON): Foundation took the first of two values of one option without a
         // word, and a trailing comma (found by an outside trial).
         let members: [StrictJSON.Member]
@@ -115,26 +121,27 @@ struct OptionSources {
         }
         let shape = "the config file \(path) is not a JSON object of options with a string, a number or true or false each, such as {\"drain-timeout\": 10}"
         guard data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else { throw ValidationError(shape) }
-        let known = Set(commands.flatMap { OptionNames.of($0).map(\.name) })
+        let options = Dictionary(commands.flatMap { OptionNames.of($0).map { ($0.name, $0.isFlag) } }, uniquingKeysWith: { $0 || $1 })
         var values: [String: String] = [:]
         for member in members {
-            guard known.contains(member.name), member.name != "config" else {
-                throw ValidationError("the config file \(path) names no option \(member.name)")
+            guard let isFlag = options[member.name], member.name != "config" else {
+                throw ValidationError("the config file \(path) names no option \(StoredValues.inLine(member.name))")
             }
-            guard let text = Self.text(of: member.value) else { throw ValidationError(shape) }
-            values[member.name] = text
+            values[member.name] = try Self.text(of: member.value, isFlag: isFlag, origin: "\(member.name) in \(path)")
         }
         return (path, values)
     }
 
-    /// A config file's value as the command line would give it; `nil` for `null`, an array or an object.
-    private static func text(of value: JSONValue) -> String? {
+    /// A config file's value as the command line would give it: a number as written (`1e3` is refused where the command
+    /// line refuses it), true or false for a flag only, and a flag's value true, false or a string as a variable's
+    /// (`{"store": true}` ran store `true`, and `{"standby": 1e0}` was taken for true: found by an outside trial).
+    private static func text(of value: JSONValue, isFlag: Bool, origin: String) throws -> String {
         switch value {
-        case .string(let text): text
-        case .bool(let flag): flag ? "true" : "false"
-        case .number(let number):
-            if case .integer(let whole) = number.value { String(whole) } else { number.literal }
-        case .null, .array, .object: nil
+        case .string(let text): return text
+        case .bool(let flag) where isFlag: return flag ? "true" : "false"
+        case .number(let number) where !isFlag: return number.literal
+        case .bool, .number, .null, .array, .object:
+            throw ValidationError("\(origin) must be \(isFlag ? "true or false" : "a string or a number"), not \(value.kind)")
         }
     }
 
@@ -147,14 +154,29 @@ struct OptionSources {
         let named = message.split(separator: "`", omittingEmptySubsequences: false).enumerated().map { index, part in
             guard index.isMultiple(of: 2) else { return String(part) }
             return origins.reduce(String(part)) { line, entry in
-                line.replacingOccurrences(of: "'--\(entry.key) <\(entry.key)>'", with: entry.value.origin)
-                    .replacingOccurrences(of: "--\(entry.key)", with: entry.value.origin)
+                Self.replacingOption(
+                    entry.key, with: entry.value.origin,
+                    in: line.replacingOccurrences(of: "'--\(entry.key) <\(entry.key)>'", with: entry.value.origin))
             }
         }.joined(separator: "`")
         guard named == message,
             let source = origins.first(where: { Self.isAbout(message, option: $0.key, value: $0.value.value) })?.value
         else { return named }
         return "\(source.origin): \(message)"
+    }
+
+    /// `line` with each `--name` replaced by `origin`, but where it begins a longer option's name: `--data` is not the
+    /// start of `--database` (RESTOCK_DATA made "RESTOCK_DATAbase" of it: found by an outside trial).
+    static func replacingOption(_ name: String, with origin: String, in line: String) -> String {
+        let token = "--" + name
+        var result = "", rest = line[...]
+        while let found = rest.range(of: token) {
+            let next = rest[found.upperBound...].first
+            let endsHere = next.map { !($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") } ?? true
+            result += rest[..<found.lowerBound] + (endsHere ? origin : token)
+            rest = rest[found.upperBound...]
+        }
+        return result + rest
     }
 
     /// Whether an error `message` that no option filled in here was named in is about `option`'s `value`: it names no

@@ -42,7 +42,7 @@ struct Restock: AsyncParsableCommand {
             guard code != .success else { exit(withError: error) }  // --help, --version
             if error is ExitCode { Foundation.exit(code.rawValue) }  // already explained
             let given = sources?.arguments ?? Array(CommandLine.arguments.dropFirst())
-            let line = Restock.oneLine(Restock.message(for: error), naming: given) ?? "\(error)"
+            let line = Restock.oneLine(Restock.emptyNamed(Restock.message(for: error)), naming: given) ?? "\(error)"
             let message = sources?.describe(line) ?? line
             StandardStreams.printError("error: \(message)")
             Foundation.exit(code.rawValue)
@@ -64,6 +64,13 @@ struct Restock: AsyncParsableCommand {
             return String(String(cString: pointer).prefix { $0 != "=" })
         }
         return nil
+    }
+
+    /// swift-argument-parser's refusal of an empty value for a typed option (`The value '' is invalid for '--wait
+    /// <wait>'`) said as the other options' own refusals say it (an outside trial); any other message as it is.
+    static func emptyNamed(_ message: String) -> String {
+        guard let match = message.wholeMatch(of: /The value '' is invalid for '(--[a-z0-9-]+) <[a-z0-9-]+>'/) else { return message }
+        return "\(match.1) is empty: give a value, or leave it out"
     }
 
     /// The first line of `message`, with each value of `arguments` it names that holds a character that does not show as

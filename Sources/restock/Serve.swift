@@ -56,12 +56,13 @@ extension Restock {
         func validate() throws {
             // An empty path would be the working directory, where the store would then leave its files (an outside trial).
             if let data, data.isEmpty { throw ValidationError("--data must name a directory, not be empty") }
+            if database == "" { throw ValidationError(Self.emptyDatabase) }
             if data != nil, database != nil {
                 throw ValidationError("--data and --database both say where the store keeps its state: give one (on PostgreSQL nothing is kept on local disk)")
             }
             _ = try databaseURL()
             guard (0...1_000_000).contains(alertsPerUnit) else {
-                throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000")
+                throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000, not \(alertsPerUnit)")
             }
             guard drainTimeout.isFinite, (0...3600).contains(drainTimeout) else {
                 throw ValidationError("--drain-timeout must be a number of seconds from 0 to 3600, not \(drainTimeout)")
@@ -75,6 +76,10 @@ extension Restock {
             _ = try logging()
             _ = try httpAddress()
         }
+
+        /// The refusal of an empty `--database` (it was taken as given: "--data and RESTOCK_DATABASE both say…", found by
+        /// an outside trial).
+        static let emptyDatabase = "--database is empty: give a PostgreSQL URL such as postgres://user@host:5432/database, or leave it out"
 
         /// `--database` parsed, or `nil` when not given (the state is in the data directory).
         func databaseURL() throws -> DatabaseURL? {
@@ -104,12 +109,12 @@ extension Restock {
 
         /// `--log-level` and `--log-format` as swift-log takes them.
         func logging() throws -> (level: Logger.Level, format: LogFormat) {
-            guard let level = Logger.Level(rawValue: logLevel) else {
+            guard let level = Logger.Level(rawValue: logLevel.lowercased()) else {
                 let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
-                throw ValidationError("--log-level must be one of \(levels), not \(logLevel)")
+                throw ValidationError("--log-level must be one of \(levels), not \(quotedValue(logLevel))")
             }
-            guard let format = LogFormat(rawValue: logFormat) else {
-                throw ValidationError("--log-format must be text or json, not \(logFormat)")
+            guard let format = LogFormat(rawValue: logFormat.lowercased()) else {
+                throw ValidationError("--log-format must be text or json, not \(quotedValue(logFormat))")
             }
             return (level, format)
         }
@@ -147,7 +152,7 @@ extension Restock {
             // A plain decimal number only: Double("0x10") would read hexadecimal, Double("inf") infinity.
             let decimal = customerRate.wholeMatch(of: /[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/) != nil
             guard decimal, let rate = Double(customerRate), rate.isFinite, (0.001...1_000_000).contains(rate) else {
-                throw ValidationError("--customer-rate must be a number of requests per second from 0.001 to 1000000, or off, not \(customerRate)")
+                throw ValidationError("--customer-rate must be a number of requests per second from 0.001 to 1000000, or off, not \(quotedValue(customerRate))")
             }
             return (rate, customerBurst)
         }
@@ -196,24 +201,62 @@ extension Restock {
                         .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
                     },
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: groupLogger))
-            // A data directory this start made is removed when the store is refused because another instance runs on the
-            // broker: it holds no request (the session is taken only after the claim), and a refusal leaves nothing behind
-            // (it left a whole empty store: found by an outside trial). A directory that was there is left as it is.
-            let madeHere = storage == nil && !FileManager.default.fileExists(atPath: directory.path)
+            // What this start makes of the data directory is removed when the store is refused because another instance
+            // runs on the broker: it holds no request (the session is taken only after the claim), and a refusal leaves
+            // nothing behind (it left a whole empty store: found by outside trials). A directory that was there is left
+            // as it was: emptied again if it was empty, untouched if it held anything.
+            let made = storage == nil ? StartLeftovers(directory) : nil
             do {
                 try await group.run()
-            } catch RestockMQTTError.storeAlreadyRunning(let store, let instance) where madeHere {
-                try? FileManager.default.removeItem(at: directory)
+            } catch RestockMQTTError.storeAlreadyRunning(let store, let instance) {
+                made?.remove()
                 throw RestockMQTTError.storeAlreadyRunning(store: store, instance: instance)
             }
         }
 
-        /// `$XDG_STATE_HOME/restock/{store}`, or `~/.local/state/restock/{store}`.
-        static func defaultDataDirectory(for store: String) -> URL {
-            let environment = ProcessInfo.processInfo.environment
+        /// What a start makes of a data directory, to be removed if the store is refused: the highest of its folders that
+        /// did not exist, or the files in it when it was an empty directory.
+        struct StartLeftovers {
+            /// The highest folder on the way that did not exist; `nil` when the directory did.
+            private var firstMissing: URL?
+            /// The directory, when it existed and was empty.
+            private var emptied: URL?
+
+            init(_ directory: URL) {
+                var current = directory.standardizedFileURL
+                var status = stat()
+                while lstat(current.path, &status) != 0, errno == ENOENT {
+                    firstMissing = current
+                    let parent = current.deletingLastPathComponent()
+                    if parent.path == current.path { break }
+                    current = parent
+                }
+                if firstMissing == nil, (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.isEmpty == true {
+                    emptied = directory
+                }
+            }
+
+            func remove() {
+                if let firstMissing { try? FileManager.default.removeItem(at: firstMissing) }
+                if let emptied {
+                    for name in (try? FileManager.default.contentsOfDirectory(atPath: emptied.path)) ?? [] {
+                        try? FileManager.default.removeItem(at: emptied.appendingPathComponent(name))
+                    }
+                }
+            }
+        }
+
+        /// `$XDG_STATE_HOME/restock/{store}`, or `$HOME/.local/state/restock/{store}` (the XDG Base Directory
+        /// specification): a variable that is empty or not an absolute path is passed over, as the specification says (an
+        /// empty one put the store in the working directory, and `$HOME` was not read: found by an outside trial); the
+        /// user's home from the password database when `$HOME` is passed over too.
+        static func defaultDataDirectory(for store: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+            func absolute(_ name: String) -> URL? {
+                environment[name].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil }
+            }
             let base =
-                environment["XDG_STATE_HOME"].map { URL(fileURLWithPath: $0) }
-                ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
+                absolute("XDG_STATE_HOME")
+                ?? (absolute("HOME") ?? FileManager.default.homeDirectoryForCurrentUser).appendingPathComponent(".local/state")
             return base.appendingPathComponent("restock").appendingPathComponent(store)
         }
     }

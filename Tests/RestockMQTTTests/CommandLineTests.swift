@@ -132,11 +132,11 @@ struct CommandLineTests {
             (["listen", "--customer", "alice", "--timeout", "inf"], "error: --timeout must be a number of seconds"),
             (["listen", "--customer", "alice", "--timeout", "1e20"], "error: --timeout must be a number of seconds"),
             (["listen", "--customer", "alice", "--count", "-1"], "error: --count must be at least 1"),
-            (["inventory", "--broker", "mqtt://user:pw@"], "error: invalid configuration: broker URL \"mqtt://\" has no usable host"),
+            (["inventory", "--broker", "mqtt://user:pw@"], "error: --broker: invalid configuration: broker URL \"mqtt://\" has no usable host"),
             (["stock", "--sku", "x", "--set", "1", "--add", "1"], "error: give exactly one of --set N and --add N"),
             (["unsubscribe", "--customer", "alice"], "error: give --sku SKU or --all"),
-            (["inventory", "--broker", "http://nope"], "error: invalid configuration: broker URL \"http://nope\" must start with mqtt://"),
-            (["serve", "--alerts-per-unit", "-1"], "error: --alerts-per-unit must be 0 (off) through 1000000"),
+            (["inventory", "--broker", "http://nope"], "error: --broker: invalid configuration: broker URL \"http://nope\" must start with mqtt://"),
+            (["serve", "--alerts-per-unit", "-1"], "error: --alerts-per-unit must be 0 (off) through 1000000, not -1"),
             // The prefix names the sessions' client ids too (P:{store}), whose parts `:` separates.
             (["inventory", "--prefix", "a:b"], "error: --prefix: invalid topic prefix \"a:b\": it contains ':'"),
             // Checked with the rate off too (found by the outside trial).
@@ -269,7 +269,7 @@ struct CommandLineTests {
         let cases: [([String], String)] = [
             (["--cafile", "/nonexistent.pem"], #"error: --cafile "/nonexistent.pem": No such file or directory"#),
             (["--cafile", "/etc"], #"error: --cafile "/etc" is a directory: give a PEM file"#),
-            (["--key", ""], "error: --key is empty: give a PEM file"),
+            (["--key", ""], "error: --key is empty: give a PEM file, or leave it out"),
             (["--cert", pem], "error: --cert and --key go together: give both, or neither"),
             // Not PEM at all: a store retried the handshake for ever, a standby failed only at its takeover (a second trial).
             (["--cafile", text], "error: --cafile \(quoted(text)) holds no PEM block (-----BEGIN …): give a PEM file"),

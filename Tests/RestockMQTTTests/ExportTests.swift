@@ -237,7 +237,7 @@ struct ExportTests {
         let broker = try await MosquittoBroker.start()
         let other = try await ChildProcess.run(restockExecutable, ["serve", "--broker", broker.url, "--data", data.path], within: 60)
         #expect(other.status == 1)
-        #expect(other.standardError.hasSuffix(#"holds the state of a store whose id, "\u{1B}[31m\nx", is not a valid store id (changed by hand?): give this store its own --data directory"# + "\n"),
+        #expect(other.standardError.hasSuffix(#"holds the state of a store whose id, "\u{1B}[31m\nx", is not a valid store id (changed by hand?): give this store a data directory of its own (--data)"# + "\n"),
             "\(other.standardError)")
 
         let odd = directory.appendingPathComponent("new\nline\u{1B}[31m")

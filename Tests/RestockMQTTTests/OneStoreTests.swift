@@ -23,15 +23,23 @@ struct OneStoreTests {
         let errors = second.log.split(separator: "\n").filter { $0.hasPrefix("error:") }
         #expect(errors.count == 1 && errors.first?.contains("store apple is already running on this broker (instance ") == true, "\(second.log)")
         #expect(errors.first?.contains("restock serve --standby") == true)
-        #expect(try StoreDatabase.queueLengths(readingOnly: second.dataDirectory).inbox == 0, "the second store took no request")
+        // Its data directory was there and empty: it is left so (it was left holding a whole empty store: an outside trial).
+        #expect(try FileManager.default.contentsOfDirectory(atPath: second.dataDirectory.path).isEmpty, "the second store left files")
         #expect(first.exitStatus == nil)
         // A data directory the refused start made is not left behind (it left a whole empty store: an outside trial).
         let parent = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: parent) }
-        let fresh = parent.appendingPathComponent("fresh")
-        let third = try await ChildProcess.run(restockExecutable, ["serve", "--broker", broker.url, "--data", fresh.path], within: 60)
-        #expect(third.status != 0 && third.standardError.contains("store apple is already running on this broker"), "\(third.standardError)")
-        #expect(!FileManager.default.fileExists(atPath: fresh.path), "the refused start left \(fresh.path) behind")
+        for fresh in [parent.appendingPathComponent("fresh"), parent.appendingPathComponent("new/sub/deep")] {
+            let third = try await ChildProcess.run(restockExecutable, ["serve", "--broker", broker.url, "--data", fresh.path], within: 60)
+            #expect(third.status != 0 && third.standardError.contains("store apple is already running on this broker"), "\(third.standardError)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty, "the refused start left \(fresh.path) or its parents")
+        }
+        // What a directory held before is kept: only what this start made goes, and only from a directory new or empty.
+        let kept = parent.appendingPathComponent("kept")
+        try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: false)
+        try Data("mine".utf8).write(to: kept.appendingPathComponent("notes.txt"))
+        _ = try await ChildProcess.run(restockExecutable, ["serve", "--broker", broker.url, "--data", kept.path], within: 60)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: kept.path).contains("notes.txt"))
         try await first.send(SIGTERM)
     }
 

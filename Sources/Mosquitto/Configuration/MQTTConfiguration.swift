@@ -72,6 +72,13 @@ public struct MQTTConfiguration: Sendable {
         }
         try reconnect.validate()
         if password != nil, username == nil { throw .invalidConfiguration("a password needs a username") }
+        // libmosquitto said "Invalid function arguments provided" of a longer user name, "Malformed UTF-8" of a newline
+        // in one, and sent a longer password for the broker to drop as a protocol error (found by an outside trial).
+        if let username {
+            if username.utf8.count > 65_535 { throw .invalidConfiguration("the user name is longer than 65,535 bytes, MQTT's limit") }
+            if let problem = TopicRules.characterProblem(in: username) { throw .invalidConfiguration("the user name is not one MQTT takes: \(problem)") }
+        }
+        if let password, password.utf8.count > 65_535 { throw .invalidConfiguration("the password is longer than 65,535 bytes, MQTT's limit") }
         if fallbackBrokers.contains(where: { $0.usesTLS != broker.usesTLS }) {
             throw .invalidConfiguration("the broker list mixes mqtt:// and mqtts://: use one scheme for every broker")
         }

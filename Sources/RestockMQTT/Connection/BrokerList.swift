@@ -64,6 +64,10 @@ struct BrokerList {
         else {
             throw .invalidConfiguration("the broker URL has a bad user name or password before @ (percent-encode special characters)")
         }
+        // `user:@host` is an empty password, which was sent as one (found by an outside trial); `user@host` is none.
+        guard parts.count == 1 || !secret.isEmpty else {
+            throw .invalidConfiguration("the broker URL has an empty password after ':': leave out the ':' for a user with no password")
+        }
         return (address, (user, parts.count > 1 ? secret : nil))
     }
 }

@@ -11,6 +11,18 @@ package enum JSONValue: Sendable, Hashable {
     case null
     case array
     case object
+
+    /// What the value is, for a message: `a string`, `the number 1e3`, `true`, `null`, `an array`.
+    package var kind: String {
+        switch self {
+        case .string: "a string"
+        case .number(let number): "the number \(number)"
+        case .bool(let flag): flag ? "true" : "false"
+        case .null: "null"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
 }
 
 /// A JSON number kept as written and judged exactly from its text (docs/contract.md, "How a request payload

@@ -64,8 +64,8 @@ public enum RestockMQTTError: Error, Equatable, Sendable, CustomStringConvertibl
             "another instance of store \(store) (\(instance)) took over on the broker; this one stopped without applying anything more"
         case .dataDirectoryOfAnotherStore(let path, let owner):
             // The owner is read from the file: a value changed by hand is shown escaped, never raw on the terminal.
-            (try? StoreID(owner)).map { "\(path) holds the state of store \($0): run `restock serve --store \($0)` on it, or give this store its own --data directory" }
-                ?? "\(path) holds the state of a store whose id, \(StoredValues.described(owner)), is not a valid store id (changed by hand?): give this store its own --data directory"
+            (try? StoreID(owner)).map { "\(path) holds the state of store \($0): run `restock serve --store \($0)` on it, or give this store a data directory of its own (--data)" }
+                ?? "\(path) holds the state of a store whose id, \(StoredValues.described(owner)), is not a valid store id (changed by hand?): give this store a data directory of its own (--data)"
         case .dataDirectoryDamaged(_, let problem, let remedy): "\(problem); \(remedy)"
         case .dataDirectoryOfNewerVersion(let file, let schema, let known):
             "\(file) was written by a newer RestockAlerter (schema version \(schema); RestockAlerter \(RestockVersion.current) knows up to \(known)): run that newer version on it, or restore a backup taken before the upgrade; a downgrade is refused so that nothing the newer version wrote is lost"

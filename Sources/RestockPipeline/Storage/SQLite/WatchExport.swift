@@ -16,6 +16,8 @@ package enum WatchExport {
     ///   holds no store's state; what `write` throws.
     package static func export(readingOnly directory: URL, write: (Data) throws -> Void) throws -> WatchExportCount {
         try DataDirectory(directory).refuseNonDirectory(option: "--data")
+        // A link that leads nowhere is named as such, as backup names it (it read "holds no store's state").
+        try DataDirectory(directory).checkPath(.open)
         var status = stat()
         guard stat(directory.appendingPathComponent(DataDirectory.stateFileName).path, &status) == 0 else {
             // A directory it may not read is said as such (found by an outside trial: it read "holds no store's state").
