@@ -95,8 +95,11 @@ public struct OperationsServer: Service {
             try await channel.close()
         } catch let error as IOError {
             throw OperationsServerError(address: address, reason: String(cString: strerror(error.errnoCode)))
+        } catch is SocketAddressError.UnknownHost {
+            // A name that does not resolve: NIO's own words named its type ("SocketAddressError.UnknownHost: …", found by an
+            // outside trial).
+            throw OperationsServerError(address: address, reason: "\(address.host) is not a host name this machine resolves")
         } catch is SocketAddressError {
-            // NIO's own words named its type ("SocketAddressError.UnknownHost: …": found by an outside trial).
             throw OperationsServerError(address: address, reason: "\(address.host) is not a host name this machine resolves")
         }
     }

@@ -85,17 +85,24 @@ struct ConnectionOptions: ParsableArguments {
         if password != nil, username == nil, fromURL.username == nil {
             throw ValidationError("--password needs a user name: give --username too, or a user in the broker URL")
         }
+        // The URL's password went with --username's user, and --password over the URL's (found by an outside trial).
         if let username, let other = fromURL.username, username != other {
-            // The URL's password went with --username's user (found by an outside trial).
             throw ValidationError("--username \(quotedValue(username)) and the broker URL's user \(quotedValue(other)) differ: give the user once")
         }
-        if let username {
-            if username.utf8.count > 65_535 { throw ValidationError("--username is longer than 65,535 bytes, MQTT's limit") }
-            if username.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
-                throw ValidationError("--username holds a control character (a newline, a tab), which MQTT does not take")
+        if let password, let other = fromURL.password, password != other {
+            throw ValidationError("--password and the broker URL's password differ: give the password once")
+        }
+        // What MQTT cannot carry, named by where it came from (libmosquitto's refusal came at the connection, status 1).
+        for (user, origin) in [(username, "--username"), (fromURL.username, "--broker: the URL's user name")] {
+            guard let user else { continue }
+            if user.utf8.count > 65_535 { throw ValidationError("\(origin) is longer than 65,535 bytes, MQTT's limit") }
+            if user.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+                throw ValidationError("\(origin) holds a control character (a newline, a tab), which MQTT does not take")
             }
         }
-        if let password, password.utf8.count > 65_535 { throw ValidationError("--password is longer than 65,535 bytes, MQTT's limit") }
+        for (secret, origin) in [(password, "--password"), (fromURL.password, "--broker: the URL's password")] {
+            if let secret, secret.utf8.count > 65_535 { throw ValidationError("\(origin) is longer than 65,535 bytes, MQTT's limit") }
+        }
         if !address.usesTLS, cafile != nil || cert != nil || key != nil {
             throw ValidationError("--cafile, --cert and --key need an mqtts:// broker URL")
         }

@@ -34,19 +34,29 @@ struct OptionSources {
         else { return }
         let given = Set(arguments.compactMap { $0.hasPrefix("--") ? String($0.dropFirst(2).prefix { $0 != "=" }) : nil })
         let file = try Self.configFile(arguments, environment: environment, commands: commands)
-        // An option whose alternative is on the command line is not filled in: the command line wins.
-        let settled = given.union(Self.alternatives.filter { !$0.isDisjoint(with: given) }.flatMap { $0 })
-        for option in OptionNames.of(command) where !settled.contains(option.name) && option.name != "config" {
-            if let value = environment[Self.variable(option.name)] {
-                try add(option, value, from: Self.variable(option.name))
-            } else if let file, let value = file.values[option.name] {
-                try add(option, value, from: "\(option.name) in \(file.path)")
-            }
+        // An option whose alternative is on the command line is not filled in: the command line wins. Likewise the
+        // environment over the file (RESTOCK_ADD beside "set" in the file read "give exactly one of set in FILE N and
+        // RESTOCK_ADD N": an outside trial).
+        let options = OptionNames.of(command).filter { $0.name != "config" }
+        let settled = Self.withAlternatives(given)
+        let fromEnvironment = options.filter { !settled.contains($0.name) && environment[Self.variable($0.name)] != nil }
+        for option in fromEnvironment { try add(option, environment[Self.variable(option.name)] ?? "", from: Self.variable(option.name)) }
+        guard let file else { return }
+        let settledBeforeFile = Self.withAlternatives(given.union(fromEnvironment.map(\.name)))
+        for option in options where !settledBeforeFile.contains(option.name) {
+            if let value = file.values[option.name] { try add(option, value, from: "\(option.name) in \(file.path)") }
         }
     }
 
+    /// `names` with every option that gives one of their values another way (``alternatives``).
+    private static func withAlternatives(_ names: Set<String>) -> Set<String> {
+        names.union(alternatives.filter { !$0.isDisjoint(with: names) }.flatMap { $0 })
+    }
+
     private mutating func add(_ option: OptionNames.Option, _ value: String, from origin: String) throws {
-        origins[option.name] = (origin, value)
+        // A flag set false adds nothing, and is not named as where the option came from (RESTOCK_ALL=0 read "give --sku
+        // SKU or RESTOCK_ALL": an outside trial).
+        if !(option.isFlag && ["false", "0", "no"].contains(value.lowercased())) { origins[option.name] = (origin, value) }
         // An empty value on its own, so that the command says what it says of one on the command line (`--data is
         // empty: …`, named by its origin), not "Missing value for" the variable (found by an outside trial); any other
         // after `=`, so that a value that starts with `-` is not taken for an option.

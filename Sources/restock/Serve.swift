@@ -215,12 +215,14 @@ extension Restock {
         }
 
         /// What a start makes of a data directory, to be removed if the store is refused: the highest of its folders that
-        /// did not exist, or the files in it when it was an empty directory.
+        /// did not exist, or, in a directory that held no store, the files that were not there (a directory that held
+        /// other files was left with the store's beside them: an outside trial). A store's directory is left as it is:
+        /// its write-ahead logs may hold its commits.
         struct StartLeftovers {
             /// The highest folder on the way that did not exist; `nil` when the directory did.
             private var firstMissing: URL?
-            /// The directory, when it existed and was empty.
-            private var emptied: URL?
+            /// The directory, when it existed and held no store, and the names it held.
+            private var before: (directory: URL, names: Set<String>)?
 
             init(_ directory: URL) {
                 var current = directory.standardizedFileURL
@@ -231,16 +233,17 @@ extension Restock {
                     if parent.path == current.path { break }
                     current = parent
                 }
-                if firstMissing == nil, (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.isEmpty == true {
-                    emptied = directory
-                }
+                guard firstMissing == nil, let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path),
+                    !names.contains(where: { $0.hasPrefix("store.sqlite") || $0.hasPrefix("journal.sqlite") })
+                else { return }
+                before = (directory, Set(names))
             }
 
             func remove() {
                 if let firstMissing { try? FileManager.default.removeItem(at: firstMissing) }
-                if let emptied {
-                    for name in (try? FileManager.default.contentsOfDirectory(atPath: emptied.path)) ?? [] {
-                        try? FileManager.default.removeItem(at: emptied.appendingPathComponent(name))
+                if let before {
+                    for name in (try? FileManager.default.contentsOfDirectory(atPath: before.directory.path)) ?? [] where !before.names.contains(name) {
+                        try? FileManager.default.removeItem(at: before.directory.appendingPathComponent(name))
                     }
                 }
             }

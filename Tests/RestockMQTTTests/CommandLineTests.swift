@@ -220,7 +220,7 @@ struct CommandLineTests {
         try FileManager.default.createDirectory(atPath: longReal, withIntermediateDirectories: true)
         let short = scratch.appendingPathComponent("short").path
         try FileManager.default.createSymbolicLink(atPath: short, withDestinationPath: longReal)
-        let dangles = "is a symbolic link to \(nowhere), which does not exist: make that directory, or give the data directory's own path"
+        let dangles = "is a symbolic link to \(nowhere), which does not exist: make that directory, or give a path without the link"
         for standby in [[], ["--standby"]] {
             for (path, expected) in [
                 (one, "error: cannot open \(one): Too many levels of symbolic links"),

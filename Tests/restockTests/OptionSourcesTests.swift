@@ -281,4 +281,21 @@ struct OptionSourcesTests {
         #expect(path(["HOME": "/h"]) == "/h/.local/state/restock/s")
         #expect(path(["HOME": ""]).hasSuffix("/.local/state/restock/s") && path(["HOME": ""]).hasPrefix("/"))
     }
+
+    @Test("the fourth outside trial of the options: the broker URL's user name is checked as --username is, naming --broker; a password given twice must agree; the environment sets aside the file's alternative as the command line does; a flag set false is not named as given")
+    func fourthTrial() throws {
+        #expect(errorLine(["inventory", "--broker", "mqtt://a%09b:p@127.0.0.1:1"], [:]) == "--broker: the URL's user name holds a control character (a newline, a tab), which MQTT does not take")
+        #expect(errorLine(["inventory"], ["RESTOCK_BROKER": "mqtt://a%00b@127.0.0.1:1"]) == "RESTOCK_BROKER: the URL's user name holds a control character (a newline, a tab), which MQTT does not take")
+        #expect(errorLine(["inventory", "--broker", "mqtt://\(String(repeating: "u", count: 65_536))@127.0.0.1:1"], [:]) == "--broker: the URL's user name is longer than 65,535 bytes, MQTT's limit")
+        #expect(errorLine(["inventory", "--broker", "mqtt://u:p@127.0.0.1:1", "--password", "q"], [:]) == "--password and the broker URL's password differ: give the password once")
+        #expect(errorLine(["inventory", "--broker", "mqtt://u:p@127.0.0.1:1", "--password", "p"], [:]) == nil)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("restock-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"set": 5, "expires-at": "2999-01-01T00:00:00Z"}"#.utf8).write(to: file)
+        let stock = try OptionSources(["stock", "--sku", "x", "--config", file.path], environment: ["RESTOCK_ADD": "2"], commands: Self.commands)
+        #expect(stock.arguments.contains("--add=2") && !stock.arguments.contains("--set=5"), "\(stock.arguments)")
+        #expect(errorLine(["stock", "--sku", "x", "--config", file.path], ["RESTOCK_ADD": "2"]) == nil)
+        #expect(errorLine(["subscribe", "--customer", "c", "--sku", "s", "--config", file.path], ["RESTOCK_EXPIRES_IN": "1h"]) == nil)
+        #expect(errorLine(["unsubscribe", "--customer", "c"], ["RESTOCK_ALL": "0"]) == "give --sku SKU or --all")
+    }
 }

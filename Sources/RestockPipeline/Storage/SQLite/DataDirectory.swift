@@ -154,7 +154,7 @@ struct DataDirectory: Sendable {
         let link: String
         let target: String
         var errorDescription: String? {
-            "\(link) is a symbolic link to \(target), which does not exist: make that directory, or give the data directory's own path"
+            "\(link) is a symbolic link to \(target), which does not exist: make that directory, or give a path without the link"
         }
     }
 
