@@ -48,6 +48,15 @@ struct MirrorAndRulesTests {
 
         let mirrors = try await TopicWatcher(broker: broker, filter: "restock/apple/customers/+/subscriptions")
         try await mirrors.wait(for: "every retained mirror") { $0.messages.count >= customers.count + 1 }
+        // Applied is not yet published: the mirrors the last requests changed may still be on their way, behind the
+        // retained ones this watcher read first (in CI beside the whole run, 4 of 20 were read before they came). So the
+        // mirrors are waited for until they agree, within a deadline; a mirror that never comes right fails below.
+        try? await waitUntil("every mirror to show the store's watches", within: 60) {
+            customers.allSatisfy { who in
+                let mirrored = mirrors.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/\(who)/subscriptions").last
+                return mirrored?.watching.map(\.position) == store.watchlist(of: customer(who)).map(\.position)
+            }
+        }
         for who in customers {
             let mirrored = mirrors.payloads(SubscriptionsMirror.self, on: "restock/apple/customers/\(who)/subscriptions").last
             let inStore = store.watchlist(of: customer(who))
