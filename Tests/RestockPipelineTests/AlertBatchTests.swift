@@ -27,6 +27,28 @@ struct AlertBatchTests {
         }
     }
 
+    @Test("a committed batch's first alerts made ready after the commit are its alerts as sent, topic and JSON byte for byte; the message is the same value readied or not")
+    func firstAlertsReadied() throws {
+        let topics = try RestockTopics(store: store.id)
+        for count in [1, CommittedPublication.readiedAlerts - 1, CommittedPublication.readiedAlerts, CommittedPublication.readiedAlerts + 1, 200] {
+            let alerts = try restock(count)
+            let batch = try #require(AlertBatch(alerts))
+            let committed = CommittedPublication(seq: 7, publication: Publication(batch: batch))
+            let readied = committed.readied(topics: topics)
+            let ready = min(count, CommittedPublication.readiedAlerts)
+            #expect(readied.firstAlerts.count == ready, "\(count) alerts")
+            for index in 0..<ready {
+                #expect(readied.firstAlerts[index].topic == topics.alerts(alerts[index].customer))
+                #expect(readied.firstAlerts[index].payload == Array(alerts[index].jsonData()))
+                #expect(readied.firstAlerts[index] == batch.message(index, topics: topics))
+            }
+            #expect(readied == committed && readied.hashValue == committed.hashValue)
+            #expect(readied.readied(topics: topics).firstAlerts == readied.firstAlerts)
+        }
+        let single = CommittedPublication(seq: 8, publication: Publication(key: "k", topic: "t", payload: [1], retain: true))
+        #expect(single.readied(topics: topics).firstAlerts.isEmpty)
+    }
+
     @Test("a batch keeps its store's alert epoch in every id; a record written before epochs reads as one without")
     func epochKept() throws {
         let store = try Store(id: StoreID("apple"), alertEpoch: "3f9c1e0a7b2d")

@@ -240,7 +240,8 @@ package final class RequestProcessor: Sendable {
         if FaultInjection.crashAfterCommit, changes.publications.contains(where: \.isAlert) {
             FaultInjection.crash("crash-after-commit: alerts committed, none published")
         }
-        pass(messages, through: last)
+        // Alerts made ready here, on the thread that has just committed them, while the fence waits for the broker's answer.
+        pass(messages.map { $0.readied(topics: topics) }, through: last)
         if changes.durable { trimLog(through: last) }
     }
 

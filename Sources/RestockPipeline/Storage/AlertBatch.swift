@@ -64,6 +64,12 @@ package struct AlertBatch: Sendable, Hashable {
             position: entry.position, at: at)
     }
 
+    /// Alert `index` as it goes out, on its customer's topic of `topics`.
+    package func message(_ index: Int, topics: RestockTopics) -> AlertMessage {
+        let alert = alert(index)
+        return AlertMessage(topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()))
+    }
+
     /// Text lines: `store sku quantity at-bits [epoch]`, then `sequence customer position` per alert. Identifiers
     /// and epochs hold no spaces or newlines; the time is its exact bit pattern. A record without an epoch (written
     /// before epochs) reads as one.

@@ -49,11 +49,36 @@ package struct CommittedPublication: Sendable, Hashable {
     package let seq: Int64
     /// The message.
     package let publication: Publication
+    /// The first alerts of its batch, made ready to send on the pipeline's thread right after the commit
+    /// (``readied(topics:)``), while the delivery fence waits for the broker's answer: the publisher sends them as they
+    /// are once it lets go, instead of building them then, on a thread just woken (docs/benchmarks.md, "B4 after the
+    /// broker's answer"). Not part of the value: the same message, whether readied or not.
+    package private(set) var firstAlerts: [AlertMessage] = []
+
+    /// How many alerts of a batch ``readied(topics:)`` makes ready: the first to go out. Few, so that a batch held in
+    /// memory (up to the hand-off's 100,000 while the publisher is behind) costs little more than its record: each one
+    /// ready is about 300 bytes.
+    package static let readiedAlerts = 8
 
     /// `publication`, committed at place `seq`.
     package init(seq: Int64, publication: Publication) {
         self.seq = seq
         self.publication = publication
+    }
+
+    /// This message with the first ``readiedAlerts`` alerts of its batch made ready to send, on `topics`.
+    package func readied(topics: RestockTopics) -> CommittedPublication {
+        guard let alerts = publication.alerts, firstAlerts.isEmpty else { return self }
+        var readied = self
+        readied.firstAlerts = (0..<min(alerts.count, Self.readiedAlerts)).map { alerts.message($0, topics: topics) }
+        return readied
+    }
+
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.seq == rhs.seq && lhs.publication == rhs.publication }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(seq)
+        hasher.combine(publication)
     }
 }
 

@@ -44,7 +44,8 @@ struct OutboxPublisher: Service {
     static let round = 1_000
     /// How many the first round of a drain reads: its first message leaves once the round is read (a round of alerts
     /// is expanded and written out first: 2.5-4 ms for 1,000 on this project's machine), and the next, full, round
-    /// follows at once.
+    /// follows at once. The applying stage makes the first alerts of each batch ready after its commit
+    /// (``RestockPipeline/CommittedPublication/readiedAlerts``).
     static let firstRound = 64
 
     init(
@@ -269,18 +270,20 @@ struct OutboxPublisher: Service {
         let topics: RestockTopics
         let logger: Logger
 
-        /// One committed message or batch, and how many of its alerts are already acknowledged.
+        /// One committed message or batch, how many of its alerts are already acknowledged, and its first alerts made
+        /// ready to send (``CommittedPublication/firstAlerts``).
         private struct Entry {
             let seq: Int64
             let publication: Publication
             let sent: Int
+            var firstAlerts: [AlertMessage] = []
         }
 
         private struct Position {
             /// The last entry taken.
             var seq: Int64 = 0
-            /// The batch being taken, with the index of its next alert.
-            var batch: (seq: Int64, alerts: AlertBatch, next: Int)?
+            /// The batch being taken, with the index of its next alert and its first alerts made ready.
+            var batch: (seq: Int64, alerts: AlertBatch, next: Int, ready: [AlertMessage])?
             /// Entries taken, not yet expanded.
             var entries: Deque<Entry> = []
             /// Whether entries are read from the database rather than taken from memory.
@@ -311,9 +314,8 @@ struct OutboxPublisher: Service {
                 if let current = position.batch, current.next < current.alerts.count {
                     let end = min(current.alerts.count, current.next + limit - round.count)
                     for index in current.next..<end {
-                        let alert = current.alerts.alert(index)
-                        round.append(
-                            Outgoing(seq: current.seq, index: index, topic: topics.alerts(alert.customer), payload: Array(alert.jsonData()), retain: false))
+                        let message = index < current.ready.count ? current.ready[index] : current.alerts.message(index, topics: topics)
+                        round.append(Outgoing(seq: current.seq, index: index, topic: message.topic, payload: message.payload, retain: false))
                     }
                     position.batch?.next = end
                     continue
@@ -334,7 +336,8 @@ struct OutboxPublisher: Service {
                         try storage.acknowledge(messages: [entry.seq], batches: [])
                         continue
                     }
-                    position.batch = (entry.seq, alerts, entry.sent)
+                    // A batch resumed past its first alerts (acknowledged before a restart) has none made ready.
+                    position.batch = (entry.seq, alerts, entry.sent, entry.sent == 0 ? entry.firstAlerts : [])
                     continue
                 }
                 if position.readingDatabase {
@@ -357,7 +360,9 @@ struct OutboxPublisher: Service {
                     position.readingDatabase = true
                 case .items(let items):
                     guard !items.isEmpty else { return round }
-                    for item in items { position.entries.append(Entry(seq: item.seq, publication: item.publication, sent: 0)) }
+                    for item in items {
+                        position.entries.append(Entry(seq: item.seq, publication: item.publication, sent: 0, firstAlerts: item.firstAlerts))
+                    }
                 }
             }
             return round
