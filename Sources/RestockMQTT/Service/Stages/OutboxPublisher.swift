@@ -336,8 +336,8 @@ struct OutboxPublisher: Service {
                         try storage.acknowledge(messages: [entry.seq], batches: [])
                         continue
                     }
-                    // A batch resumed past its first alerts (acknowledged before a restart) has none made ready.
-                    position.batch = (entry.seq, alerts, entry.sent, entry.sent == 0 ? entry.firstAlerts : [])
+                    // The alerts made ready are the batch's first, by index: one resumed from the file has none.
+                    position.batch = (entry.seq, alerts, entry.sent, entry.firstAlerts)
                     continue
                 }
                 if position.readingDatabase {
