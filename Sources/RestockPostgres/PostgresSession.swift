@@ -245,6 +245,26 @@ struct Statements {
         try connection.query(query, logger: logger).wait(atMost: within ?? answerTimeout, for: "a statement").rows
     }
 
+    /// Runs `statement`, prepared on this connection at its first use here, and returns its rows; its answer may take
+    /// `within` (by default ``answerTimeout``). postgres-nio runs a prepared statement only as an `async` call: begun on
+    /// the connection's event loop (``EventLoopTaskExecutor``), it costs no thread more than a query's future.
+    @discardableResult
+    func query<Statement: PostgresPreparedStatement>(prepared statement: Statement, within: Duration? = nil) throws -> [Statement.Row]
+    where Statement.Row: Sendable {
+        let connection = connection, logger = logger
+        let rows = connection.eventLoop.makePromise(of: [Statement.Row].self)
+        Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
+            do {
+                var read: [Statement.Row] = []
+                for try await row in try await connection.execute(statement, logger: logger) { read.append(row) }
+                rows.succeed(read)
+            } catch {
+                rows.fail(error)
+            }
+        }
+        return try rows.futureResult.wait(atMost: within ?? answerTimeout, for: "a statement")
+    }
+
     /// Runs `query` and returns how many rows it changed.
     @discardableResult
     func execute(_ query: PostgresQuery) throws -> Int {

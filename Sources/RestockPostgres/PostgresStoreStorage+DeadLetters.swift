@@ -66,15 +66,9 @@ extension PostgresStoreStorage {
     /// process, not the server, as SQLite's `attempt` file is written without a sync.
     package func beginAttempt(_ attempt: Attempt, kills: Int) throws {
         let kills = Int64(UInt8(clamping: kills))
-        try fenced { store, epoch in
-            """
-            INSERT INTO restock_attempt (store, first, last, suspects_through, faulted, kills)
-            SELECT \(store), \(attempt.first), \(attempt.last), \(attempt.suspectsThrough), false, \(kills)
-            WHERE restock_fence(\(store), \(epoch)) AND set_config('synchronous_commit', 'off', true) = 'off'
-            ON CONFLICT (store) DO UPDATE SET first = excluded.first, last = excluded.last,
-                suspects_through = excluded.suspects_through, faulted = false, kills = excluded.kills
-            """
-        }
+        try fenced(prepared: { store, epoch in
+            AttemptBegin(store: store, epoch: epoch, first: attempt.first, last: attempt.last, suspectsThrough: attempt.suspectsThrough, kills: kills)
+        })
     }
 
     /// Nothing to record: no fault can mark an attempt in the database after this process dies.

@@ -5,26 +5,15 @@ import RestockPipeline
 // `restock_store.journal_place`, so that they rise by one and are never given twice, trimmed or not.
 extension PostgresStoreStorage {
     /// Appends the requests of one read in one statement, its own transaction, checked against the lease: their places
-    /// are taken from the store's row and the rows written from arrays (`unnest`), whatever their number. Nothing for no
-    /// request, as SQLite's log.
+    /// are taken from the store's row and the rows written from arrays (`unnest`), whatever their number (``JournalAppend``,
+    /// prepared). Nothing for no request, as SQLite's log.
     package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
         guard !requests.isEmpty else { return [] }
-        let count = Int64(requests.count)
         let topics = requests.map(\.topic), payloads = requests.map { ByteBuffer(bytes: $0.payload) }
         let sizes = requests.map { Int64($0.size) }, retained = requests.map(\.retained)
-        let places = try fenced { store, epoch in
-            """
-            WITH place AS (
-                UPDATE restock_store SET journal_place = journal_place + \(count)
-                WHERE store = \(store) AND (SELECT restock_fence(\(store), \(epoch)))
-                RETURNING journal_place - \(count) AS first)
-            INSERT INTO restock_journal (store, seq, topic, payload, size, retained)
-            SELECT \(store), place.first + r.n, r.topic, r.payload, r.size, r.retained
-            FROM place, unnest(\(topics)::text[], \(payloads)::bytea[], \(sizes)::int8[], \(retained)::bool[])
-                WITH ORDINALITY AS r(topic, payload, size, retained, n)
-            RETURNING seq
-            """
-        }.map { try $0.decode(Int64.self) }.sorted()
+        let places = try fenced(prepared: { store, epoch in
+            JournalAppend(store: store, epoch: epoch, topics: topics, payloads: payloads, sizes: sizes, retained: retained)
+        }).sorted()
         journalMark.advance(to: places.last ?? 0)
         return zip(places, requests).map { seq, request in
             JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)

@@ -11,7 +11,9 @@ extension PostgresStoreStorage {
     @discardableResult
     package func commit(_ changes: StoreChanges) throws -> [CommittedPublication] {
         let committed = place(changes.publications)
-        try fenced { store, epoch in PostgresStateWriter.commit(changes, messages: committed, store: store, epoch: epoch) }
+        try fenced(prepared: { store, epoch in
+            StateCommit(query: PostgresStateWriter.commit(changes, messages: committed, store: store, epoch: epoch))
+        })
         return committed
     }
 

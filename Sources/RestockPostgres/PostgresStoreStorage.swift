@@ -101,11 +101,24 @@ package final class PostgresStoreStorage: StoreStorage {
     /// written.
     @discardableResult
     func fenced(_ statement: (_ store: String, _ epoch: Int64?) -> PostgresQuery) throws(StorageError) -> [PostgresRow] {
+        try fencedRun(statement) { statements, query in try statements.query(query) }
+    }
+
+    /// Runs the prepared `statement` as ``fenced(_:)`` runs a query (``Statements/query(prepared:within:)``).
+    @discardableResult
+    func fenced<Statement: PostgresPreparedStatement>(prepared statement: (_ store: String, _ epoch: Int64?) -> Statement) throws(StorageError)
+        -> [Statement.Row] where Statement.Row: Sendable
+    {
+        try fencedRun(statement) { statements, prepared in try statements.query(prepared: prepared) }
+    }
+
+    /// Makes what `make` makes of the store and the lease's epoch, and runs it with `run`, refused as ``write(_:)`` is.
+    private func fencedRun<Made, T>(_ make: (_ store: String, _ epoch: Int64?) -> Made, _ run: (Statements, Made) throws -> T) throws(StorageError) -> T {
         let fence = lease.fence, location = location
-        let query = statement(store.rawValue, try fence.epoch(path: location))
+        let made = make(store.rawValue, try fence.epoch(path: location))
         return try session.run(.write) { statements in
             do {
-                return try statements.query(query)
+                return try run(statements, made)
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == PostgresFence.refusal {
                 throw try fence.refused(statements, path: location) ?? error
             }

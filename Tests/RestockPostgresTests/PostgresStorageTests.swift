@@ -65,6 +65,44 @@ extension PostgresServerTests {
             }
         }
 
+        @Test("the journal's append, the attempt's record and the state's commit are prepared on the store's connection, once each: sent unnamed, the server parsed and planned them at every call, on an alert's way (docs/benchmarks.md, \"B4 on PostgreSQL, its statements prepared\"); what they write is as before")
+        func journalAndAttemptPrepared() async throws {
+            try await PrivatePostgres.with { server in
+                let opened = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                let storage = try #require(opened as? PostgresStoreStorage)
+                var places: [Int64] = []
+                for round in 1...3 {
+                    let requests = (0..<round).map { (topic: "t\(round)", payload: [UInt8($0)], size: 1, retained: $0 == 0) }
+                    places += try storage.journal(batch: requests).map(\.seq)
+                    try storage.beginAttempt(Attempt(first: places.last!, last: places.last!, suspectsThrough: 1), kills: round)
+                }
+                #expect(places == Array(1...6))
+                #expect(try storage.journaledRequests(after: 0, limit: 10).map(\.payload) == [[0], [0], [1], [0], [1], [2]])
+                #expect(try storage.journaledRequests(after: 0, limit: 10).map(\.retained) == [true, true, false, true, false, false])
+                let attempt = try #require(try storage.lastAttempt())
+                #expect(attempt.attempt == Attempt(first: 6, last: 6, suspectsThrough: 1) && attempt.kills == 3 && !attempt.faulted)
+                for round in 1...3 {
+                    var changes = StoreChanges()
+                    changes.save(Watch(customer: customer("c\(round)"), sku: sku("s0"), mode: .every, minQuantity: 1, position: UInt64(round), since: Date()))
+                    changes.inventory = [sku("s0"): round]
+                    changes.processedThrough = Int64(round)
+                    try storage.commit(changes)
+                }
+                let snapshot = try storage.loadSnapshotReportingSkipped().snapshot
+                #expect(snapshot.watches.map(\.customer) == [customer("c1"), customer("c2"), customer("c3")])
+                #expect(try storage.processedThrough() == 3)
+                // The session's own prepared statements: a statement sent unnamed leaves none.
+                let prepared = try storage.read { statements in
+                    try statements.query("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql").map { try $0.decode(String.self) }
+                }
+                #expect(prepared.count == 3, "\(prepared)")
+                #expect(prepared.contains { $0.contains("INSERT INTO restock_journal") })
+                #expect(prepared.contains { $0.contains("INSERT INTO restock_attempt") })
+                #expect(prepared.contains { $0.contains("SELECT restock_commit(") })
+                storage.ownership.release()
+            }
+        }
+
         @Test("a commit refused for want of a permission (EXECUTE revoked) is the storage's trouble, not the request's: after two such stops and the grant, the request is applied, not set aside as one that failed the store twice (found by an outside trial)")
         func permissionRefusalNotCountedAgainstTheRequest() async throws {
             try await PrivatePostgres.with { server in
