@@ -16,15 +16,23 @@ struct ConnectStormTests {
             for index in 0..<2_000 {
                 if index >= 50, let result = try await group.next(), let result { failures.append(result) }
                 group.addTask {
-                    let client = try MQTTClient(
-                        configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: "short-\(index)", connectTimeout: .seconds(5)))
-                    do {
-                        try await client.connect()
-                        await client.disconnect()
-                        return nil
-                    } catch {
-                        return "\(index): \(error)"
+                    // Each client is tried twice at most: on a machine loaded by a whole CI run the broker once closed one
+                    // connection of 2,000 before its CONNACK (client 400, in local CI beside an outside trial), which a
+                    // client connecting again gets past. Sockets kept past 1,024 fail every client after them, twice.
+                    var failures: [String] = []
+                    for attempt in 1...2 {
+                        let client = try MQTTClient(
+                            configuration: .init(
+                                broker: try BrokerAddress(url: broker.url), clientID: "short-\(index)-\(attempt)", connectTimeout: .seconds(5)))
+                        do {
+                            try await client.connect()
+                            await client.disconnect()
+                            return nil
+                        } catch {
+                            failures.append("\(error)")
+                        }
                     }
+                    return "\(index): \(failures.joined(separator: "; then "))"
                 }
             }
             for try await result in group { if let result { failures.append(result) } }
