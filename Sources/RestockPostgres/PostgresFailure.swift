@@ -148,7 +148,7 @@ struct PostgresFailure: StorageFailure {
             let list = names.joined(separator: ", ")
             let plural = names.count == 1 ? "" : "s"
             return "the user \(user) may not execute the store's function\(plural) \(list) (EXECUTE revoked?): "
-                + "GRANT EXECUTE ON FUNCTION \(list) TO \(user), as the schema's owner, then start the store again"
+                + "GRANT EXECUTE ON ROUTINE \(list) TO \(user), as the schema's owner, then start the store again"
         }
     }
 

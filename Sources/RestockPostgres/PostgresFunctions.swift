@@ -164,18 +164,18 @@ extension PostgresSchema {
                 """),
     ]
 
-    /// Makes again the functions of ``functions`` the database lacks (an operator dropped one), so that a store never
-    /// goes online to stop at its first write; with none missing it changes nothing. Inside the transaction of
-    /// ``prepare(_:)``, after the migrations.
+    /// Makes again the functions and procedures of ``routines`` the database lacks (an operator dropped one), so that a
+    /// store never goes online to stop at its first write; with none missing it changes nothing. Inside the transaction
+    /// of ``prepare(_:)``, after the migrations.
     /// - Returns: The names of those made again.
     /// - Throws: ``PostgresFailure/FunctionsMissing`` when they cannot be made (the user may not create functions).
     static func restoreFunctions(_ statements: Statements) throws -> [String] {
-        let names = functions.map(\.name)
+        let names = routines.map(\.name)
         let present = Set(
             try statements.query(
                 "SELECT proname::text FROM pg_proc WHERE proname = ANY(\(names)::text[]) AND pg_function_is_visible(oid)"
             ).map { try $0.decode(String.self) })
-        let missing = functions.filter { !present.contains($0.name) }
+        let missing = routines.filter { !present.contains($0.name) }
         guard !missing.isEmpty else { return [] }
         do {
             for function in missing { try statements.execute(PostgresQuery(unsafeSQL: function.definition)) }
@@ -185,15 +185,15 @@ extension PostgresSchema {
         return missing.map(\.name)
     }
 
-    /// Refuses a user who may not execute every function of ``functions`` (an operator revoked `EXECUTE`), so that a
-    /// store never goes online to stop at its first write (found by an outside trial). Inside the transaction of
-    /// ``prepare(_:)``, after ``restoreFunctions(_:)``.
+    /// Refuses a user who may not execute every function and procedure of ``routines`` (an operator revoked `EXECUTE`),
+    /// so that a store never goes online to stop at its first write (found by an outside trial). Inside the transaction
+    /// of ``prepare(_:)``, after ``restoreFunctions(_:)``.
     /// - Throws: ``PostgresFailure/FunctionsNotExecutable``.
     static func checkFunctionsExecutable(_ statements: Statements) throws {
         let refused = try statements.query(
             """
             SELECT proname::text, current_user::text FROM pg_proc
-            WHERE proname = ANY(\(functions.map(\.name))::text[]) AND pg_function_is_visible(oid)
+            WHERE proname = ANY(\(routines.map(\.name))::text[]) AND pg_function_is_visible(oid)
                 AND NOT has_function_privilege(oid, 'EXECUTE')
             ORDER BY proname
             """

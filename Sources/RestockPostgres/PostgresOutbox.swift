@@ -82,7 +82,8 @@ struct PostgresOutbox {
     /// Records acknowledgements: the alerts acknowledged count in the figures first (at `date`), then single messages are
     /// forgotten and each batch records how many of its alerts, from the first, are acknowledged — forgotten when that is
     /// all of them. The acknowledgements are applied to `rows` (``rows(at:)``) in order, as SQLite's statements in turn
-    /// apply them; what changed is written by one call of `restock_acknowledge`, fenced by the lease.
+    /// apply them; what changed is written by one call of `restock_acknowledge` (`restock_acknowledge_durably`, committed
+    /// before it answers), fenced by the lease.
     static func acknowledgement(
         of seqs: [Int64], batches: [(seq: Int64, sent: Int)], rows: [Int64: Row], at date: Date, store: String, epoch: Int64?
     ) -> PostgresQuery {
@@ -104,7 +105,7 @@ struct PostgresOutbox {
         }
         let changed = updated.sorted { $0.key < $1.key }
         return """
-            SELECT restock_acknowledge(\(store), \(epoch), \(counts.map(\.key))::text[], \(counts.map { Int64($0.value) })::int8[],
+            CALL restock_acknowledge_durably(\(store), \(epoch), \(counts.map(\.key))::text[], \(counts.map { Int64($0.value) })::int8[],
                 \(PostgresAlertFigures.hour(of: date)), \(removed.sorted())::int8[], \(changed.map(\.key))::int8[],
                 \(changed.map { Int64($0.value) })::int8[])
             """

@@ -84,6 +84,9 @@ enum PostgresSchema {
         // per write"): each statement sent is a wait on this machine's threads (≈ 0.3 ms), and a transaction of
         // `BEGIN`, the fence, its statements and `COMMIT` waited for each. The functions of PostgresFunctions.swift.
         functions.map(\.definition),
+        // The journal's append, the state's commit and the acknowledgements commit before they answer
+        // (PostgresProcedures.swift): the server's answer to a statement alone came before its commit.
+        procedures.map(\.definition),
     ]
 
     /// The version this binary knows: how many migrations it has.

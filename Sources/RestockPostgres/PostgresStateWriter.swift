@@ -3,10 +3,11 @@ import PostgresNIO
 import RestockCore
 import RestockPipeline
 
-/// Writes what a batch of requests changed (``StoreChanges``) into one store's rows: one call of `restock_commit`
-/// (``PostgresSchema``), its own transaction, fenced by the lease, which writes them in the order SQLite's `StateWriter`
-/// does — watches, inventory, counters, forgotten customers, dead letters, figures, mirrors, the outbox, how far the
-/// journal is applied — each kind of row many to a statement, from the arrays this builds.
+/// Writes what a batch of requests changed (``StoreChanges``) into one store's rows: one call of `restock_commit` (by
+/// `restock_commit_durably`, which commits before it answers: ``PostgresSchema/procedures``), its own transaction,
+/// fenced by the lease, which writes them in the order SQLite's `StateWriter` does — watches, inventory, counters,
+/// forgotten customers, dead letters, figures, mirrors, the outbox, how far the journal is applied — each kind of row
+/// many to a statement, from the arrays this builds.
 struct PostgresStateWriter {
     /// The commit of `changes`, with `messages`, its publications at the places the outbox gave them: one statement.
     static func commit(_ changes: StoreChanges, messages: [CommittedPublication], store: String, epoch: Int64?) -> PostgresQuery {
@@ -22,7 +23,7 @@ struct PostgresStateWriter {
         let outbox = PostgresOutbox.lastOfEachKey(messages)
         let publications = outbox.map(\.publication)
         return """
-            SELECT restock_commit(\(store), \(epoch), \(watches.kinds)::text[], \(watches.counts)::int8[],
+            CALL restock_commit_durably(\(store), \(epoch), \(watches.kinds)::text[], \(watches.counts)::int8[],
                 \(watches.saves.map(\.customer.rawValue))::text[], \(watches.saves.map(\.sku.rawValue))::text[],
                 \(watches.saves.map(\.mode.rawValue))::text[], \(watches.saves.map { Int64($0.minQuantity) })::int8[],
                 \(watches.saves.map { Int64(bitPattern: $0.position) })::int8[],

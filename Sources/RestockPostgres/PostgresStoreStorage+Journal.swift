@@ -4,19 +4,23 @@ import RestockPipeline
 // The request journal (SQLite's `RequestLog`): `restock_journal`, places given out per store from
 // `restock_store.journal_place`, so that they rise by one and are never given twice, trimmed or not.
 extension PostgresStoreStorage {
-    /// Appends the requests of one read in one statement, its own transaction, checked against the lease: their places
-    /// are taken from the store's row and the rows written from arrays (`unnest`), whatever their number (``JournalAppend``,
-    /// prepared). Nothing for no request, as SQLite's log.
+    /// Appends the requests of one read in one call, its own transaction, checked against the lease and committed before
+    /// it answers: their places are taken from the store's row and the rows written from arrays (`unnest`), whatever
+    /// their number (``JournalAppend``, prepared). Nothing for no request, as SQLite's log.
     package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
         guard !requests.isEmpty else { return [] }
         let topics = requests.map(\.topic), payloads = requests.map { ByteBuffer(bytes: $0.payload) }
         let sizes = requests.map { Int64($0.size) }, retained = requests.map(\.retained)
-        let places = try fenced(prepared: { store, epoch in
+        let answer = try fenced(prepared: { store, epoch in
             JournalAppend(store: store, epoch: epoch, topics: topics, payloads: payloads, sizes: sizes, retained: retained)
-        }).sorted()
-        journalMark.advance(to: places.last ?? 0)
-        return zip(places, requests).map { seq, request in
-            JournaledRequest(seq: seq, topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
+        })
+        guard answer.count == 1, let before = answer.first else {
+            throw StorageError(.write, location, cause: JournalAppend.UnexpectedAnswer(rows: answer.count))
+        }
+        journalMark.advance(to: before + Int64(requests.count))
+        return requests.enumerated().map { offset, request in
+            JournaledRequest(
+                seq: before + 1 + Int64(offset), topic: request.topic, payload: request.payload, size: request.size, retained: request.retained)
         }
     }
 

@@ -5,19 +5,11 @@ import RestockPipeline
 // use on a connection, and again on a new one): sent unnamed, the server parsed and planned each at every call, as long
 // as it ran it (docs/benchmarks.md, "B4 on PostgreSQL, its statements prepared").
 
-/// The journal's append of one read's requests, as ``PostgresStoreStorage/journal(batch:)`` describes it: the places taken
-/// from the store's row, the rows written from arrays, checked against the lease. Returns the places given.
+/// The journal's append of one read's requests, as ``PostgresStoreStorage/journal(batch:)`` describes it:
+/// `restock_journal_durably` (``PostgresSchema/procedures``), which commits before it answers. Returns the place before
+/// the first request's.
 struct JournalAppend: PostgresPreparedStatement {
-    static let sql = """
-        WITH place AS (
-            UPDATE restock_store SET journal_place = journal_place + $2
-            WHERE store = $1 AND (SELECT restock_fence($1, $3))
-            RETURNING journal_place - $2 AS first)
-        INSERT INTO restock_journal (store, seq, topic, payload, size, retained)
-        SELECT $1, place.first + r.n, r.topic, r.payload, r.size, r.retained
-        FROM place, unnest($4::text[], $5::bytea[], $6::int8[], $7::bool[]) WITH ORDINALITY AS r(topic, payload, size, retained, n)
-        RETURNING seq
-        """
+    static let sql = "CALL restock_journal_durably($1, $2, $3, $4, $5, $6, $7)"
     static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .int8, .textArray, .byteaArray, .int8Array, .boolArray]
 
     let store: String
@@ -40,6 +32,15 @@ struct JournalAppend: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+
+    /// An answer of other than one row, never written around: the procedure was changed by hand.
+    struct UnexpectedAnswer: StorageFailure {
+        let rows: Int
+        var reason: String { "restock_journal_durably answered with \(rows) rows, not one (changed by hand?)" }
+        var code: Int { -12 }
+        var refusesTheData: Bool { false }
+        func kind(at path: String) -> StorageError.Kind { .corrupt }
+    }
 }
 
 /// The attempt's record, as ``PostgresStoreStorage/beginAttempt(_:kills:)`` describes it: checked against the lease, and

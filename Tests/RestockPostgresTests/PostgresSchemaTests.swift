@@ -96,10 +96,10 @@ extension PostgresServerTests {
                 } catch let error as StorageError {
                     #expect(error.kind == .corrupt && !error.isRetriable, "\(error)")
                     #expect("\(error)".contains("may not execute the store's function restock_commit"), "\(error)")
-                    #expect("\(error)".contains("GRANT EXECUTE ON FUNCTION restock_commit TO op"), "\(error)")
+                    #expect("\(error)".contains("GRANT EXECUTE ON ROUTINE restock_commit TO op"), "\(error)")
                     #expect(!"\(error)".contains("\n"), "one line: \(error)")
                 }
-                _ = try await server.psql("GRANT EXECUTE ON FUNCTION restock_commit TO op")
+                _ = try await server.psql("GRANT EXECUTE ON ROUTINE restock_commit TO op")
                 let granted = try PostgresStorage(settings: settings).open(for: apple, claim: .exclusive(instance: "cccccccccccc"), now: Date())
                 #expect(granted.openingWarnings.isEmpty)
                 #expect(try granted.commit(StoreChanges()).isEmpty)
@@ -118,6 +118,7 @@ extension PostgresServerTests {
                 first.releaseDirectory()
                 // What version 1 made: the watch table packed full, no functions, and its version alone recorded.
                 _ = try await server.psql("ALTER TABLE restock_watch RESET (fillfactor)")
+                _ = try await server.psql("DROP PROCEDURE restock_journal_durably, restock_commit_durably, restock_acknowledge_durably")
                 _ = try await server.psql("DROP FUNCTION restock_acknowledge, restock_commit, restock_fence")
                 _ = try await server.psql("DELETE FROM restock_schema_version WHERE version > 1")
                 let again = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
@@ -129,6 +130,38 @@ extension PostgresServerTests {
                 more.save(Watch(customer: customer("c1"), sku: sku("s0"), mode: .every, minQuantity: 1, position: 2, since: Date()))
                 try again.commit(more)
                 #expect(try await server.psql("SELECT count(*) FROM restock_watch") == "2")
+                again.ownership.release()
+            }
+        }
+
+        @Test("a database at schema version 3 is migrated to 4: what was journaled and committed is kept, and the journal's appends, the state's commits and the acknowledgements go through the procedures that commit before they answer")
+        func versionThreeMigrated() async throws {
+            try await PrivatePostgres.with { server in
+                let first = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
+                _ = try first.journal(batch: [request("c0"), request("c1")])
+                var changes = StoreChanges()
+                changes.save(Watch(customer: customer("c0"), sku: sku("s0"), mode: .every, minQuantity: 1, position: 1, since: Date()))
+                changes.processedThrough = 1
+                try first.commit(changes)
+                first.ownership.release()
+                first.releaseDirectory()
+                // What version 3 made: the functions, no procedures.
+                _ = try await server.psql("DROP PROCEDURE restock_journal_durably, restock_commit_durably, restock_acknowledge_durably")
+                _ = try await server.psql("DELETE FROM restock_schema_version WHERE version > 3")
+                let again = try server.backend.open(for: apple, claim: .exclusive(instance: "bbbbbbbbbbbb"), now: Date())
+                #expect(again.migrations.first?.from == 3 && again.migrations.first?.to == 4 && PostgresSchema.knownVersion == 4)
+                #expect(try await server.psql("SELECT count(*) FROM pg_proc WHERE proname LIKE 'restock_%_durably' AND prokind = 'p'") == "3")
+                #expect(try again.journaledRequests(after: 0, limit: 10).map(\.seq) == [1, 2])
+                #expect(try again.processedThrough() == 1)
+                #expect(try again.journal(batch: [request("c2")]).map(\.seq) == [3])
+                var more = StoreChanges()
+                more.save(Watch(customer: customer("c1"), sku: sku("s0"), mode: .every, minQuantity: 1, position: 2, since: Date()))
+                more.publications = [Publication(key: "k", topic: "t", payload: [1], retain: false)]
+                more.processedThrough = 3
+                let placed = try again.commit(more)
+                try again.acknowledge(messages: placed.map(\.seq), batches: [])
+                #expect(try await server.psql("SELECT string_agg(customer, ',' ORDER BY position) FROM restock_watch") == "c0,c1")
+                #expect(try again.outboxDepth() == 0 && again.processedThrough() == 3)
                 again.ownership.release()
             }
         }

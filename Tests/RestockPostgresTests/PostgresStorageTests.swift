@@ -96,9 +96,9 @@ extension PostgresServerTests {
                     try statements.query("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql").map { try $0.decode(String.self) }
                 }
                 #expect(prepared.count == 3, "\(prepared)")
-                #expect(prepared.contains { $0.contains("INSERT INTO restock_journal") })
+                #expect(prepared.contains { $0.contains("CALL restock_journal_durably(") })
                 #expect(prepared.contains { $0.contains("INSERT INTO restock_attempt") })
-                #expect(prepared.contains { $0.contains("SELECT restock_commit(") })
+                #expect(prepared.contains { $0.contains("CALL restock_commit_durably(") })
                 storage.ownership.release()
             }
         }

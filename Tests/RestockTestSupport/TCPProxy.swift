@@ -8,26 +8,7 @@ import Synchronization
 /// A TCP relay from a free loopback port to a loopback target port, that can cut every link it carries
 /// at once: both sides see their connection reset in the middle of whatever they were sending.
 public final class TCPProxy: Sendable {
-    /// One relayed connection: the client's socket and the one to the target.
-    private final class Link: Sendable {
-        let client: Int32
-        let upstream: Int32
-        /// The two pumps; the second to finish closes the sockets.
-        private let pumpsRunning = Atomic<Int>(2)
-
-        init(client: Int32, upstream: Int32) {
-            self.client = client
-            self.upstream = upstream
-        }
-
-        func shutdownBoth() {
-            shutdown(client, Int32(SHUT_RDWR))
-            shutdown(upstream, Int32(SHUT_RDWR))
-        }
-
-        /// Returns true for the pump that finished last.
-        func pumpFinished() -> Bool { pumpsRunning.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
-    }
+    private typealias Link = RelayLink
 
     public let port: Int
     public let targetPort: Int
@@ -46,19 +27,7 @@ public final class TCPProxy: Sendable {
     /// Listens on a free port of 127.0.0.1 and relays each connection to `127.0.0.1:targetPort`.
     public init(to targetPort: Int) throws {
         self.targetPort = targetPort
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        guard listener >= 0 else { throw ProxyError("socket", errno) }
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, Glibc.listen(listener, 128) == 0 else { throw ProxyError("bind/listen", errno) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try LoopbackSocket.listen()
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -110,14 +79,8 @@ public final class TCPProxy: Sendable {
                 return
             }
             accepted.add(1, ordering: .relaxed)
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var target = Self.loopback(port: targetPort)
-            let connected = withUnsafePointer(to: &target) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard upstream >= 0, connected == 0 else {
+            guard let upstream = LoopbackSocket.connect(to: targetPort) else {
                 Glibc.close(client)
-                if upstream >= 0 { Glibc.close(upstream) }
                 continue
             }
             let link = Link(client: client, upstream: upstream)
@@ -151,19 +114,9 @@ public final class TCPProxy: Sendable {
         }
         while holdingEnds.load(ordering: .acquiring) { usleep(5_000) }
         link.shutdownBoth()
-        if link.pumpFinished() {
-            links.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(link)) }
-            Glibc.close(link.client)
-            Glibc.close(link.upstream)
+        links.withLock { links in
+            if link.pumpFinished() { links[ObjectIdentifier(link)] = nil }
         }
-    }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
     }
 }
 
