@@ -46,7 +46,7 @@ struct RequestJournal: MQTTInboundJournal {
     /// the acknowledgements are written once the sync returns, and the fence holds what the requests lead to until the
     /// broker answers the probe written after them (``confirmed(throughBatch:)``). A sync that fails stops the store.
     func record(batch messages: [MQTTMessage], number: UInt64) -> [MQTTInboundDisposition] {
-        let entries = messages.filter { topics.request(for: $0.topic) != nil }.map(Self.entry)
+        let entries = messages.filter(isRequest).map(Self.entry)
         guard !entries.isEmpty else { return messages.map { _ in .recorded } }
         // Paused or failed: refuse at once (the session is being dropped).
         guard !lifecycle.isPaused(.journal), lifecycle.failure == nil else { return messages.map { _ in .refused } }
@@ -80,6 +80,13 @@ struct RequestJournal: MQTTInboundJournal {
     /// fence: the network thread's one call for an UNSUBACK.
     func confirmed(throughBatch number: UInt64) {
         fence.confirmed(throughBatch: number)
+    }
+
+    /// Whether `message` is a request: on a request topic, and not an empty retained message, which clears a retained
+    /// one on the broker and asks nothing (docs/contract.md, "Retain flag"; answered `retained-request` before, found by
+    /// an outside trial).
+    private func isRequest(_ message: MQTTMessage) -> Bool {
+        topics.request(for: message.topic) != nil && !(message.retain && message.payload.isEmpty)
     }
 
     /// A request as the log keeps it: the payload cut to just over the limit (a 1 MiB payload costs 4 KiB on disk and
