@@ -164,14 +164,14 @@ final class PostgresSession: @unchecked Sendable {
     /// there (0 without the store's row, or for a session of no store): `nil` for a read-only replica or a server set
     /// read only (`default_transaction_read_only`).
     private func probe(_ connection: PostgresConnection) throws -> Int64? {
-        let takesWrites = try connection.query(Self.takesWrites, logger: logger)
+        let takesWrites = try connection.answer(to: Self.takesWrites, logger: logger)
             .wait(atMost: settings.answerTimeout, for: "whether the server takes writes").rows.first?.decode(Bool.self) ?? false
         guard takesWrites else { return nil }
         guard let store = continuity?.store else { return 0 }
-        let schema = try connection.query("SELECT to_regclass('restock_store') IS NOT NULL", logger: logger)
+        let schema = try connection.answer(to: "SELECT to_regclass('restock_store') IS NOT NULL", logger: logger)
             .wait(atMost: settings.answerTimeout, for: "whether the schema exists").rows
         guard try schema.first?.decode(Bool.self) == true else { return 0 }
-        let rows = try connection.query("SELECT journal_place FROM restock_store WHERE store = \(store)", logger: logger)
+        let rows = try connection.answer(to: "SELECT journal_place FROM restock_store WHERE store = \(store)", logger: logger)
             .wait(atMost: settings.answerTimeout, for: "how far the journal goes").rows
         return try rows.first?.decode(Int64.self) ?? 0
     }
@@ -242,7 +242,7 @@ struct Statements {
     /// Runs `query` and returns its rows; its answer may take `within` (by default ``answerTimeout``).
     @discardableResult
     func query(_ query: PostgresQuery, within: Duration? = nil) throws -> [PostgresRow] {
-        try connection.query(query, logger: logger).wait(atMost: within ?? answerTimeout, for: "a statement").rows
+        try connection.answer(to: query, logger: logger).wait(atMost: within ?? answerTimeout, for: "a statement").rows
     }
 
     /// Runs `statement`, prepared on this connection at its first use here, and returns its rows; its answer may take
@@ -254,6 +254,9 @@ struct Statements {
         let connection = connection, logger = logger
         let rows = connection.eventLoop.makePromise(of: [Statement.Row].self)
         Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
+            // On the event loop, where the channel cannot close between this check and the statement's write: a closed
+            // one would never answer it (``PostgresConnection/answer(to:logger:)``).
+            guard !connection.isClosed else { return rows.fail(PostgresFailure.ConnectionClosed()) }
             do {
                 var read: [Statement.Row] = []
                 for try await row in try await connection.execute(statement, logger: logger) { read.append(row) }
@@ -268,7 +271,7 @@ struct Statements {
     /// Runs `query` and returns how many rows it changed.
     @discardableResult
     func execute(_ query: PostgresQuery) throws -> Int {
-        try connection.query(query, logger: logger).wait(atMost: answerTimeout, for: "a statement").metadata.rows ?? 0
+        try connection.answer(to: query, logger: logger).wait(atMost: answerTimeout, for: "a statement").metadata.rows ?? 0
     }
 }
 

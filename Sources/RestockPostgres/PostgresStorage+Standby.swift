@@ -106,7 +106,7 @@ extension PostgresStorage {
                 // Closed before it is released, whatever happens (postgres-nio traps otherwise).
                 let place: Int64?
                 do {
-                    let takesWrites = try await Self.result(of: connection.query(PostgresSession.takesWrites, logger: logger)).rows.first?.decode(Bool.self) ?? false
+                    let takesWrites = try await Self.result(of: connection.answer(to: PostgresSession.takesWrites, logger: logger)).rows.first?.decode(Bool.self) ?? false
                     place = takesWrites ? try await journalPlace(of: mark.store, on: connection, logger: logger) : nil
                 } catch {
                     Self.close(connection)
@@ -137,9 +137,9 @@ extension PostgresStorage {
 
     /// How far the journal of `store` goes on the server of `connection`; 0 before the schema or the store's row exist.
     private func journalPlace(of store: String, on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
-        let exists = try await Self.result(of: connection.query("SELECT to_regclass('restock_store') IS NOT NULL", logger: logger)).rows
+        let exists = try await Self.result(of: connection.answer(to: "SELECT to_regclass('restock_store') IS NOT NULL", logger: logger)).rows
         guard try exists.first?.decode(Bool.self) == true else { return 0 }
-        let rows = try await Self.result(of: connection.query("SELECT journal_place FROM restock_store WHERE store = \(store)", logger: logger)).rows
+        let rows = try await Self.result(of: connection.answer(to: "SELECT journal_place FROM restock_store WHERE store = \(store)", logger: logger)).rows
         return try rows.first?.decode(Int64.self) ?? 0
     }
 
@@ -203,9 +203,9 @@ extension PostgresStorage {
     }
 
     private func look(at store: StoreID, on connection: PostgresConnection, logger: Logger) async throws -> Look {
-        let exists = try await Self.result(of: connection.query("SELECT to_regclass('restock_lease') IS NOT NULL", logger: logger)).rows
+        let exists = try await Self.result(of: connection.answer(to: "SELECT to_regclass('restock_lease') IS NOT NULL", logger: logger)).rows
         guard try exists.first?.decode(Bool.self) == true else { return .absent }
-        let rows = try await Self.result(of: connection.query(
+        let rows = try await Self.result(of: connection.answer(to: 
             "SELECT \(unescaped: PostgresLease.columns(lifetime: settings.leaseLifetime)) FROM restock_lease WHERE store = \(store.rawValue)", logger: logger
         )).rows
         guard let row = rows.first else { return .absent }
