@@ -47,6 +47,10 @@ struct PostgresFailure: StorageFailure {
                     // postgres-nio's name for it, not a sentence (found by an outside trial).
                     case .authMechanismRequiresPassword:
                         "the server asks for a password and none was given (RESTOCK_DATABASE_PASSWORD, or in the URL)"
+                    // Names, not sentences, without an underlying error (found trying a server that closed at once).
+                    case .serverClosedConnection, .uncleanShutdown:
+                        error.underlying.map { "the server closed the connection (\(Self.plain($0)))" } ?? "the server closed the connection"
+                    case .clientClosedConnection: "the connection was closed before the server answered"
                     default: error.underlying.map(Self.plain) ?? error.code.description
                     }
             }

@@ -25,6 +25,14 @@ struct PostgresFailureTests {
         return ""
     }
 
+    @Test("a server that closes the connection at once says so in plain words, not in postgres-nio's name for it (serverClosedConnection)")
+    func closedAtOnce() async throws {
+        // A relay to a closed port: it closes each connection it accepts at once.
+        let proxy = try TCPProxy(to: try freeLoopbackPort())
+        let closed = try await failure("postgres://restock@127.0.0.1:\(proxy.port)/restock")
+        #expect(closed == "cannot open postgres://restock@127.0.0.1:\(proxy.port)/restock: the server closed the connection", "\(closed)")
+    }
+
     @Test("a closed port, an unknown host, a missing or bad sslrootcert: each says so in a few plain words")
     func plainReasons() async throws {
         let port = try freeLoopbackPort()
