@@ -35,18 +35,23 @@ extension PostgresServerTests {
             }
         }
 
-        @Test("the attempts are not waited for on the server's disk, but the journal's appends and the state's commits are (a commit not waited for could be lost to a failover while the store holds it: found by the failover test): the server syncs its write-ahead log for each of those only")
+        @Test("the attempts and the acknowledgements are not waited for on the server's disk, but the journal's appends and the state's commits are (a commit not waited for could be lost to a failover while the store holds it: found by the failover test): the server syncs its write-ahead log for each of those only")
         func flushedOnlyWhereDurable() async throws {
             try await PrivatePostgres.with { server in
                 let storage = try server.backend.open(for: apple, claim: .exclusive(instance: "aaaaaaaaaaaa"), now: Date())
                 // The server's count of write-ahead log syncs, which a server process reports when idle, lazily (up to
                 // some ten seconds later), all of its own at once.
                 @Sendable func syncs() async throws -> Int { Int(try await server.psql("SELECT wal_sync FROM pg_stat_wal")) ?? 0 }
-                let base = try await syncs()
                 let rounds = 200
+                var messages = StoreChanges()
+                messages.publications = (1...rounds).map { Publication(key: "k\($0)", topic: "t", payload: [1], retain: false) }
+                let placed = try storage.commit(messages)
+                let base = try await syncs()
                 for round in 1...rounds {
                     try storage.beginAttempt(Attempt(first: Int64(round), last: Int64(round), suspectsThrough: 0), kills: 0)
+                    try storage.acknowledge(messages: [placed[round - 1].seq], batches: [])
                 }
+                #expect(try storage.outboxDepth() == 0)
                 for round in 1...50 {
                     _ = try storage.journal(batch: [(topic: "t", payload: [UInt8(round)], size: 1, retained: false)])
                     var changes = StoreChanges()
@@ -60,7 +65,7 @@ extension PostgresServerTests {
                 }
                 // Besides, the server's WAL writer syncs a few times a second by itself.
                 let counted = try await syncs() - base
-                #expect(counted < 100 + rounds / 2, "\(counted) syncs for 100 flushed commits and \(rounds) attempts")
+                #expect(counted < 100 + rounds / 2, "\(counted) syncs for 100 flushed commits, \(rounds) attempts and \(rounds) acknowledgements")
                 storage.ownership.release()
             }
         }
