@@ -14,7 +14,7 @@ final class PostgresSession: @unchecked Sendable {
     /// Where the database is.
     let settings: PostgresSettings
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    private let logger: Logger
+    let logger: Logger
     /// One call at a time: its statements, its transaction.
     private let lock = NSLock()
     private var connection: PostgresConnection?

@@ -26,6 +26,9 @@ package final class PostgresStoreStorage: StoreStorage {
     let schemaChange: PostgresSchema.Change?
     /// The place the next outbox message takes: given out before the commit that writes it, as SQLite's `Outbox` does.
     let nextOutboxPlace: Mutex<Int64>
+    /// How far this process knows the journal committed, and whether an append since may have committed unanswered
+    /// (``JournalConfirmation``).
+    let journalConfirmation = Mutex(JournalConfirmation(place: 0))
     /// The thread the running store's storage calls go to, off Swift's cooperative pool.
     package let pipelineExecutor = PipelineExecutor(label: "restock.postgres")
 
@@ -56,8 +59,10 @@ package final class PostgresStoreStorage: StoreStorage {
                     SELECT value FROM restock_counter WHERE store = \(store.rawValue) AND name = 'processedThrough'), 0))
                 WHERE store = \(store.rawValue)
                 """)
-            let place = try statements.query("SELECT journal_place FROM restock_store WHERE store = \(store.rawValue)")
-            mark.advance(to: try place.first?.decode(Int64.self) ?? 0)
+            let journal = try statements.query("SELECT journal_place FROM restock_store WHERE store = \(store.rawValue)")
+            let place = try journal.first?.decode(Int64.self) ?? 0
+            mark.advance(to: place)
+            journalConfirmation.withLock { $0.place = place }
             let rows = try statements.query(
                 """
                 SELECT GREATEST(outbox_place, COALESCE((SELECT MAX(seq) FROM restock_outbox WHERE store = \(store.rawValue)), 0))

@@ -16,13 +16,18 @@ import Synchronization
 /// that executes a statement whose `Parse` or `Bind` holds the marker (a prepared statement's name, or a text), it sends
 /// the server a `Flush` in place of the `Sync`, passes the server's answer on up to its `CommandComplete` (or error), and
 /// ends both connections there. The server sees its client gone in the middle of the transaction, and rolls it back.
-/// Everything else is relayed as it is; connections made after the cut are relayed too.
+/// Armed to cut after the end (``Cut/afterItsEnd``), it sends the `Sync`, holds back the whole answer up to the server's
+/// `ReadyForQuery`, and ends both connections: the transaction committed, and the client never hears so (the window a
+/// server's shutdown leaves between a procedure's commit and its answer: found by an outside trial, requests journaled
+/// twice). Everything else is relayed as it is; connections made after the cut are relayed too.
 public final class PostgresWireCut: Sendable {
     /// One relayed connection, and whether it is being cut: set by the client's side once it sent the `Flush`, after
     /// which the server's next bytes are the statement's answer.
     private final class Link: Sendable {
         let sockets: RelayLink
         let cutting = Atomic<Bool>(false)
+        /// Whether the answer is held back whole, up to the server's `ReadyForQuery` (``Cut/afterItsEnd``).
+        let holdingTheAnswer = Atomic<Bool>(false)
         var client: Int32 { sockets.client }
         var server: Int32 { sockets.upstream }
 
@@ -32,8 +37,17 @@ public final class PostgresWireCut: Sendable {
     public let port: Int
     private let targetPort: Int
     private let listener: Int32
-    /// The marker of the statement to cut, while armed.
-    private let marker = Mutex<[UInt8]?>(nil)
+    /// Where a statement is cut: before its transaction ends (the server's answer passed on, the transaction rolled
+    /// back), or after (the transaction committed, its answer lost).
+    public enum Cut: Sendable {
+        /// Its answer reaches the client; its `Sync` never reaches the server.
+        case beforeItsEnd
+        /// Its `Sync` reaches the server, which ends its transaction; none of the answer reaches the client.
+        case afterItsEnd
+    }
+
+    /// The marker of the statement to cut, while armed, and where.
+    private let marker = Mutex<(bytes: [UInt8], cut: Cut)?>(nil)
     private let cutsMade = Atomic<Int>(0)
 
     /// Listens on a free port of 127.0.0.1 and relays each connection to the server at `127.0.0.1:targetPort`.
@@ -45,8 +59,8 @@ public final class PostgresWireCut: Sendable {
 
     deinit { shutdown(listener, Int32(SHUT_RDWR)) }
 
-    /// Cuts the next statement executed whose `Parse` or `Bind` message holds `marker` (once).
-    public func arm(marker: String) { self.marker.withLock { $0 = Array(marker.utf8) } }
+    /// Cuts the next statement executed whose `Parse` or `Bind` message holds `marker` (once), as `cut` says.
+    public func arm(marker: String, cut: Cut = .beforeItsEnd) { self.marker.withLock { $0 = (Array(marker.utf8), cut) } }
 
     /// How many statements it has cut.
     public var cuts: Int { cutsMade.load(ordering: .acquiring) }
@@ -92,16 +106,17 @@ public final class PostgresWireCut: Sendable {
                 }
                 switch type {
                 case UInt8(ascii: "P"), UInt8(ascii: "B"):
-                    if let marker = marker.withLock({ $0 }), Self.contains(bytes, marker) { exchange.marked = true }
+                    if let marker = marker.withLock({ $0 }), Self.contains(bytes, marker.bytes) { exchange.marked = true }
                 case UInt8(ascii: "E"):
                     exchange.executes = true
                 case UInt8(ascii: "S"):
                     defer { exchange = (false, false) }
-                    guard exchange.executes, exchange.marked, marker.withLock({ armed in armed.take() != nil }) else { break }
-                    // The statement's answer, asked for without ending its transaction; the client's bytes after it are
-                    // never sent.
+                    guard exchange.executes, exchange.marked, let cut = marker.withLock({ armed in armed.take()?.cut }) else { break }
+                    // The statement's answer, asked for without ending its transaction (a `Flush`), or with it (its
+                    // `Sync`); the client's bytes after it are never sent.
+                    link.holdingTheAnswer.store(cut == .afterItsEnd, ordering: .releasing)
                     link.cutting.store(true, ordering: .releasing)
-                    _ = LoopbackSocket.write(forward + [UInt8(ascii: "H"), 0, 0, 0, 4], to: link.server)
+                    _ = LoopbackSocket.write(forward + (cut == .afterItsEnd ? Array(bytes) : [UInt8(ascii: "H"), 0, 0, 0, 4]), to: link.server)
                     break relay
                 default:
                     break
@@ -114,7 +129,8 @@ public final class PostgresWireCut: Sendable {
     }
 
     /// The server's bytes, passed on as they come; once cutting, up to the end of the first `CommandComplete` or
-    /// `ErrorResponse` only, and then both connections end.
+    /// `ErrorResponse` only — or none, up to the `ReadyForQuery` that ends the exchange, when holding the answer — and
+    /// then both connections end.
     private func relayServer(_ link: Link) {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var answer: [UInt8] = []
@@ -127,9 +143,11 @@ public final class PostgresWireCut: Sendable {
                 continue
             }
             answer += buffer[..<count]
-            if let end = Self.endOfStatementAnswer(in: answer) {
-                _ = LoopbackSocket.write(answer[..<end], to: link.client)
+            let holding = link.holdingTheAnswer.load(ordering: .acquiring)
+            if let end = Self.end(of: holding ? [UInt8(ascii: "Z")] : [UInt8(ascii: "C"), UInt8(ascii: "E")], in: answer) {
+                // Counted before the client can read the answer and look.
                 cutsMade.add(1, ordering: .releasing)
+                if !holding { _ = LoopbackSocket.write(answer[..<end], to: link.client) }
                 break
             }
         }
@@ -152,13 +170,13 @@ public final class PostgresWireCut: Sendable {
         return (started ? bytes[0] : nil, bytes[..<length], length, isStartup)
     }
 
-    /// Where the first `CommandComplete` or `ErrorResponse` of a server's `bytes` ends, if they hold one whole.
-    private static func endOfStatementAnswer(in bytes: [UInt8]) -> Int? {
+    /// Where the first message of one of `types` in a server's `bytes` ends, if they hold one whole.
+    private static func end(of types: [UInt8], in bytes: [UInt8]) -> Int? {
         var offset = 0
         while bytes.count >= offset + 5 {
             let end = offset + 1 + Int(bigEndian32(bytes, at: offset + 1))
             guard bytes.count >= end else { return nil }
-            if bytes[offset] == UInt8(ascii: "C") || bytes[offset] == UInt8(ascii: "E") { return end }
+            if types.contains(bytes[offset]) { return end }
             offset = end
         }
         return nil
