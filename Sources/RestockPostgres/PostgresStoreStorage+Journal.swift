@@ -27,7 +27,9 @@ extension PostgresStoreStorage {
             journalConfirmation.withLock { $0.unanswered = true }
             throw error
         }
-        guard answer.count == 1, let before = answer.first else {
+        // The places the procedure gave: the row's place moved past them in SQL, so they fit; checked all the same, as
+        // the procedure's answer is a number from outside.
+        guard answer.count == 1, let before = answer.first, before >= 0, before <= Int64.max - Int64(requests.count) else {
             throw StorageError(.write, location, cause: JournalAppend.UnexpectedAnswer(rows: answer.count))
         }
         journalConfirmation.withLock { $0.place = before + Int64(requests.count) }
