@@ -51,6 +51,28 @@ enum LoopbackSocket {
         return true
     }
 
+    /// Accepts connections on `listener` until it is shut down (then closes it), connects each to `127.0.0.1:port`,
+    /// and hands the pair to `relay` (`accepted` is told of each connection first); a connection whose target does not
+    /// answer is closed.
+    static func relayConnections(
+        from listener: Int32, to port: Int, accepted: () -> Void = {}, _ relay: (RelayLink) -> Void
+    ) {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                Glibc.close(listener)
+                return
+            }
+            accepted()
+            guard let upstream = connect(to: port) else {
+                Glibc.close(client)
+                continue
+            }
+            relay(RelayLink(client: client, upstream: upstream))
+        }
+    }
+
     private static func loopback(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

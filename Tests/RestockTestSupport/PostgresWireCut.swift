@@ -66,18 +66,8 @@ public final class PostgresWireCut: Sendable {
     public var cuts: Int { cutsMade.load(ordering: .acquiring) }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
-                Glibc.close(listener)
-                return
-            }
-            guard let server = LoopbackSocket.connect(to: targetPort) else {
-                Glibc.close(client)
-                continue
-            }
-            let link = Link(sockets: RelayLink(client: client, upstream: server))
+        LoopbackSocket.relayConnections(from: listener, to: targetPort) { sockets in
+            let link = Link(sockets: sockets)
             Thread.detachNewThread { [self] in relayClient(link) }
             Thread.detachNewThread { [self] in relayServer(link) }
         }

@@ -71,22 +71,10 @@ public final class TCPProxy: Sendable {
     }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
-                Glibc.close(listener)
-                return
-            }
-            accepted.add(1, ordering: .relaxed)
-            guard let upstream = LoopbackSocket.connect(to: targetPort) else {
-                Glibc.close(client)
-                continue
-            }
-            let link = Link(client: client, upstream: upstream)
+        LoopbackSocket.relayConnections(from: listener, to: targetPort, accepted: { accepted.add(1, ordering: .relaxed) }) { link in
             links.withLock { $0[ObjectIdentifier(link)] = link }
-            Thread.detachNewThread { [self] in pump(link, from: client, to: upstream) }
-            Thread.detachNewThread { [self] in pump(link, from: upstream, to: client) }
+            Thread.detachNewThread { [self] in pump(link, from: link.client, to: link.upstream) }
+            Thread.detachNewThread { [self] in pump(link, from: link.upstream, to: link.client) }
         }
     }
 
