@@ -34,7 +34,8 @@ if grep -E '/Fuzz/.*: warning:' "$logs/build.txt" | grep -v '/Fuzz/.build/'; the
 echo "fuzz: built in ${build_seconds} s"
 bin=$("$SWIFT" build -c release --show-bin-path)
 
-# One target: its own corpus copy, artifacts folder and log; its exit code goes to $logs/<target>.rc.
+# One target in round `round`: its own corpus copy, artifacts folder and log; its exit code goes to
+# $logs/<target>.<round>.rc, its log to $logs/<target>.<round>.txt.
 run_target() {
     local target=$1 round=$2 time_limit=${FUZZ_SECONDS:-${seconds[$1]:-30}}
     local dict=()
