@@ -126,6 +126,11 @@ public final class MosquittoBroker: Sendable {
         process.withLock { $0 = nil }
     }
 
+    /// Sends it `signal` (SIGSTOP freezes it, SIGCONT wakes it), if it runs.
+    public func send(_ signal: Int32) {
+        process.withLock { $0?.send(signal) }
+    }
+
     /// Starts it again on the same ports, with the same configuration and directory.
     public func restart() async throws {
         try await stop()

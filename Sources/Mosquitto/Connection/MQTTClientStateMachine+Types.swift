@@ -140,8 +140,8 @@ extension MQTTClientStateMachine {
         case resubscribe([String: ActiveSubscription])
         /// On the network thread, in the CONNACK callback: subscribe and disconnect at once.
         case prepareSession(Preparation)
-        /// On the network thread, between its read and write phases: shut the socket, so that the acknowledgements
-        /// libmosquitto has queued are never written.
+        /// On the network thread, between its read and write phases: shut the socket for writing, so that the
+        /// acknowledgements libmosquitto has queued are never written.
         case shutSocket
         /// On the network thread, after a batch was recorded whole: unsubscribe from the journal's probe filter (written
         /// after the batch's acknowledgements), and remember its message id with the batch's number.

@@ -42,7 +42,7 @@ extension MQTTInboundJournal {
 public enum MQTTInboundDisposition: Sendable, Hashable {
     /// Recorded: the client acknowledges it to the broker and hands it to its message streams.
     case recorded
-    /// Not recorded (the journal cannot write): the client closes the connection at once, so the acknowledgement
+    /// Not recorded (the journal cannot write): the client ends the connection at once, so the acknowledgement
     /// (and those of the other messages of its batch) is never written and a persistent session keeps the message
     /// (and every later one) on the broker, which delivers it again on the next connection. The client then waits for ``MQTTClient/allowReconnect()``.
     case refused

@@ -69,11 +69,13 @@ struct LibMosquittoThreadActions: NetworkThreadActions {
         mosquitto_disconnect_v5(pointer, 0, nil)
     }
 
-    /// The journal could not record a message: closes the socket now, while libmosquitto has only queued the PUBACKs of
-    /// the read phase, so that none is written and the broker keeps the messages for the session.
+    /// The journal could not record a message: shuts the socket for writing now, while libmosquitto has only queued the
+    /// PUBACKs of the read phase, so that none is written and the broker keeps the messages for the session. What was
+    /// written before (the PUBACKs of the batches recorded) goes out ahead of the end; the loop reads on to the broker's
+    /// end (``LibMosquittoLoop``), so that the connection is not reset before the broker has read them.
     func shutSocket() {
         let socket = mosquitto_socket(pointer)
-        if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+        if socket >= 0 { shutdown(socket, Int32(SHUT_WR)) }
     }
 
     /// Queued behind the batch's PUBACKs, written with them in the write phase that follows.

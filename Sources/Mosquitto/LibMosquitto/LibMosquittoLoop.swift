@@ -13,7 +13,8 @@ import Darwin
 /// phase (other threads only queue, the handle being threaded). So the messages read in one phase — as many as
 /// have arrived, up to ``batchLimit`` — go to the journal as one batch (``LibMosquittoContext/journalInbound()``),
 /// which may commit them in one transaction, before any of their acknowledgements is written. A refusal shuts the
-/// socket before the write phase: none of the batch's acknowledgements is written.
+/// socket for writing before the write phase: none of the batch's acknowledgements is written, and the connection ends
+/// when the broker has read those written before (``readToTheEnd()``).
 ///
 /// It waits with `poll` on the socket and on the thread's own wakeup pipe (``LibMosquittoWakeup``), which the
 /// client signals when it queues an operation or stops; `poll` also has no limit on descriptor numbers, unlike
@@ -57,6 +58,8 @@ struct LibMosquittoLoop {
     static let timeoutMilliseconds: Int32 = 100
     /// The most messages in one batch: a read phase ends there, to write their acknowledgements.
     static let batchLimit = 1_000
+    /// How long a connection shut for writing after a refusal waits for the broker to close it (``readToTheEnd()``).
+    static let lingerLimit = Duration.seconds(5)
     /// The most messages held while the broker's answer after a pause is awaited (the largest receive maximum of MQTT 5;
     /// QoS 0 messages are not bounded by it).
     static let heldLimit = 65_535
@@ -168,7 +171,7 @@ struct LibMosquittoLoop {
         context.logger.warning(
             "the broker did not confirm the session after a pause (\(why)): the connection is closed, none of the \(context.inboundCount) messages read since acknowledged")
         shutdown(socket, Int32(SHUT_RDWR))
-        return endConfirmation(readToTheEnd(dropping: true))
+        return endConfirmation(readToTheEnd())
     }
 
     /// Stops waiting for the broker's answer, dropping what was held; returns `code`.
@@ -221,17 +224,33 @@ struct LibMosquittoLoop {
         return (code, journal())
     }
 
-    /// After the socket was shut: libmosquitto reads on to the end of the connection — what the kernel still holds, then
-    /// the end — closing it and calling the disconnect callback, with nothing written meanwhile. What it reads goes to
-    /// the journal (after the journal's refusal), or is dropped (`dropping`: after the broker did not confirm).
-    private func readToTheEnd(dropping: Bool = false) -> Int32 {
+    /// After the socket was shut — for writing, after the journal's refusal (``LibMosquittoThreadActions/shutSocket()``),
+    /// or whole, after the broker did not confirm — libmosquitto reads on to the end of the connection, closing it and
+    /// calling the disconnect callback, with nothing written meanwhile. What it reads is dropped: none of it can be
+    /// acknowledged any more, so the broker delivers it again.
+    ///
+    /// Shut for writing, the connection ends only when the broker closes it, having read everything written before the
+    /// end: the PUBACKs of the batches recorded. A socket closed here while the broker still sends would answer with a
+    /// reset, and mosquitto, busy writing (it reads a client's socket after writing what it has queued for it), drops
+    /// the connection at the reset with those PUBACKs unread, and delivers their messages again: the journal would
+    /// record them twice (found by an outside trial: requests applied twice after a PostgreSQL restart refused a batch
+    /// in a burst). After ``lingerLimit`` without the broker's end, or when the client stops, it is shut whole.
+    private func readToTheEnd() -> Int32 {
+        let deadline = ContinuousClock.now + Self.lingerLimit
         var code = Self.success
         var reads = 0
-        while code == Self.success, mosquitto_socket(pointer) >= 0, reads < 100_000 {
+        while code == Self.success, reads < 100_000 {
+            let socket = mosquitto_socket(pointer)
+            guard socket >= 0 else { break }
+            if ContinuousClock.now >= deadline || context.stopRequested {
+                shutdown(socket, Int32(SHUT_RDWR))  // what is left, then the end
+            } else if !LibMosquittoTLS.hasPendingData(pointer), !Self.readable(socket, withinMilliseconds: Self.timeoutMilliseconds) {
+                continue
+            }
             errno = 0
             code = mosquitto_loop_read(pointer, 1)
             reads += 1
-            if dropping { context.discardInbound() } else { _ = journal() }
+            context.discardInbound()
         }
         return code == Self.success ? MOSQ_ERR_CONN_LOST.rawValue : code
     }
@@ -242,10 +261,10 @@ struct LibMosquittoLoop {
         context.journalInbound(network: LibMosquittoThreadActions(pointer: pointer, context: context))
     }
 
-    /// Whether the kernel holds more bytes of the connection.
-    private static func readable(_ socket: Int32) -> Bool {
+    /// Whether the kernel holds more bytes of the connection, or its end: now, or within `milliseconds`.
+    private static func readable(_ socket: Int32, withinMilliseconds milliseconds: Int32 = 0) -> Bool {
         var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) > 0
+        return poll(&entry, 1, milliseconds) > 0
     }
 }
 
