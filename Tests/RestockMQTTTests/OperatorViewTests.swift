@@ -38,10 +38,14 @@ struct OperatorViewTests {
         // Every answer of /metrics, with when it came: how many values a gauge can show depends on how long the backlog
         // takes, which depends on the machine's load, so the test asks for as many as that time allows.
         let polls = Mutex<[(at: ContinuousClock.Instant, watches: Double, lag: Double)]>([])
+        let unanswered = Mutex(0)
         try await waitUntil("every watch applied, as /metrics says", within: 240, pollEvery: .milliseconds(100)) {
             guard let metrics = try? await httpGet(url + "/metrics", timeout: 2).body,
                 let watched = Self.value(of: "restock_watches", in: metrics), let lag = Self.value(of: "restock_journal_lag_requests", in: metrics)
-            else { return false }
+            else {
+                unanswered.withLock { $0 += 1 }
+                return false
+            }
             polls.withLock { $0.append((.now, watched, lag)) }
             return watched == Double(count) && lag == 0
         }
@@ -51,15 +55,18 @@ struct OperatorViewTests {
         let between = watches.filter { $0 > 0 && $0 < Double(count) }
         // The gauges are sampled each second: a backlog seen for `seconds` shows about that many values of each, less the
         // time it waits for the store to start applying it. Frozen until the pipeline returned from the whole backlog
-        // (issue 32), they showed one at most, however long it took; so three values are asked for once the backlog
-        // took nine seconds, and fewer before. Not more: in CI beside the whole run, a sampler starved of the machine
-        // moved once in five seconds (3 values in 15.8 s), and how often it runs there is the machine's, not the store's.
+        // (issue 32), they showed one at most, however long it took; so two values are asked for once the backlog
+        // took eight seconds, and one before. Not more: in CI beside the whole run, a sampler starved of the machine
+        // moved once in five seconds (3 values in 15.8 s), and once stood still for 6.5 s (2 values in 12.8 s); how
+        // often it runs there is the machine's, not the store's.
         let seconds = busy.first.map { first in (answers.last!.at - first.at) / .seconds(1) } ?? 0
-        let expected = min(3, max(1, Int(seconds / 3)))
+        let expected = min(2, max(1, Int(seconds / 4)))
         let start = answers.first?.at ?? .now
         let changes = zip(answers.dropFirst(), answers).filter { $0.watches != $1.watches || $0.lag != $1.lag }
             .map(\.0).map { "\(Int(($0.at - start) / .milliseconds(1))) ms: \(Int($0.watches))/\(Int($0.lag))" }
-        #expect(between.count >= expected, "the watch gauge took \(watches) on its way to \(count), in \(seconds) s; changes (watches/lag): \(changes)")
+        let polled = "\(answers.count) answers of /metrics, \(unanswered.withLock { $0 }) polls unanswered"
+        print("gauges under load: \(polled); changes (watches/lag): \(changes)")
+        #expect(between.count >= expected, "the watch gauge took \(watches) on its way to \(count), in \(seconds) s (\(polled)); changes (watches/lag): \(changes)")
         #expect(lags.filter { $0 > 0 && $0 < Double(count) }.count >= expected, "the lag gauge took \(lags), in \(seconds) s; changes: \(changes)")
         try await restarted.send(SIGTERM)
     }
