@@ -85,6 +85,37 @@ struct GroupCommitTests {
         await client.disconnect()
     }
 
+    @Test(
+        "a client that disconnects while the broker sends on has every acknowledgement it wrote read: the next connection of its session gets what it did not journal, and nothing it did",
+        arguments: 1...8)
+    func disconnectKeepsAcknowledgements(round: Int) async throws {
+        let count = 10_000
+        let (broker, id, _) = try await queued(count, padding: 200, extraConfiguration: "max_inflight_messages 0")
+        let journal = SlowJournal(batching: true, cost: .zero)
+        let client = try MQTTClient(
+            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: journal)
+        try await client.connect()
+        try await waitUntil("a part of the burst journaled", pollEvery: .milliseconds(1)) { journal.snapshot.recorded.count >= 300 }
+        await client.disconnect()
+        let firstPass = journal.snapshot.recorded
+        try #require(firstPass.count < count, "the burst was journaled whole before the disconnect")
+        let next = SlowJournal(batching: true, cost: .zero)
+        let again = try MQTTClient(
+            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: next)
+        try await again.connect()
+        do {
+            try await waitUntil("the rest journaled", within: 30) { next.snapshot.recorded.last == count - 1 }
+        } catch {
+            let rest = next.snapshot.recorded
+            Issue.record("journaled first \(firstPass.count) (up to \(firstPass.last ?? -1)), then \(rest.count): \(rest.prefix(3))…\(rest.suffix(3)), missing \(Set(0..<count).subtracting(firstPass).subtracting(rest).sorted().prefix(10))")
+            throw error
+        }
+        let rest = next.snapshot.recorded
+        #expect(firstPass == Array(0..<firstPass.count))
+        #expect(rest.first == firstPass.count, "delivered again from \(rest.first ?? -1); \(firstPass.count) were journaled and acknowledged")
+        await again.disconnect()
+    }
+
     @Test("throughput of a queued QoS 1 burst, journaled by a journal that costs 100 µs per call: per message vs per batch")
     func throughput() async throws {
         let count = 5_000

@@ -117,7 +117,7 @@ public final class MQTTClient: Sendable {
         let present = try await connect(
             preparing: .init(filter: filter.filter, qos: qos, plainTCP: !configuration.broker.usesTLS))
         // The CONNACK callback has queued SUBSCRIBE and DISCONNECT: the thread writes them and ends.
-        await stopNetworkThread(within: .seconds(10), sendingDisconnect: false)
+        await stopNetworkThread(within: .seconds(10))
         context.shutDown()
         return present
     }
@@ -169,13 +169,10 @@ public final class MQTTClient: Sendable {
         context.addEventSink()
     }
 
-    /// Tells the network thread to disconnect cleanly and end, and waits for that up to `timeout`.
-    /// `sendingDisconnect` false leaves the DISCONNECT to the thread, after what it has queued.
-    private func stopNetworkThread(within timeout: Duration, sendingDisconnect: Bool = true) async {
+    /// Tells the network thread to disconnect cleanly and end, and waits for that up to `timeout`. The thread writes
+    /// the DISCONNECT, after what it has queued.
+    private func stopNetworkThread(within timeout: Duration) async {
         guard let thread = context.requestStop(.cleanly) else { return }
-        // Queues DISCONNECT and wakes the thread, which writes it; the thread sends one itself if this finds no
-        // connection (it may be reconnecting).
-        if sendingDisconnect { handle.queueDisconnect() }
         thread.wake()
         await thread.waitForEnd(within: timeout)
     }

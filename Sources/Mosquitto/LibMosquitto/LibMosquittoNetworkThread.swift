@@ -105,11 +105,18 @@ final class LibMosquittoNetworkThread: NetworkThreadControl {
                 if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
                 return
             case .endCleanly:
-                // Also when `disconnect()` came while a reconnect was under way and its DISCONNECT found no socket.
+                // Write what is queued, and read nothing more: a message read now would be acknowledged to the broker
+                // by libmosquitto and then never handed to anyone (a session being prepared must keep every queued
+                // message). Then DISCONNECT: over plain TCP written here, and the connection left to the broker to
+                // close, discarding what it still sends (LibMosquittoRawPackets.disconnect: libmosquitto would close
+                // it at once, and a reset would lose the PUBACKs before it); over TLS by libmosquitto.
+                flushWrites(pointer)
+                let socket = mosquitto_socket(pointer)
+                if !configuration.broker.usesTLS, !mosquitto_want_write(pointer), LibMosquittoRawPackets.disconnect(socket: socket) {
+                    LibMosquittoRawPackets.awaitClose(socket: socket, within: 2_000)
+                    return
+                }
                 mosquitto_disconnect_v5(pointer, 0, nil)
-                // Write what is queued — DISCONNECT last — and read nothing more: a message read now would be
-                // acknowledged to the broker by libmosquitto and then never handed to anyone (a session being
-                // prepared must keep every queued message).
                 flushWrites(pointer)
                 return
             case .run(let connectionsNow):

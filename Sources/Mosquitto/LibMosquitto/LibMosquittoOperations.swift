@@ -34,9 +34,4 @@ extension LibMosquittoHandle {
             }
         }
     }
-
-    /// Queues a DISCONNECT (normal, no will), written by the network thread after what is queued before it.
-    func queueDisconnect() {
-        mosquitto_disconnect_v5(pointer, 0, nil)
-    }
 }

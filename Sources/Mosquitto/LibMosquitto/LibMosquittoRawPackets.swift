@@ -5,8 +5,8 @@ import Darwin
 #endif
 
 /// SUBSCRIBE and DISCONNECT written straight to a plain TCP socket, for ``MQTTClient/prepareSession(subscribingTo:qos:)``
-/// (see the CONNACK callback in ``LibMosquittoCallbacks``): the only packets this client ever writes around
-/// libmosquitto.
+/// (see the CONNACK callback in ``LibMosquittoCallbacks``), and DISCONNECT alone for a clean stop: the only packets this
+/// client ever writes around libmosquitto.
 enum LibMosquittoRawPackets {
     /// Writes SUBSCRIBE (packet id 1) and DISCONNECT (normal) in one go, then shuts the socket for writing: nothing
     /// libmosquitto queues afterwards (an acknowledgement of a message it reads) can reach the broker. Reading
@@ -21,8 +21,26 @@ enum LibMosquittoRawPackets {
         if version == .v5 { body.append(0x00) }  // no properties
         body += [UInt8(topic.count >> 8), UInt8(topic.count & 0xFF)] + topic
         body.append(UInt8(qos.rawValue))  // 3.1.1: requested QoS; 5: options (QoS, no flags)
-        var packet: [UInt8] = [0x82] + remainingLength(body.count) + body
-        packet += [0xE0, 0x00]  // DISCONNECT, normal
+        let packet: [UInt8] = [0x82] + remainingLength(body.count) + body + disconnectPacket
+        return writeAndShut(packet, to: socket)
+    }
+
+    /// Writes DISCONNECT (normal), then shuts the socket for writing, for a clean stop over plain TCP: the connection
+    /// then ends when the broker closes it (``awaitClose(socket:within:)``), having read everything written before.
+    /// libmosquitto closes the socket as soon as it has written a DISCONNECT itself, and a socket closed while the
+    /// broker still sends is reset: mosquitto, busy writing a burst, then drops the connection with the PUBACKs before
+    /// the DISCONNECT unread, and delivers those messages again (GroupCommitTests: hundreds of a burst).
+    /// - Returns: Whether all the bytes were written.
+    static func disconnect(socket: Int32) -> Bool {
+        guard socket >= 0 else { return false }
+        return writeAndShut(disconnectPacket, to: socket)
+    }
+
+    /// DISCONNECT, reason normal (the same bytes in 3.1.1 and 5).
+    private static let disconnectPacket: [UInt8] = [0xE0, 0x00]
+
+    /// Writes `packet` whole, waiting for the socket when it is full, then shuts it for writing.
+    private static func writeAndShut(_ packet: [UInt8], to socket: Int32) -> Bool {
         var sent = 0
         while sent < packet.count {
             let written = packet[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, noSignal) }
