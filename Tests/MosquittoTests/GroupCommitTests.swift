@@ -19,8 +19,7 @@ struct GroupCommitTests {
     func refusalKeepsTheBatch() async throws {
         let (broker, id, _) = try await queued(400)
         let journal = SlowJournal(batching: true, cost: .zero, refuseAt: 250)
-        let client = try MQTTClient(
-            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: journal)
+        let client = try journaledClient(id, of: broker, journal: journal)
         let events = client.connectionEvents()
         try await client.connect()
         try await waitUntil("the refusal") { journal.refused }
@@ -51,13 +50,12 @@ struct GroupCommitTests {
         arguments: 1...4)
     func refusalKeepsEarlierAcknowledgements(round: Int) async throws {
         let count = 3_000
-        let (broker, id, _) = try await queued(count, padding: 200, extraConfiguration: "max_inflight_messages 0")
+        let (broker, id, _) = try await queuedWithoutInflightLimit(count)
         // The broker is frozen while a batch of the burst in full flow is journaled, so that its acknowledgements reach
         // it unread, and woken once the next one, already in the kernel here, is refused: it then has more of the burst
         // to write before it reads them.
         let journal = SlowJournal(batching: true, cost: .zero, freezing: broker)
-        let client = try MQTTClient(
-            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: journal)
+        let client = try journaledClient(id, of: broker, journal: journal)
         try await client.connect()
         // A batch that took all the kernel held leaves nothing to refuse while the broker is frozen: then it is woken,
         // and frozen again at a later batch.
@@ -90,18 +88,16 @@ struct GroupCommitTests {
         arguments: 1...8)
     func disconnectKeepsAcknowledgements(round: Int) async throws {
         let count = 10_000
-        let (broker, id, _) = try await queued(count, padding: 200, extraConfiguration: "max_inflight_messages 0")
+        let (broker, id, _) = try await queuedWithoutInflightLimit(count)
         let journal = SlowJournal(batching: true, cost: .zero)
-        let client = try MQTTClient(
-            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: journal)
+        let client = try journaledClient(id, of: broker, journal: journal)
         try await client.connect()
         try await waitUntil("a part of the burst journaled", pollEvery: .milliseconds(1)) { journal.snapshot.recorded.count >= 300 }
         await client.disconnect()
         let firstPass = journal.snapshot.recorded
         try #require(firstPass.count < count, "the burst was journaled whole before the disconnect")
         let next = SlowJournal(batching: true, cost: .zero)
-        let again = try MQTTClient(
-            configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: next)
+        let again = try journaledClient(id, of: broker, journal: next)
         try await again.connect()
         do {
             try await waitUntil("the rest journaled", within: 30) { next.snapshot.recorded.last == count - 1 }
@@ -123,8 +119,7 @@ struct GroupCommitTests {
         for batching in [false, true] {
             let (broker, id, _) = try await queued(count)
             let journal = SlowJournal(batching: batching, cost: .microseconds(100))
-            let client = try MQTTClient(
-                configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: journal)
+            let client = try journaledClient(id, of: broker, journal: journal)
             let clock = ContinuousClock()
             let start = clock.now
             try await client.connect()
@@ -158,6 +153,17 @@ struct GroupCommitTests {
         try await waitUntil("\(count) messages journaled", within: 30) { journal.snapshot.recorded.count >= count }
         #expect(journal.snapshot.recorded == Array(0..<count))
         await client.disconnect()
+    }
+
+    /// A client of `broker` on the persistent session `id`, with `journal`.
+    private func journaledClient(_ id: String, of broker: MosquittoBroker, journal: some MQTTInboundJournal) throws -> MQTTClient {
+        try MQTTClient(configuration: .init(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent), journal: journal)
+    }
+
+    /// ``queued(_:tls:padding:extraConfiguration:)`` of 200-byte messages, on a broker that sends all of them at once (no
+    /// limit on the messages in flight): it is busy writing the burst while the client reads it.
+    private func queuedWithoutInflightLimit(_ count: Int) async throws -> (MosquittoBroker, String, String) {
+        try await queued(count, padding: 200, extraConfiguration: "max_inflight_messages 0")
     }
 
     /// A broker, and a persistent session subscribed to a topic with `count` QoS 1 messages queued for it (each its
