@@ -86,7 +86,8 @@ extension StoreService {
                 client: wiring.publisher, storage: storage, committed: wiring.committed, fence: wiring.fence, wakeups: wiring.outboxWakeups,
                 topics: topics, logger: logger, drainTimeout: configuration.drainTimeout, lifecycle: wiring.lifecycle,
                 acknowledgementGrace: timing.acknowledgementGrace, metrics: metrics,
-                alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }),
+                alertExpiry: configuration.alertExpiry.map { UInt32(clamping: $0.components.seconds) }, retryInterval: timing.retry,
+                clock: timing.clock),
             ExpiryTimer(wake: wiring.requestArrived, interval: timing.retry, clock: timing.clock),
             AdminQueries(
                 client: wiring.publisher, reports: wiring.adminReports, lists: wiring.adminLists, topics: topics, storage: storage, clock: clock, logger: logger, metrics: metrics,

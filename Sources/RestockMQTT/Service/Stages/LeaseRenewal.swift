@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import RestockPipeline
 import ServiceLifecycle
-import Synchronization
 
 /// Renews the data directory's lease (``StoreLease``) about every second for as long as the store runs — through its
 /// drain too: it is the first stage, so the group stops it last. Once a newer owner holds the lease (this process was
@@ -29,7 +28,7 @@ struct LeaseRenewal: Service {
 
     /// When a failed renewal was last logged: once when they begin, then once a minute (an outside trial counted 32
     /// lines in one database outage), and a notice once renewals succeed again.
-    private let failures = RenewalFailures()
+    private let failures = RepeatedFailures()
 
     var lease: any StoreOwnership { storage.ownership }
 
@@ -95,32 +94,6 @@ struct LeaseRenewal: Service {
                     "cannot renew the store's lease now; trying again every second (said again once a minute)",
                     metadata: [StoreLoggingKeys.error: "\(error)"])
             }
-        }
-    }
-}
-
-/// The failed renewals of a ``LeaseRenewal``: since when, and when one was last logged.
-private final class RenewalFailures: Sendable {
-    private let state = Mutex<(since: ContinuousClock.Instant, logged: ContinuousClock.Instant)?>(nil)
-
-    /// A renewal failed at `now`: whether to log it (the first, then one every `reportEvery`).
-    func failed(at now: ContinuousClock.Instant, reportEvery: Duration) -> Bool {
-        state.withLock { state in
-            guard let current = state else {
-                state = (now, now)
-                return true
-            }
-            guard now - current.logged >= reportEvery else { return false }
-            state = (current.since, now)
-            return true
-        }
-    }
-
-    /// A renewal succeeded: since when they had failed, if they had.
-    func succeeded(at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
-        state.withLock { state in
-            defer { state = nil }
-            return state?.since
         }
     }
 }

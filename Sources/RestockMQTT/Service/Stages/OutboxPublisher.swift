@@ -36,8 +36,14 @@ struct OutboxPublisher: Service {
     let metrics: StoreMetrics
     /// The MQTT 5 message expiry interval of alerts, in seconds (`nil`: none; docs/contract.md, "Alert expiry").
     let alertExpiry: UInt32?
+    /// How long a read of the outbox that failed for a reason that may pass waits before it is tried again.
+    let retryInterval: Duration
+    /// The clock ``retryInterval`` is measured by (``StoreTiming/clock``).
+    let clock: ServiceClock
     /// Acknowledgements the database could not record yet (a full disk), recorded with the next ones.
     private let unrecorded = UnrecordedAcknowledgements()
+    /// Reads of the outbox that failed, for their log lines.
+    private let readFailures = RepeatedFailures()
     private let stopping = ShutdownDeadline()
 
     /// How many messages are read and kept in flight at once.
@@ -52,8 +58,10 @@ struct OutboxPublisher: Service {
         client: any BrokerConnection, storage: any StoreStorage, committed: HandOff<CommittedPublication>, fence: DeliveryFence,
         wakeups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation), topics: RestockTopics,
         logger: Logger, drainTimeout: Duration, lifecycle: StoreLifecycle, acknowledgementGrace: Duration, metrics: StoreMetrics,
-        alertExpiry: UInt32? = nil
+        alertExpiry: UInt32? = nil, retryInterval: Duration, clock: ServiceClock
     ) {
+        self.retryInterval = retryInterval
+        self.clock = clock
         self.alertExpiry = alertExpiry
         self.metrics = metrics
         self.lifecycle = lifecycle
@@ -152,6 +160,9 @@ struct OutboxPublisher: Service {
                     try checkLease()
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
                     let round = try reader.next(roundSize)
+                    if let since = readFailures.succeeded(at: clock.now) {
+                        logger.notice("read the outbox again, after \(Int((clock.now - since).seconds)) s: publishing goes on")
+                    }
                     roundSize = Self.round
                     let now = ContinuousClock.now
                     // Queued one after another, so they leave in order; acknowledged in any order.
@@ -174,9 +185,29 @@ struct OutboxPublisher: Service {
                 logger.notice("broker connection lost while publishing; will resend after reconnecting")
                 reader.startOver()
                 try await waitUntilConnected()
+            } catch let error as StorageError where error.isRetriable {
+                try await retryAfterAFailedRead(error, reader: reader, acknowledging: awaiting, sentAt: sentAt)
             }
         }
         return total
+    }
+
+    /// The outbox could not be read now — the database is restarting or out of reach, a lock was held past the lock
+    /// timeout — which may pass, as it does for the applying stage's commits: the read is tried again every
+    /// ``retryInterval``, logged once when it begins and once a minute. It stopped the store before (found by CI: a
+    /// store whose database stopped as it came online read its outbox then, and exited). What was sent is acknowledged
+    /// as far as the broker answers, and the reading starts over from the oldest message not acknowledged.
+    private func retryAfterAFailedRead(
+        _ error: StorageError, reader: OutboxReader, acknowledging awaiting: [(Outgoing, BrokerAcknowledgement)], sentAt: ContinuousClock.Instant
+    ) async throws {
+        _ = try? await withDeadline(acknowledgementGrace.seconds) { try await acknowledge(awaiting, sentAt: sentAt) }
+        reader.startOver()
+        if readFailures.failed(at: clock.now, reportEvery: .seconds(60)) {
+            logger.warning(
+                "cannot read the outbox now; publishing waits and tries again every \(retryInterval.seconds) s (said again once a minute)",
+                metadata: [StoreLoggingKeys.error: "\(error)"])
+        }
+        try await clock.sleep(for: retryInterval)
     }
 
     /// Waits for each acknowledgement, then records them in one transaction: messages are forgotten, and each

@@ -159,7 +159,8 @@ package final class InMemoryStorage: StoreStorage {
     package var lastOutboxPlace: Int64 { nextOutboxPlace.withLock { $0 - 1 } }
 
     package func pendingPublications(after seq: Int64, limit: Int) throws -> [PendingPublication] {
-        read { $0.outbox.entries(after: seq, limit: limit).map { $0.element.pending(at: $0.place) } }
+        if volume.takeRefusedOutboxRead() { throw StorageError.system(.read, volume.name, errno: EIO) }
+        return read { $0.outbox.entries(after: seq, limit: limit).map { $0.element.pending(at: $0.place) } }
     }
 
     package func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {

@@ -22,6 +22,8 @@ package final class InMemoryVolume: Sendable {
         var nextNumber = 0
         /// Standbys waiting for the volume to be let go (``waitUntilFree()``), by number.
         var standbys: [Int: CheckedContinuation<Bool, Never>] = [:]
+        /// How many reads of the outbox fail next, as a disk's I/O error would (``refuseOutboxReads(_:)``).
+        var refusedOutboxReads = 0
     }
 
     /// The volume's name, as logs and errors say where the storage is.
@@ -93,7 +95,20 @@ package final class InMemoryVolume: Sendable {
         }
     }
 
+    /// Whether this read of the outbox fails: one of those ``refuseOutboxReads(_:)`` asked for, taken.
+    func takeRefusedOutboxRead() -> Bool {
+        withContents { contents in
+            guard contents.refusedOutboxReads > 0 else { return false }
+            contents.refusedOutboxReads -= 1
+            return true
+        }
+    }
+
     // MARK: For tests
+
+    /// The next `count` reads of the outbox fail with an I/O error (retriable), as a disk or a database that is away
+    /// for a moment refuses them.
+    package func refuseOutboxReads(_ count: Int) { withContents { $0.refusedOutboxReads = count } }
 
     /// The lease as the volume holds it now.
     package var lease: (epoch: Int64, owner: String) { withContents { $0.lease } }
