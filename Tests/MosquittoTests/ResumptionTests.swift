@@ -1,5 +1,6 @@
 import Deadlines
 import Foundation
+import Logging
 import Mosquitto
 import RestockTestSupport
 import Synchronization
@@ -30,13 +31,7 @@ struct ResumptionTests {
 
         // The newer client takes the session: the broker closes the old one's connection, whose end the relay holds,
         // and delivers the ten again.
-        var newerConfiguration = MQTTConfiguration(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent)
-        newerConfiguration.reconnection = .whenAllowed
-        let newer = try MQTTClient(configuration: newerConfiguration)
-        let delivered = try newer.messages(matching: topic)
-        try await newer.connect()
-        let redelivered = try await first(10, of: delivered).map { String(decoding: $0.payload, as: UTF8.self) }
-        #expect(Set(redelivered) == Set((0..<10).map { "m\($0)" }))
+        let newer = try await takeOverAndReceiveTheTen(id: id, topic: topic, on: broker)
 
         gate.thaw()
         // It wrote after waking: its probe (which the closed connection never carries to the broker); the old code
@@ -70,6 +65,55 @@ struct ResumptionTests {
         #expect(old.isConnected && proxy.connectionsAccepted == 1, "the client reconnected")
         await old.disconnect()
         await publisher.disconnect()
+    }
+
+    @Test("a client frozen in the middle of reading (after its look at the clock), woken after another took its session over, journals none of what it read: the newer one has it all (found in CI, twice under load: a frozen store applied a request the newer one applied too)")
+    func frozenWhileReading() async throws {
+        let broker = try await MosquittoBroker.start()
+        let proxy = try TCPProxy(to: broker.port)
+        defer {
+            proxy.holdEnds(false)
+            proxy.close()
+        }
+        let id = uniqueName("reading"), topic = uniqueName("held")
+        var configuration = MQTTConfiguration(broker: try BrokerAddress(url: proxy.url), clientID: id, session: .persistent, keepAliveSeconds: 5)
+        configuration.reconnection = .whenAllowed
+        let journal = RecordingJournal(probe: "\(topic)/probe"), freezer = ReadFreezer()
+        let old = try MQTTClient(configuration: configuration, journal: journal, writeGate: freezer, logger: freezer.logger)
+        try await old.connect()
+        try await old.subscribe(to: topic, qos: .atLeastOnce)
+        try await old.publish(Array("before".utf8), to: topic, qos: .atLeastOnce)
+        try await waitUntil("the first message journaled", within: 20) { journal.payloads == ["before"] }
+        proxy.holdEnds(true)
+        // The network thread stops in the read of the next message, after its look at the clock: the ten reach its socket.
+        freezer.freezeInTheNextRead()
+        let publisher = try await connectedClient(to: broker)
+        try await sendAndWaitForTheRelay(10, to: topic, from: publisher, via: proxy)
+        try await waitUntil("the network thread frozen in a read", within: 20) { freezer.isFrozen }
+        let newer = try await takeOverAndReceiveTheTen(id: id, topic: topic, on: broker)
+
+        freezer.thaw()
+        // The old code read the other nine after the first, found no end behind them, and journaled the ten.
+        try await waitUntil("the old client to journal or drop what it read", within: 20) { journal.payloads.count > 1 || !old.isConnected }
+        proxy.holdEnds(false)
+        try await waitUntil("the old client's connection to end", within: 30) { !old.isConnected }
+        #expect(journal.payloads == ["before"], "the old client journaled what the broker gave the newer one")
+        await old.disconnect()
+        await newer.disconnect()
+        await publisher.disconnect()
+    }
+
+    /// A newer client that takes the session `id` over on `broker` and is delivered again the ten messages
+    /// ``sendAndWaitForTheRelay(_:to:from:via:)`` sent to `topic`, none of which the older one acknowledged.
+    private func takeOverAndReceiveTheTen(id: String, topic: String, on broker: MosquittoBroker) async throws -> MQTTClient {
+        var configuration = MQTTConfiguration(broker: try BrokerAddress(url: broker.url), clientID: id, session: .persistent)
+        configuration.reconnection = .whenAllowed
+        let newer = try MQTTClient(configuration: configuration)
+        let delivered = try newer.messages(matching: topic)
+        try await newer.connect()
+        let redelivered = try await first(10, of: delivered).map { String(decoding: $0.payload, as: UTF8.self) }
+        #expect(Set(redelivered) == Set((0..<10).map { "m\($0)" }))
+        return newer
     }
 
     /// A client of `proxy` with a persistent session `id`, subscribed to `topic` (QoS 1), journaling with a probe, that
@@ -144,4 +188,44 @@ private final class FreezingGate: MQTTWriteGate {
     func freeze() { armed.store(true, ordering: .releasing) }
     func thaw() { armed.store(false, ordering: .releasing) }
     var isFrozen: Bool { frozen.load(ordering: .acquiring) }
+}
+
+/// Freezes a client's network thread in the middle of a read phase: its logger (at `.trace`, where libmosquitto traces
+/// each packet read) blocks the thread in the trace of the next PUBLISH read once ``freezeInTheNextRead()`` was called,
+/// until ``thaw()``; as its write gate, it counts every look at the clock from then on as a pause, and allows going on.
+private final class ReadFreezer: MQTTWriteGate {
+    private let armed = Atomic<Bool>(false), frozen = Atomic<Bool>(false), paused = Atomic<Bool>(false)
+
+    var pauseLimit: Duration { paused.load(ordering: .acquiring) ? .zero : .seconds(3_600) }
+    func mayWrite() -> Bool { true }
+
+    func freezeInTheNextRead() { armed.store(true, ordering: .releasing) }
+    func thaw() { frozen.store(false, ordering: .releasing) }
+    var isFrozen: Bool { frozen.load(ordering: .acquiring) }
+
+    var logger: Logger {
+        var logger = Logger(label: "read-freezer") { _ in Handler(freezer: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    /// Called on the network thread, inside libmosquitto's read of a packet.
+    fileprivate func traced(_ line: String) {
+        guard line.contains("received PUBLISH"), armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        paused.store(true, ordering: .releasing)
+        frozen.store(true, ordering: .releasing)
+        // The client's own network thread, never Swift's pool: blocking here is the freeze.
+        while frozen.load(ordering: .acquiring) { usleep(1_000) }
+    }
+
+    private struct Handler: LogHandler {
+        let freezer: ReadFreezer
+        var logLevel = Logger.Level.trace
+        var metadata: Logger.Metadata = [:]
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { freezer.traced("\(event.message)") }
+    }
 }
