@@ -491,6 +491,33 @@ struct StoreServiceTests {
         try await second.stop().get()
     }
 
+    @Test("a store whose journal cannot be written as it takes its session (its database stopped then) comes online once it can, and applies what waited in its session (found by an outside trial: it never came online, and logged \"broker not reachable\" twice a second)")
+    func journalPausedAtStart() async throws {
+        let broker = InMemoryBroker()
+        let volume = InMemoryVolume()
+        // A first run makes the store's session on the broker; a subscribe waits in it while the store is down.
+        let first = try await Self.started(on: broker, storage: .memory(volume))
+        await first.stop()
+        broker.publish(Self.subscribe("alice", "ipad").payload, to: Self.subscribe("alice", "ipad").topic)
+        volume.refuseJournalWrites(true)
+        let second = try RunningStore(on: broker, storage: .memory(volume))
+        try await waitUntil("the journal paused", within: 60, pollEvery: .milliseconds(5)) {
+            second.log.text.contains("paused journaling requests") || second.hasEnded
+        }
+        volume.refuseJournalWrites(false)
+        do {
+            try await waitUntil("the store online, with alice's watch", within: 60, pollEvery: .milliseconds(5)) {
+                (broker.status?.isOnline == true && volume.queueLengths().watches == 1) || second.hasEnded
+            }
+        } catch {
+            Issue.record("\(error); the store's log ends: \(second.log.text.suffix(1_500))")
+            throw error
+        }
+        #expect(!second.hasEnded, "\(second.log.text.suffix(1_500))")
+        #expect(second.log.text.contains("resumed journaling requests"), "\(second.log.text.suffix(1_500))")
+        try await second.stop().get()
+    }
+
     @Test("requests sent while the broker is away from the store wait in its session and are applied when it is back", arguments: Engine.allCases)
     func requestsWaitInTheSession(on engine: Engine) async throws {
         let broker = InMemoryBroker()

@@ -177,6 +177,26 @@ final class StoreLifecycle: Sendable {
     /// Whether `stage` is paused.
     func isPaused(_ stage: Stage) -> Bool { state.withLock { $0.pauses[stage] != nil } }
 
+    /// Returns once the journal is not paused, trying `storage`'s log again every `interval` meanwhile (its pause
+    /// logged again once a minute); throws the store's failure, when a stage failed. The store's session waits here
+    /// before it is made again: while the journal is paused every message the broker delivers is refused, and the
+    /// connection closed, so a session made again before would be lost again at once — at every retry, and for good
+    /// at a start, where nothing else tries the log again (found by an outside trial: a store whose database stopped as
+    /// it took its session never came online, and logged "broker not reachable" twice a second).
+    func waitUntilTheJournalResumes(trying storage: any StoreStorage, every interval: Duration) async throws {
+        while isPaused(.journal) {
+            if let failure { throw failure }
+            try await clock.sleep(for: interval)
+            do {
+                try await storage.withExecutor { try storage.probeJournal() }
+                resume(.journal)
+            } catch let error as StorageError where error.isRetriable {
+                pause(.journal, because: error)  // logged again once a minute
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// Why the store takes no requests for now, for its status: `nil` when no stage is paused.
     var pauseReason: String? {
         state.withLock { state in

@@ -435,6 +435,7 @@ public final class StoreService: Service, Sendable {
                         if let winner = try await wiring.liveness.newerInstance(than: self.instance) {
                             throw RestockMQTTError.storeTakenOver(store: self.store.id.rawValue, instance: winner)
                         }
+                        try await wiring.lifecycle.waitUntilTheJournalResumes(trying: self.storage, every: self.timing.retry)
                         wiring.session.allowReconnect()
                         throw MQTTError.notConnected  // tried again once it is back
                     }

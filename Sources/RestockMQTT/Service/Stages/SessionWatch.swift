@@ -126,17 +126,7 @@ struct SessionWatch: Service {
 
     /// Returns once the session may be made again; throws when the store must stop instead.
     private func waitForPermission() async throws {
-        while lifecycle.isPaused(.journal) {
-            if let failure = lifecycle.failure { throw failure }
-            try await clock.sleep(for: probeInterval)
-            do {
-                try await storage.withExecutor { try storage.probeJournal() }
-                lifecycle.resume(.journal)
-            } catch let error as StorageError where error.isRetriable {
-                lifecycle.pause(.journal, because: error)  // logged again once a minute
-            }
-        }
-        if let failure = lifecycle.failure { throw failure }
+        try await lifecycle.waitUntilTheJournalResumes(trying: storage, every: probeInterval)
         // While the broker cannot be reached (it restarts, the network is cut) the view cannot be read: the session
         // stays down until it can, so that it is never taken back from a newer instance on an unread status.
         let since = clock.now

@@ -70,6 +70,7 @@ package final class InMemoryStorage: StoreStorage {
     package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
         // Nothing to write for no request: SQLite's log writes nothing then, and refuses nothing.
         guard !requests.isEmpty else { return [] }
+        try refuseWhenAsked()
         return try write { $0.journal(requests) }
     }
 
@@ -84,7 +85,15 @@ package final class InMemoryStorage: StoreStorage {
 
     package func trimJournal(through seq: Int64) throws { try write { $0.trimJournal(through: seq) } }
 
-    package func probeJournal() throws { try write { _ in } }
+    package func probeJournal() throws {
+        try refuseWhenAsked()
+        try write { _ in }
+    }
+
+    /// Fails as a disk's I/O error would while the volume is asked to refuse journal writes (``InMemoryVolume/refuseJournalWrites(_:)``).
+    private func refuseWhenAsked() throws(StorageError) {
+        if volume.refusesJournalWrites { throw StorageError.system(.write, volume.name, errno: EIO) }
+    }
 
     // MARK: The state
 

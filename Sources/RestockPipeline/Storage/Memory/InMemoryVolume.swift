@@ -24,6 +24,8 @@ package final class InMemoryVolume: Sendable {
         var standbys: [Int: CheckedContinuation<Bool, Never>] = [:]
         /// How many reads of the outbox fail next, as a disk's I/O error would (``refuseOutboxReads(_:)``).
         var refusedOutboxReads = 0
+        /// Whether writes of the request journal fail, as a disk's I/O error would (``refuseJournalWrites(_:)``).
+        var refusesJournalWrites = false
     }
 
     /// The volume's name, as logs and errors say where the storage is.
@@ -104,7 +106,14 @@ package final class InMemoryVolume: Sendable {
         }
     }
 
+    /// Whether writes of the request journal fail now (``refuseJournalWrites(_:)``).
+    var refusesJournalWrites: Bool { withContents { $0.refusesJournalWrites } }
+
     // MARK: For tests
+
+    /// From now on (`true`) or no more (`false`), writes of the request journal, and its probes, fail with an I/O error
+    /// (retriable), as a disk or a database that is away refuses them.
+    package func refuseJournalWrites(_ refuse: Bool) { withContents { $0.refusesJournalWrites = refuse } }
 
     /// The next `count` reads of the outbox fail with an I/O error (retriable), as a disk or a database that is away
     /// for a moment refuses them.
