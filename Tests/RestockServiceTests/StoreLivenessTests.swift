@@ -40,4 +40,45 @@ struct StoreLivenessTests {
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(signal.waiterCount == 0)
     }
+
+    private static func liveStatus(of instance: String, beat: Int) -> MQTTMessage {
+        let at = Date(timeIntervalSince1970: 1_800_000_000 + Double(beat))
+        let status = StoreStatus.online(store: apple, since: at, instance: instance, heartbeatAt: at)
+        return MQTTMessage(topic: appleTopics.status, payload: status.payloadBytes(), qos: .atLeastOnce, retain: false)
+    }
+
+    @Test(
+        "a store taken over names the instance that took it over, not the one it replaced whose late heartbeats it saw (it named the first by name)",
+        arguments: [false, true])
+    func newerInstanceIsTheSuccessor(olderBeatsLast: Bool) async throws {
+        // Names that sort the replaced instance first, as the old choice (the first by name) would take it.
+        let replaced = "a0000000000a", own = "b0000000000b", successor = "c0000000000c"
+        let liveness = StoreLiveness(topics: appleTopics)
+        liveness.connected(readingClaim: false)
+        liveness.received(Self.liveStatus(of: replaced, beat: 0))
+        liveness.received(Self.liveStatus(of: own, beat: 1))
+        liveness.wentOnline(own: own)
+        #expect(liveness.isOlder(replaced))
+        // The replaced instance's heartbeat, held back by the network, before or after the successor's first status.
+        if olderBeatsLast {
+            liveness.received(Self.liveStatus(of: successor, beat: 2))
+            liveness.received(Self.liveStatus(of: replaced, beat: 3))
+        } else {
+            liveness.received(Self.liveStatus(of: replaced, beat: 2))
+            liveness.received(Self.liveStatus(of: successor, beat: 3))
+        }
+        #expect(liveness.hasBeenSeenOnline(replaced))
+        let newer = try await withDeadline(10, waitingFor: "the newer instance") { try await liveness.newerInstance(than: own) }
+        #expect(newer == successor)
+    }
+
+    @Test("of two instances seen online that are not older, the one seen alive last is named")
+    func newerInstanceSeenLast() async throws {
+        let liveness = StoreLiveness(topics: appleTopics)
+        liveness.connected(readingClaim: false)
+        liveness.received(Self.liveStatus(of: "a0000000000a", beat: 0))
+        liveness.received(Self.liveStatus(of: "d0000000000d", beat: 1))
+        let newer = try await withDeadline(10, waitingFor: "the newer instance") { try await liveness.newerInstance(than: "b0000000000b") }
+        #expect(newer == "d0000000000d")
+    }
 }
