@@ -19,40 +19,14 @@ extension Shelf {
     struct Walk {
         let previous: Int
         let quantity: Int
-        /// The watches it alerted and re-armed.
-        var lists: Lists
+        /// The watches alerted, as they are after the change (a `once` watch as it was removed from the line).
+        var alerted: [ReportedWatch] = []
+        /// The `every` watches that wait again because stock fell below their minimum.
+        var rearmed: [ReportedWatch] = []
         /// How many waiting watches the new quantity satisfies were not alerted for want of an alert sequence.
         var withheld = 0
         /// Whether the shelf is left empty, and goes.
         var isEmpty = false
-
-        /// The watches a stock change reports.
-        struct Lists {
-            /// The watches alerted, as they are after the change (a `once` watch as it was removed from the line).
-            var alerted: [ReportedWatch] = []
-            /// The `every` watches that wait again because stock fell below their minimum.
-            var rearmed: [ReportedWatch] = []
-
-            /// The most watches a list kept for the next change may have room for: a large fan-out's list goes with its
-            /// outcome, and no state holds its memory after.
-            static let spareCapacity = 64
-
-            /// Takes `lists` to be filled again by the next change, each while its room is small.
-            mutating func keep(_ lists: Lists) {
-                alerted = lists.alerted.capacity <= Self.spareCapacity ? lists.alerted : []
-                rearmed = lists.rearmed.capacity <= Self.spareCapacity ? lists.rearmed : []
-            }
-
-            /// The lists, emptied, for a change to fill: in place, with their room, when nothing else holds them (the
-            /// last outcome let go), as new lists otherwise. Leaves `self` empty, so that it holds no second reference.
-            mutating func takeEmptied() -> Lists {
-                var taken = self
-                self = Lists()
-                taken.alerted.removeAll(keepingCapacity: true)
-                taken.rearmed.removeAll(keepingCapacity: true)
-                return taken
-            }
-        }
     }
 
     /// Applies `change` to the quantity and walks the line in place: alerts the waiting watches it satisfies, at most d×K
@@ -61,12 +35,9 @@ extension Shelf {
     /// satisfies. A satisfied watch not alerted stays waiting, held back. No watch is copied but those reported back, and
     /// no alert is made here (the outcome makes each when it is read).
     /// - Throws: ``RestockError`` for a change out of range; nothing changes then.
-    /// - Parameter spare: Lists to fill (``Walk/Lists/takeEmptied()``): those of the last change, left empty.
-    mutating func take(
-        _ change: StockChange, of sku: SKU, alertsPerUnit: Int, sequencesLeft: Int, filling spare: inout Walk.Lists
-    ) throws(RestockError) -> Walk {
+    mutating func take(_ change: StockChange, of sku: SKU, alertsPerUnit: Int, sequencesLeft: Int) throws(RestockError) -> Walk {
         let onHand = try change.applied(to: quantity, sku: sku)
-        var walk = Walk(previous: quantity, quantity: onHand, lists: spare.takeEmptied())
+        var walk = Walk(previous: quantity, quantity: onHand)
         quantity = onHand
         let rise = onHand - walk.previous
         var budget: Int
@@ -79,13 +50,13 @@ extension Shelf {
         // Fewer sequences left than fair release lets through: the alerts past them are withheld.
         let shortfall = budget - min(budget, sequencesLeft)
         budget -= shortfall
-        if rise > 0 { walk.lists.alerted.reserveCapacity(min(line.count, budget)) }
+        if rise > 0 { walk.alerted.reserveCapacity(min(line.count, budget)) }
         var stillHeldBack = 0
         line.updateEach { customer, watch in
             guard watch.isSatisfied(by: onHand) else {
                 if !watch.isWaiting {
                     watch.isWaiting = true
-                    walk.lists.rearmed.append(ReportedWatch(customer: customer, entry: watch))
+                    walk.rearmed.append(ReportedWatch(customer: customer, entry: watch))
                 }
                 return true
             }
@@ -98,7 +69,7 @@ extension Shelf {
             // An `every` watch is reported as it is after the change: no longer waiting.
             let kept = watch.mode == .every
             if kept { watch.isWaiting = false }
-            walk.lists.alerted.append(ReportedWatch(customer: customer, entry: watch))
+            walk.alerted.append(ReportedWatch(customer: customer, entry: watch))
             return kept
         }
         heldBack = stillHeldBack

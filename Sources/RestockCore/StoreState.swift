@@ -29,10 +29,6 @@ struct StoreState: Sendable {
     private(set) var nextPosition: UInt64 = 1
     private(set) var nextAlertSequence: UInt64 = 1
     private(set) var watchCount = 0
-    /// The lists of the last stock change's outcome, kept to be filled again by the next one: once its caller has let the
-    /// outcome go they are this state's alone, and emptied in place, so that a small restock allocates no list
-    /// (docs/benchmarks.md, "B1, the lists of a restock reused"). Kept only while small.
-    private var spareLists = Shelf.Walk.Lists()
 
     init(store: StoreID, limits: Limits, alertEpoch: String?) {
         self.store = store
@@ -285,16 +281,14 @@ struct StoreState: Sendable {
                 sku: sku, previousQuantity: 0, quantity: onHand, alerted: [], rearmed: [], withheld: 0, store: store,
                 epoch: alertEpoch, firstSequence: nextAlertSequence, at: now)
         }
-        let walked = try shelves.values[shelf].take(
-            change, of: sku, alertsPerUnit: alertsPerUnit, sequencesLeft: alertSequencesLeft, filling: &spareLists)
-        spareLists.keep(walked.lists)
+        let walked = try shelves.values[shelf].take(change, of: sku, alertsPerUnit: alertsPerUnit, sequencesLeft: alertSequencesLeft)
         if walked.isEmpty { shelves.remove(at: shelf) }
         let firstSequence = nextAlertSequence
-        nextAlertSequence += UInt64(walked.lists.alerted.count)
-        for watch in walked.lists.alerted where watch.entry.mode == .once { forget(watch.customer, sku) }
+        nextAlertSequence += UInt64(walked.alerted.count)
+        for watch in walked.alerted where watch.entry.mode == .once { forget(watch.customer, sku) }
         return StockOutcome(
-            sku: sku, previousQuantity: walked.previous, quantity: walked.quantity, alerted: walked.lists.alerted,
-            rearmed: walked.lists.rearmed, withheld: walked.withheld, store: store, epoch: alertEpoch, firstSequence: firstSequence,
+            sku: sku, previousQuantity: walked.previous, quantity: walked.quantity, alerted: walked.alerted,
+            rearmed: walked.rearmed, withheld: walked.withheld, store: store, epoch: alertEpoch, firstSequence: firstSequence,
             at: now)
     }
 

@@ -33,25 +33,4 @@ struct StockTests {
         #expect(throws: RestockError.self) { try store.changeStock(of: sku("ipad"), .set(Store.maximumQuantity + 1)) }
         #expect(store.quantity(of: sku("ipad")) == 5)
     }
-
-    @Test("an outcome its caller keeps is not changed by the stock changes after it, which fill the lists of the one before")
-    func keptOutcomes() throws {
-        let store = makeStore()
-        for name in ["ann", "bob"] { try store.subscribe(customer(name), to: sku("ipad"), mode: .every) }
-        var kept: [(StockOutcome, alerted: [CustomerID], updated: [CustomerID])] = []
-        for round in 0..<6 {
-            // Rises and falls in turn; every other outcome is let go at once, so its lists are filled again by the next.
-            let outcome = try store.changeStock(of: sku("ipad"), .set(round.isMultiple(of: 2) ? 1 : 0))
-            if round % 4 < 2 { kept.append((outcome, outcome.alerts.map(\.customer), outcome.updatedWatches.map(\.customer))) }
-        }
-        #expect(kept.count == 4)
-        for (outcome, alerted, updated) in kept {
-            #expect(outcome.alerts.map(\.customer) == alerted)
-            #expect(outcome.updatedWatches.map(\.customer) == updated)
-            #expect(updated == [customer("ann"), customer("bob")])
-        }
-        #expect(kept.map { $0.0.alertCount } == [2, 0, 2, 0])
-        #expect(kept.map { Set($0.0.alerts.map(\.id)).count } == [2, 0, 2, 0])
-        #expect(Set(kept.flatMap { $0.0.alerts.map(\.id) }).count == 4)
-    }
 }
