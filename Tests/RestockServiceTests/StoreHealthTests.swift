@@ -1,6 +1,7 @@
 import Deadlines
 import Foundation
 import Logging
+import RestockPipeline
 import RestockTestSupport
 import Testing
 
@@ -72,5 +73,23 @@ struct StoreHealthTests {
         #expect(reason == "the store's lease has not been renewed for 6 s: its storage does not answer (see the log); a standby may take the store over")
         health.leaseRenewed(epoch: 3)
         #expect(health.readiness == .passing)
+    }
+
+    @Test("not ready as soon as a renewal of its lease fails, with the reason; ready again once one succeeds (a store whose database stopped answered 200 for about 3 s)")
+    func leaseRenewalFails() async throws {
+        let broker = InMemoryBroker()
+        let volume = InMemoryVolume()
+        let store = try RunningStore(on: broker, storage: .memory(volume))
+        let health = store.service.health
+        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        volume.refuseLeaseRenewals(true)
+        try await waitUntil("not ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness != .passing }
+        let said = reason(health.readiness) ?? ""
+        #expect(said.hasPrefix("the store cannot renew its lease: its storage does not answer ("), "\(said)")
+        #expect((health.leaseAge ?? .infinity) < LeaseHolder.lifetime.seconds, "not ready before the lease reads as stale")
+        #expect(health.liveness == .passing)
+        volume.refuseLeaseRenewals(false)
+        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        await store.stop()
     }
 }

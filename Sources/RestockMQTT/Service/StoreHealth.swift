@@ -50,6 +50,8 @@ public final class StoreHealth: Sendable {
         let now: @Sendable () -> ContinuousClock.Instant
     }
     private let lease = Mutex<Lease?>(nil)
+    /// Why the last renewal of the lease failed, until one succeeds: the storage does not answer.
+    private let renewalFailure = Mutex<String?>(nil)
 
     /// Where the store keeps its state and its lease there, for `/readyz`:
     /// `state in postgres://restock@db:5432/restock, lease epoch 3 renewed 0.4 s ago`; `nil` before the store opened it.
@@ -70,12 +72,16 @@ public final class StoreHealth: Sendable {
 
     /// The lease held at `epoch` was renewed just now.
     func leaseRenewed(epoch: Int64?) {
+        renewalFailure.withLock { $0 = nil }
         lease.withLock { lease in
             guard let now = lease?.now() else { return }
             lease?.epoch = epoch
             lease?.renewedAt = now
         }
     }
+
+    /// A renewal of the lease failed, for a reason that may pass (``StorageError/reason``): not ready until one succeeds.
+    func leaseRenewalFailed(because reason: String) { renewalFailure.withLock { $0 = reason } }
 
     /// The broker of the `--broker` list the store's session is on, or last was; `nil` before it first connects.
     public var broker: String? { currentBroker.withLock { $0 } }
@@ -105,6 +111,11 @@ public final class StoreHealth: Sendable {
             if let reason = lifecycle.notReadyReason { return .failing(reason) }
             // An idle store whose storage does not answer takes no request that would pause it: its lease tells (found
             // by an outside trial: 200 for 20 s with the database stopped, the lease 21 s old).
+            // At once when a renewal fails: a store whose database has stopped answered 200 for about 3 s, until the
+            // lease read as stale (found by an outside trial).
+            if let failure = renewalFailure.withLock({ $0 }) {
+                return .failing("the store cannot renew its lease: its storage does not answer (\(failure)); see the log")
+            }
             if let age = leaseAge, age >= LeaseHolder.lifetime.seconds {
                 return .failing(
                     "the store's lease has not been renewed for \(Int(age)) s: its storage does not answer (see the log); a standby may take the store over")

@@ -89,6 +89,7 @@ struct LeaseRenewal: Service {
             lifecycle.loseLease(error)
             throw error
         } catch {
+            health?.leaseRenewalFailed(because: error.reason)
             if failures.failed(at: clock.now, reportEvery: .seconds(60)) {
                 logger.warning(
                     "cannot renew the store's lease now; trying again every second (said again once a minute)",

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// The lease a storage took when it was opened on an ``InMemoryVolume``: its epoch, which every write of the storage
@@ -44,7 +47,11 @@ final class InMemoryLease: StoreOwnership {
     }
 
     /// Renews the lease, if this storage still holds it (nothing to note in memory: no standby watches a volume).
-    func renew(at now: Date) throws(StorageError) { try write { _ in } }
+    func renew(at now: Date) throws(StorageError) {
+        try write { contents throws(StorageError) in
+            if contents.refusesLeaseRenewals { throw StorageError.system(.write, volume.name, errno: EIO) }
+        }
+    }
 
     /// Whether this storage still holds the lease.
     func check() throws(StorageError) { try write { _ in } }

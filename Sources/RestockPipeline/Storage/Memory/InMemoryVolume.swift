@@ -26,6 +26,8 @@ package final class InMemoryVolume: Sendable {
         var refusedOutboxReads = 0
         /// Whether writes of the request journal fail, as a disk's I/O error would (``refuseJournalWrites(_:)``).
         var refusesJournalWrites = false
+        /// Whether renewals of the lease fail, as a database that is away refuses them (``refuseLeaseRenewals(_:)``).
+        var refusesLeaseRenewals = false
     }
 
     /// The volume's name, as logs and errors say where the storage is.
@@ -114,6 +116,10 @@ package final class InMemoryVolume: Sendable {
     /// From now on (`true`) or no more (`false`), writes of the request journal, and its probes, fail with an I/O error
     /// (retriable), as a disk or a database that is away refuses them.
     package func refuseJournalWrites(_ refuse: Bool) { withContents { $0.refusesJournalWrites = refuse } }
+
+    /// From now on (`true`) or no more (`false`), renewals of the lease fail with an I/O error (retriable), as a database
+    /// that is away refuses them.
+    package func refuseLeaseRenewals(_ refuse: Bool) { withContents { $0.refusesLeaseRenewals = refuse } }
 
     /// The next `count` reads of the outbox fail with an I/O error (retriable), as a disk or a database that is away
     /// for a moment refuses them.
