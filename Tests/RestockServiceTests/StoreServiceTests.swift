@@ -491,6 +491,32 @@ struct StoreServiceTests {
         try await second.stop().get()
     }
 
+    @Test("a batch's commit made but answered with an error (an answer lost with PostgreSQL's connection) is tried again and counted once: its alert is sent once, and the report counts it once (found by an outside trial: twice)")
+    func commitAnswerLost() async throws {
+        let broker = InMemoryBroker()
+        let volume = InMemoryVolume()
+        let store = try await Self.started(on: broker, storage: .memory(volume))
+        let alerts = try await Subscriber(broker, filter: "restock/apple/customers/+/alerts")
+        broker.publish(Array(#"{"sku":"ipad","mode":"every"}"#.utf8), to: "restock/apple/subscribe/alice")
+        try await waitUntil("alice's watch", within: 60, pollEvery: .milliseconds(5)) { volume.queueLengths().watches == 1 }
+        volume.loseCommitAnswers(1)
+        broker.publish(Array(#"{"sku":"ipad","set":1}"#.utf8), to: "restock/apple/admin/stock")
+        do {
+            try await waitUntil("alice's alert", within: 60, pollEvery: .milliseconds(5)) {
+                !alerts.payloads(RestockAlert.self, on: "restock/apple/customers/alice/alerts").isEmpty || store.hasEnded
+            }
+            try await waitUntil("the outbox empty", within: 60, pollEvery: .milliseconds(5)) { volume.queueLengths().outbox == 0 }
+        } catch {
+            Issue.record("\(error); the store's log ends: \(store.log.text.suffix(1_500))")
+            throw error
+        }
+        #expect(!store.hasEnded, "\(store.log.text.suffix(1_500))")
+        let report = volume.report(at: Date())
+        #expect(report.alertsRaised.life == 1, "\(report)")
+        #expect(Set(alerts.payloads(RestockAlert.self, on: "restock/apple/customers/alice/alerts").map(\.id)).count == 1)
+        try await store.stop().get()
+    }
+
     @Test("a store whose journal cannot be written as it takes its session (its database stopped then) comes online once it can, and applies what waited in its session (found by an outside trial: it never came online, and logged \"broker not reachable\" twice a second)")
     func journalPausedAtStart() async throws {
         let broker = InMemoryBroker()

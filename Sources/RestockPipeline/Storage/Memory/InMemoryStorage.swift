@@ -109,6 +109,7 @@ package final class InMemoryStorage: StoreStorage {
                 throw StorageError(.write, volume.name, cause: error)
             }
         }
+        if volume.takeLostCommitAnswer() { throw StorageError.system(.write, volume.name, errno: EIO) }
         return committed
     }
 

@@ -28,6 +28,8 @@ package final class InMemoryVolume: Sendable {
         var refusesJournalWrites = false
         /// Whether renewals of the lease fail, as a database that is away refuses them (``refuseLeaseRenewals(_:)``).
         var refusesLeaseRenewals = false
+        /// How many commits of the state next commit and then fail, their answer lost (``loseCommitAnswers(_:)``).
+        var lostCommitAnswers = 0
     }
 
     /// The volume's name, as logs and errors say where the storage is.
@@ -108,6 +110,15 @@ package final class InMemoryVolume: Sendable {
         }
     }
 
+    /// Whether this commit of the state, made, fails all the same: one of those ``loseCommitAnswers(_:)`` asked for, taken.
+    func takeLostCommitAnswer() -> Bool {
+        withContents { contents in
+            guard contents.lostCommitAnswers > 0 else { return false }
+            contents.lostCommitAnswers -= 1
+            return true
+        }
+    }
+
     /// Whether writes of the request journal fail now (``refuseJournalWrites(_:)``).
     var refusesJournalWrites: Bool { withContents { $0.refusesJournalWrites } }
 
@@ -120,6 +131,13 @@ package final class InMemoryVolume: Sendable {
     /// From now on (`true`) or no more (`false`), renewals of the lease fail with an I/O error (retriable), as a database
     /// that is away refuses them.
     package func refuseLeaseRenewals(_ refuse: Bool) { withContents { $0.refusesLeaseRenewals = refuse } }
+
+    /// The next `count` commits of the state are made, and then fail with an I/O error (retriable), as a commit on
+    /// PostgreSQL does whose answer is lost with its connection.
+    package func loseCommitAnswers(_ count: Int) { withContents { $0.lostCommitAnswers = count } }
+
+    /// The alert figures of the store's state, as `restock report` reads them.
+    package func report(at now: Date) -> StoreReport { withContents { $0.state.report(at: now, sku: nil) } }
 
     /// The next `count` reads of the outbox fail with an I/O error (retriable), as a disk or a database that is away
     /// for a moment refuses them.
