@@ -72,6 +72,24 @@ struct StoreLivenessTests {
         #expect(newer == successor)
     }
 
+    @Test("a store cut off past its keepalive, that had seen a late heartbeat of the instance it replaced, names the one whose retained status it finds when back: the successor it never saw live (found by an outside trial: it named the one it replaced)")
+    func newerInstanceSeenOnlyRetained() async throws {
+        let replaced = "a0000000000a", own = "b0000000000b", successor = "c0000000000c"
+        let liveness = StoreLiveness(topics: appleTopics)
+        liveness.connected(readingClaim: false)
+        liveness.received(Self.liveStatus(of: replaced, beat: 0))
+        liveness.received(Self.liveStatus(of: own, beat: 1))
+        liveness.wentOnline(own: own)
+        liveness.received(Self.liveStatus(of: replaced, beat: 2))
+        // Cut off: the successor took over meanwhile; back, the view has its status only as the broker retained it.
+        liveness.connected(readingClaim: false)
+        let at = Date(timeIntervalSince1970: 1_800_000_010)
+        let retained = StoreStatus.online(store: apple, since: at, instance: successor, heartbeatAt: at)
+        liveness.received(MQTTMessage(topic: appleTopics.status, payload: retained.payloadBytes(), qos: .atLeastOnce, retain: true))
+        let newer = try await withDeadline(10, waitingFor: "the newer instance") { try await liveness.newerInstance(than: own) }
+        #expect(newer == successor)
+    }
+
     @Test("of two instances seen online that are not older, the one seen alive last is named")
     func newerInstanceSeenLast() async throws {
         let liveness = StoreLiveness(topics: appleTopics)

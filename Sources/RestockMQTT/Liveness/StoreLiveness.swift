@@ -233,27 +233,31 @@ package final class StoreLiveness: Sendable {
         let deadline = clock.now + timing.livenessWindow
         while true {
             let signal = nextChange()
-            let (status, claim, online) = seen.withLock { seen in
-                (seen.status, seen.claim, Self.newestSeenOnline(in: seen, otherThan: own))
+            let (status, claim, online, older) = seen.withLock { seen in
+                (seen.status, seen.claim, Self.newestSeenOnline(in: seen, otherThan: own), seen.older)
             }
-            if let other = online { return other }
             let claimant = claim.map(\.instance).flatMap { $0 == own ? nil : $0 }
             let statusOther = status.flatMap { $0.isOnline ? $0.instance : nil }.flatMap { $0 == own ? nil : $0 }
+            if let newer = online.newer { return newer }
+            // Only instances older than `own` seen online (their late heartbeats): one took over all the same — `own` was
+            // cut off, and its successor's status came only as the retained one once it was back — named by the status or
+            // the claim the broker holds when either is not older (found by an outside trial: a store frozen past its
+            // keepalive named the instance it had replaced).
+            if let oldest = online.older { return [statusOther, claimant].compactMap { $0 }.first { !older.contains($0) } ?? oldest }
             if claimant == nil && statusOther == nil { return nil }
             if clock.now >= deadline { return claimant }
             try await waitForChange(signal, until: deadline)
         }
     }
 
-    /// Of the instances other than `own` seen online here, the one that took over last: one not older than `own` (named
-    /// before `own` went online) when there is one — an older one's heartbeats, held by the network or a frozen process,
-    /// can come here after the newer one's — and of those the one seen alive last. (It was the first by name: a store
-    /// taken over after it had seen a late heartbeat of the one it replaced named that one as its successor, found by an
-    /// outside trial in 6 of 13 rounds.)
-    private static func newestSeenOnline(in seen: Seen, otherThan own: String) -> String? {
+    /// Of the instances other than `own` seen online here, the one seen alive last among those not older than `own` (named
+    /// before `own` went online), and among the older ones: an older one's heartbeats, held by the network or a frozen
+    /// process, can come here after the newer one's. (It was the first by name: a store taken over after it had seen a late
+    /// heartbeat of the one it replaced named that one as its successor, found by an outside trial in 6 of 13 rounds.)
+    private static func newestSeenOnline(in seen: Seen, otherThan own: String) -> (newer: String?, older: String?) {
         let others = seen.seenOnline.filter { $0.key != own }
-        let newer = others.filter { !seen.older.contains($0.key) }
-        return (newer.isEmpty ? others : newer).max { $0.value < $1.value }?.key
+        let newest = { (instances: [String: ContinuousClock.Instant]) in instances.max { $0.value < $1.value }?.key }
+        return (newest(others.filter { !seen.older.contains($0.key) }), newest(others.filter { seen.older.contains($0.key) }))
     }
 
     /// The instance, not in `excluded`, whose claim the broker holds and which is still starting: its claim shows a
