@@ -47,17 +47,27 @@ struct StoreLivenessTests {
         return MQTTMessage(topic: appleTopics.status, payload: status.payloadBytes(), qos: .atLeastOnce, retain: false)
     }
 
+    // Names that sort the replaced instance first, as the old choice (the first by name) would take it.
+    private static let replaced = "a0000000000a", own = "b0000000000b", successor = "c0000000000c"
+    private var replaced: String { Self.replaced }
+    private var own: String { Self.own }
+    private var successor: String { Self.successor }
+
+    /// The view of store `own`, which went online after `replaced`'s status was seen live.
+    private static func wentOnlineReplacing() -> StoreLiveness {
+        let liveness = StoreLiveness(topics: appleTopics)
+        liveness.connected(readingClaim: false)
+        liveness.received(liveStatus(of: replaced, beat: 0))
+        liveness.received(liveStatus(of: own, beat: 1))
+        liveness.wentOnline(own: own)
+        return liveness
+    }
+
     @Test(
         "a store taken over names the instance that took it over, not the one it replaced whose late heartbeats it saw (it named the first by name)",
         arguments: [false, true])
     func newerInstanceIsTheSuccessor(olderBeatsLast: Bool) async throws {
-        // Names that sort the replaced instance first, as the old choice (the first by name) would take it.
-        let replaced = "a0000000000a", own = "b0000000000b", successor = "c0000000000c"
-        let liveness = StoreLiveness(topics: appleTopics)
-        liveness.connected(readingClaim: false)
-        liveness.received(Self.liveStatus(of: replaced, beat: 0))
-        liveness.received(Self.liveStatus(of: own, beat: 1))
-        liveness.wentOnline(own: own)
+        let liveness = Self.wentOnlineReplacing()
         #expect(liveness.isOlder(replaced))
         // The replaced instance's heartbeat, held back by the network, before or after the successor's first status.
         if olderBeatsLast {
@@ -74,12 +84,7 @@ struct StoreLivenessTests {
 
     @Test("a store cut off past its keepalive, that had seen a late heartbeat of the instance it replaced, names the one whose retained status it finds when back: the successor it never saw live (found by an outside trial: it named the one it replaced)")
     func newerInstanceSeenOnlyRetained() async throws {
-        let replaced = "a0000000000a", own = "b0000000000b", successor = "c0000000000c"
-        let liveness = StoreLiveness(topics: appleTopics)
-        liveness.connected(readingClaim: false)
-        liveness.received(Self.liveStatus(of: replaced, beat: 0))
-        liveness.received(Self.liveStatus(of: own, beat: 1))
-        liveness.wentOnline(own: own)
+        let liveness = Self.wentOnlineReplacing()
         liveness.received(Self.liveStatus(of: replaced, beat: 2))
         // Cut off: the successor took over meanwhile; back, the view has its status only as the broker retained it.
         liveness.connected(readingClaim: false)
