@@ -161,13 +161,9 @@ func emit(_ line: String) {
 /// The longest `--wait` or `--timeout`: one day.
 let maximumSeconds = 86_400.0
 
-/// Checks a number of seconds given on the command line: finite, from a tenth of a second to a day (less
-/// than that leaves no time to hear from the broker at all).
-func checkSeconds(_ value: Double, option: String) throws {
-    guard value.isFinite, value >= 0.1, value <= maximumSeconds else {
-        throw ValidationError("--\(option) must be a number of seconds from 0.1 to \(Int(maximumSeconds)), not \(value)")
-    }
-}
+/// The seconds a command may wait (`--wait`, `--timeout`): from a tenth of a second to a day (less than that leaves no
+/// time to hear from the broker at all).
+let waitRange = 0.1...maximumSeconds
 
 /// A value given on the command line, quoted for an error: its first 40 characters, and `…` when it has more.
 func quotedValue(_ value: String) -> String {

@@ -21,13 +21,13 @@ extension Restock {
         var database: String?
 
         @Option(parsing: .unconditional, help: "Fair release: at most K alerts per unit of stock that arrives (0 = off) (env RESTOCK_ALERTS_PER_UNIT).")
-        var alertsPerUnit: Int = 0
+        var alertsPerUnit = WholeNumber(0)
 
         @Option(parsing: .unconditional, help: "On SIGTERM/SIGINT, keep publishing what is queued for up to this many seconds (0 to 3600) (env RESTOCK_DRAIN_TIMEOUT).")
-        var drainTimeout: Double = 5
+        var drainTimeout = Seconds(5)
 
         @Option(parsing: .unconditional, help: "The most SKUs one customer may watch (1 to 1000000); past it a subscribe is refused too-many-watches (env RESTOCK_MAX_WATCHES_PER_CUSTOMER).")
-        var maxWatchesPerCustomer: Int = Store.defaultMaximumWatchesPerCustomer
+        var maxWatchesPerCustomer = WholeNumber(Store.defaultMaximumWatchesPerCustomer)
 
         @Option(parsing: .unconditional, help: "The most watches the store holds, all customers together (1 to 1000000000), or off; past it a subscribe is refused store-full (env RESTOCK_MAX_WATCHES).")
         var maxWatches: String = String(Store.defaultMaximumWatches)
@@ -36,7 +36,7 @@ extension Restock {
         var customerRate: String = "1"
 
         @Option(parsing: .unconditional, help: "Requests one customer may send at once after a quiet spell (1 to 1000000) (env RESTOCK_CUSTOMER_BURST).")
-        var customerBurst: Int = 60
+        var customerBurst = WholeNumber(60)
 
         @Option(help: "How long a watch lasts when its subscribe names no expiresAt, such as 180d, 12h or 90s, or off (env RESTOCK_WATCH_LIFETIME).")
         var watchLifetime: String = "180d"
@@ -61,15 +61,7 @@ extension Restock {
                 throw ValidationError("--data and --database both say where the store keeps its state: give one (on PostgreSQL nothing is kept on local disk)")
             }
             _ = try databaseURL()
-            guard (0...1_000_000).contains(alertsPerUnit) else {
-                throw ValidationError("--alerts-per-unit must be 0 (off) through 1000000, not \(alertsPerUnit)")
-            }
-            guard drainTimeout.isFinite, (0...3600).contains(drainTimeout) else {
-                throw ValidationError("--drain-timeout must be a number of seconds from 0 to 3600, not \(drainTimeout)")
-            }
-            guard Store.maximumWatchesPerCustomerRange.contains(maxWatchesPerCustomer) else {
-                throw ValidationError("--max-watches-per-customer must be 1 through 1000000, not \(maxWatchesPerCustomer)")
-            }
+            _ = try limits()
             _ = try maximumWatches()
             _ = try rateLimit()
             _ = try expiries()
@@ -143,11 +135,20 @@ extension Restock {
             return limit
         }
 
+        /// `--alerts-per-unit`, `--drain-timeout` and `--max-watches-per-customer` as the store takes them.
+        func limits() throws -> (alertsPerUnit: Int, drainTimeout: Double, maximumWatchesPerCustomer: Int) {
+            (
+                try alertsPerUnit.checked(0...1_000_000, option: "alerts-per-unit") { "--alerts-per-unit must be 0 (off) through 1000000, not \($0)" },
+                try drainTimeout.checked(0...3600, option: "drain-timeout"),
+                try maxWatchesPerCustomer.checked(Store.maximumWatchesPerCustomerRange, option: "max-watches-per-customer") {
+                    "--max-watches-per-customer must be 1 through 1000000, not \($0)"
+                }
+            )
+        }
+
         /// `--customer-rate` and `--customer-burst` as the store takes them: `nil` rate for off.
         func rateLimit() throws -> (rate: Double?, burst: Int) {
-            guard (1...1_000_000).contains(customerBurst) else {
-                throw ValidationError("--customer-burst must be 1 through 1000000, not \(customerBurst)")
-            }
+            let customerBurst = try customerBurst.checked(1...1_000_000, option: "customer-burst") { "--customer-burst must be 1 through 1000000, not \($0)" }
             if customerRate.lowercased() == "off" { return (nil, customerBurst) }
             // A plain decimal number only: Double("0x10") would read hexadecimal, Double("inf") infinity.
             let decimal = customerRate.wholeMatch(of: /[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/) != nil
@@ -180,9 +181,10 @@ extension Restock {
             let health = StoreHealth()
             var configuration = StoreService.Configuration(
                 connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
-                dataDirectory: directory, alertsPerUnit: alertsPerUnit, drainTimeout: .milliseconds(Int(drainTimeout * 1000)),
-                maximumWatchesPerCustomer: maxWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
-                customerRequestBurst: customerBurst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry,
+                dataDirectory: directory, alertsPerUnit: try limits().alertsPerUnit,
+                drainTimeout: .milliseconds(Int(try limits().drainTimeout * 1000)),
+                maximumWatchesPerCustomer: try limits().maximumWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
+                customerRequestBurst: try rateLimit().burst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry,
                 maximumWatches: try maximumWatches())
             configuration.storage = storage
             let service = StoreLauncher(configuration: configuration, standby: standby, logger: logger, health: health)

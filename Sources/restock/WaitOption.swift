@@ -8,15 +8,15 @@ struct WaitOption: ParsableArguments {
     @Option(
         parsing: .unconditional,
         help: "Seconds to wait for the store and its answer (default 10, at most 86400); given, a store not yet seen on the broker is waited for too (env RESTOCK_WAIT).")
-    var wait: Double?
+    var wait: Seconds?
 
     /// The wait when none is given.
     static let defaultSeconds = 10.0
 
-    /// The seconds to wait.
-    var seconds: Double { wait ?? Self.defaultSeconds }
+    /// The seconds to wait (checked by ``validate()``).
+    var seconds: Double { (try? wait?.checked(waitRange, option: "wait")) ?? Self.defaultSeconds }
 
     func validate() throws {
-        if let wait { try checkSeconds(wait, option: "wait") }
+        _ = try wait?.checked(waitRange, option: "wait")
     }
 }

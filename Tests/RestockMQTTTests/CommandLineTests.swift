@@ -137,6 +137,16 @@ struct CommandLineTests {
             (["unsubscribe", "--customer", "alice"], "error: give --sku SKU or --all"),
             (["inventory", "--broker", "http://nope"], "error: --broker: invalid configuration: broker URL \"http://nope\" must start with mqtt://"),
             (["serve", "--alerts-per-unit", "-1"], "error: --alerts-per-unit must be 0 (off) through 1000000, not -1"),
+            // Past Int's range, or not a whole number: the option's own line, not ArgumentParser's "is invalid" (an outside trial).
+            (["serve", "--alerts-per-unit", "99999999999999999999"], #"error: --alerts-per-unit must be 0 (off) through 1000000, not "99999999999999999999""#),
+            (["serve", "--alerts-per-unit", "1.5"], #"error: --alerts-per-unit must be 0 (off) through 1000000, not "1.5""#),
+            (["serve", "--max-watches-per-customer", "99999999999999999999"], #"error: --max-watches-per-customer must be 1 through 1000000, not "99999999999999999999""#),
+            (["serve", "--customer-burst", "99999999999999999999"], #"error: --customer-burst must be 1 through 1000000, not "99999999999999999999""#),
+            // Seconds in plain decimal only: Double took 0x10 for sixteen (an outside trial: a store started).
+            (["serve", "--drain-timeout", "0x10"], #"error: --drain-timeout must be a number of seconds from 0 to 3600, not "0x10""#),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "0x1p-3"], #"error: --wait must be a number of seconds from 0.1 to 86400, not "0x1p-3""#),
+            (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "5s"], #"error: --wait must be a number of seconds from 0.1 to 86400, not "5s""#),
+            (["listen", "--customer", "alice", "--timeout", "0x10"], #"error: --timeout must be a number of seconds from 0.1 to 86400, not "0x10""#),
             // The prefix names the sessions' client ids too (P:{store}), whose parts `:` separates.
             (["inventory", "--prefix", "a:b"], "error: --prefix: invalid topic prefix \"a:b\": it contains ':'"),
             // Checked with the rate off too (found by the outside trial).

@@ -92,12 +92,12 @@ struct OptionSourcesTests {
             return try #require(try Restock.parseAsRoot(sources.arguments) as? Restock.Serve)
         }
         let all = try serve(["--config", file.path, "--drain-timeout", "1"], ["RESTOCK_DRAIN_TIMEOUT": "2"])
-        #expect(all.drainTimeout == 1 && all.customerBurst == 7 && all.standby && all.maxWatchesPerCustomer == 100)
+        #expect(all.drainTimeout.text == "1" && all.customerBurst.text == "7" && all.standby && all.maxWatchesPerCustomer.text == "100")
         let noCommandLine = try serve([], ["RESTOCK_CONFIG": file.path, "RESTOCK_DRAIN_TIMEOUT": "2", "RESTOCK_STANDBY": "false"])
-        #expect(noCommandLine.drainTimeout == 2 && noCommandLine.customerBurst == 7 && !noCommandLine.standby)
+        #expect(noCommandLine.drainTimeout.text == "2" && noCommandLine.customerBurst.text == "7" && !noCommandLine.standby)
         let fileOnly = try serve(["--config=\(file.path)"], [:])
-        #expect(fileOnly.drainTimeout == 30)
-        #expect(try serve([], [:]).drainTimeout == 5)
+        #expect(fileOnly.drainTimeout.text == "30")
+        #expect(try serve([], [:]).drainTimeout.text == "5")
     }
 
     @Test("an option on the command line also wins over the environment's value for its alternative (--expires-at over RESTOCK_EXPIRES_IN; found by the issue 24 trial)")
@@ -126,8 +126,8 @@ struct OptionSourcesTests {
     @Test("a bad value from the environment or the file gets the option's own error, naming where it came from")
     func badValues() throws {
         #expect(
-            errorLine(["serve"], ["RESTOCK_DRAIN_TIMEOUT": "9999"]) == "RESTOCK_DRAIN_TIMEOUT must be a number of seconds from 0 to 3600, not 9999.0")
-        #expect(errorLine(["serve"], ["RESTOCK_DRAIN_TIMEOUT": "soon"]) == "The value 'soon' is invalid for RESTOCK_DRAIN_TIMEOUT")
+            errorLine(["serve"], ["RESTOCK_DRAIN_TIMEOUT": "9999"]) == "RESTOCK_DRAIN_TIMEOUT must be a number of seconds from 0 to 3600, not 9999")
+        #expect(errorLine(["serve"], ["RESTOCK_DRAIN_TIMEOUT": "soon"]) == #"RESTOCK_DRAIN_TIMEOUT must be a number of seconds from 0 to 3600, not "soon""#)
         #expect(errorLine(["serve"], ["RESTOCK_STANDBY": "maybe"]) == #"RESTOCK_STANDBY must be true or false (or 1 or 0, yes or no), not "maybe""#)
         #expect(errorLine(["inventory"], ["RESTOCK_STORE": "no way"])?.hasPrefix("RESTOCK_STORE: ") == true)
         #expect(errorLine(["inventory"], ["RESTOCK_BROKER": "http://nope"])?.hasPrefix("RESTOCK_BROKER: ") == true)
@@ -207,10 +207,10 @@ struct OptionSourcesTests {
         try Data(#" {"drain-timeout": 1e1, "alerts-per-unit": 2, "standby": true, "log-level": "debug"} "#.utf8).write(to: file)
         let sources = try OptionSources(["serve", "--config", file.path], environment: [:], commands: Self.commands)
         let serve = try #require(try Restock.parseAsRoot(sources.arguments) as? Restock.Serve)
-        #expect(serve.drainTimeout == 10 && serve.alertsPerUnit == 2 && serve.standby && serve.logLevel == "debug")
+        #expect(try serve.limits().drainTimeout == 10 && serve.limits().alertsPerUnit == 2 && serve.standby && serve.logLevel == "debug")
         try Data(#"{"drain-timeout": 2.5}"#.utf8).write(to: file)
         let fraction = try OptionSources(["serve", "--config", file.path], environment: [:], commands: Self.commands)
-        #expect((try Restock.parseAsRoot(fraction.arguments) as? Restock.Serve)?.drainTimeout == 2.5)
+        #expect(try (try Restock.parseAsRoot(fraction.arguments) as? Restock.Serve)?.limits().drainTimeout == 2.5)
     }
 
     @Test("a command an error line quotes in backquotes keeps its options as written, while the line's own are named by their origin ('`restock serve RESTOCK_STORE t53`': found by an outside trial)")
