@@ -131,7 +131,7 @@ struct CommandLineTests {
             (["listen", "--customer", "alice", "--timeout", "nan"], "error: --timeout must be a number of seconds"),
             (["listen", "--customer", "alice", "--timeout", "inf"], "error: --timeout must be a number of seconds"),
             (["listen", "--customer", "alice", "--timeout", "1e20"], "error: --timeout must be a number of seconds"),
-            (["listen", "--customer", "alice", "--count", "-1"], "error: --count must be at least 1"),
+            (["listen", "--customer", "alice", "--count", "-1"], "error: --count must be a whole number, at least 1, not -1"),
             (["inventory", "--broker", "mqtt://user:pw@"], "error: --broker: invalid configuration: broker URL \"mqtt://\" has no usable host"),
             (["stock", "--sku", "x", "--set", "1", "--add", "1"], "error: give exactly one of --set N and --add N"),
             (["unsubscribe", "--customer", "alice"], "error: give --sku SKU or --all"),
@@ -146,6 +146,8 @@ struct CommandLineTests {
             (["serve", "--drain-timeout", "0x10"], #"error: --drain-timeout must be a number of seconds from 0 to 3600, not "0x10""#),
             (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "0x1p-3"], #"error: --wait must be a number of seconds from 0.1 to 86400, not "0x1p-3""#),
             (["subscribe", "--customer", "alice", "--sku", "x", "--wait", "5s"], #"error: --wait must be a number of seconds from 0.1 to 86400, not "5s""#),
+            (["listen", "--customer", "alice", "--count", "0"], "error: --count must be a whole number, at least 1, not 0"),
+            (["listen", "--customer", "alice", "--count", "99999999999999999999"], #"error: --count must be a whole number, at least 1, not "99999999999999999999""#),
             (["listen", "--customer", "alice", "--timeout", "0x10"], #"error: --timeout must be a number of seconds from 0.1 to 86400, not "0x10""#),
             // The prefix names the sessions' client ids too (P:{store}), whose parts `:` separates.
             (["inventory", "--prefix", "a:b"], "error: --prefix: invalid topic prefix \"a:b\": it contains ':'"),
