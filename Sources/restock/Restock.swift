@@ -70,7 +70,7 @@ struct Restock: AsyncParsableCommand {
     /// <wait>'`) said as the other options' own refusals say it (an outside trial); any other message as it is.
     static func emptyNamed(_ message: String) -> String {
         guard let match = message.wholeMatch(of: /The value '' is invalid for '(--[a-z0-9-]+) <[a-z0-9-]+>'/) else { return message }
-        return "\(match.1) is empty: give a value, or leave it out"
+        return emptyValueLine(match.1)
     }
 
     /// The first line of `message`, with each value of `arguments` it names that holds a character that does not show as

@@ -30,17 +30,3 @@ struct Seconds: ExpressibleByArgument, Sendable {
         value == value.rounded() ? String(Int(value)) : String(value)
     }
 }
-
-extension WholeNumber {
-    /// The number, when it is in `range`; otherwise the option's own line, `refusal` of what was given (a number, or the
-    /// text quoted, as ``checked(_:option:)`` says it): a value past `Int`'s range got ArgumentParser's "is invalid"
-    /// line (an outside trial).
-    func checked(_ range: ClosedRange<Int>, option: String, refusal: (String) -> String) throws -> Int {
-        if text.isEmpty { throw emptyOption(option) }
-        if let value = Int(text), range.contains(value) { return value }
-        throw ValidationError(refusal(Int(text).map(String.init) ?? quotedValue(text)))
-    }
-}
-
-/// The refusal of an empty value of `--option`, as ArgumentParser's own of a typed option is said (``Restock/emptyNamed(_:)``).
-func emptyOption(_ option: String) -> ValidationError { ValidationError("--\(option) is empty: give a value, or leave it out") }

@@ -179,12 +179,12 @@ extension Restock {
             let address = try httpAddress()
             let metrics = address.map { _ in PrometheusMetrics.bootstrap() }
             let health = StoreHealth()
+            let (limits, rateLimit, expiries) = (try limits(), try rateLimit(), try expiries())
             var configuration = StoreService.Configuration(
                 connection: try connection.brokerSettings(), store: store, prefix: connection.prefix,
-                dataDirectory: directory, alertsPerUnit: try limits().alertsPerUnit,
-                drainTimeout: .milliseconds(Int(try limits().drainTimeout * 1000)),
-                maximumWatchesPerCustomer: try limits().maximumWatchesPerCustomer, customerRequestRate: try rateLimit().rate,
-                customerRequestBurst: try rateLimit().burst, watchLifetime: try expiries().watchLifetime, alertExpiry: try expiries().alertExpiry,
+                dataDirectory: directory, alertsPerUnit: limits.alertsPerUnit, drainTimeout: .milliseconds(Int(limits.drainTimeout * 1000)),
+                maximumWatchesPerCustomer: limits.maximumWatchesPerCustomer, customerRequestRate: rateLimit.rate,
+                customerRequestBurst: rateLimit.burst, watchLifetime: expiries.watchLifetime, alertExpiry: expiries.alertExpiry,
                 maximumWatches: try maximumWatches())
             configuration.storage = storage
             let service = StoreLauncher(configuration: configuration, standby: standby, logger: logger, health: health)

@@ -27,3 +27,20 @@ struct WholeNumber: ExpressibleByArgument {
         throw ValidationError("--\(option) must be \(what) \(RequestLimits.describe(range)), not \(Int(text).map(String.init) ?? quotedValue(text))")
     }
 }
+
+extension WholeNumber {
+    /// The number, when it is in `range`; otherwise the option's own line, `refusal` of what was given (a number, or the
+    /// text quoted, as ``checked(_:option:)`` says it): a value past `Int`'s range got ArgumentParser's "is invalid"
+    /// line (an outside trial).
+    func checked(_ range: ClosedRange<Int>, option: String, refusal: (String) -> String) throws -> Int {
+        if text.isEmpty { throw emptyOption(option) }
+        if let value = Int(text), range.contains(value) { return value }
+        throw ValidationError(refusal(Int(text).map(String.init) ?? quotedValue(text)))
+    }
+}
+
+/// The refusal of an empty value of `--option` (or `option` as its origin names it), as every typed option says it.
+func emptyOption(_ option: String) -> ValidationError { ValidationError(emptyValueLine("--\(option)")) }
+
+/// The line that refuses an empty value of `option`.
+func emptyValueLine(_ option: some StringProtocol) -> String { "\(option) is empty: give a value, or leave it out" }

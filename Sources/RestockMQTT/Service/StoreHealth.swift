@@ -48,10 +48,10 @@ public final class StoreHealth: Sendable {
         var epoch: Int64?
         var renewedAt: ContinuousClock.Instant
         let now: @Sendable () -> ContinuousClock.Instant
+        /// Why the last renewal failed, until one succeeds: the storage does not answer.
+        var renewalFailure: String?
     }
     private let lease = Mutex<Lease?>(nil)
-    /// Why the last renewal of the lease failed, until one succeeds: the storage does not answer.
-    private let renewalFailure = Mutex<String?>(nil)
 
     /// Where the store keeps its state and its lease there, for `/readyz`:
     /// `state in postgres://restock@db:5432/restock, lease epoch 3 renewed 0.4 s ago`; `nil` before the store opened it.
@@ -72,16 +72,16 @@ public final class StoreHealth: Sendable {
 
     /// The lease held at `epoch` was renewed just now.
     func leaseRenewed(epoch: Int64?) {
-        renewalFailure.withLock { $0 = nil }
         lease.withLock { lease in
             guard let now = lease?.now() else { return }
             lease?.epoch = epoch
             lease?.renewedAt = now
+            lease?.renewalFailure = nil
         }
     }
 
     /// A renewal of the lease failed, for a reason that may pass (``StorageError/reason``): not ready until one succeeds.
-    func leaseRenewalFailed(because reason: String) { renewalFailure.withLock { $0 = reason } }
+    func leaseRenewalFailed(because reason: String) { lease.withLock { $0?.renewalFailure = reason } }
 
     /// The broker of the `--broker` list the store's session is on, or last was; `nil` before it first connects.
     public var broker: String? { currentBroker.withLock { $0 } }
@@ -113,7 +113,7 @@ public final class StoreHealth: Sendable {
             // by an outside trial: 200 for 20 s with the database stopped, the lease 21 s old).
             // At once when a renewal fails: a store whose database has stopped answered 200 for about 3 s, until the
             // lease read as stale (found by an outside trial).
-            if let failure = renewalFailure.withLock({ $0 }) {
+            if let failure = lease.withLock({ $0?.renewalFailure }) {
                 return .failing("the store cannot renew its lease: its storage does not answer (\(failure)); see the log")
             }
             if let age = leaseAge, age >= LeaseHolder.lifetime.seconds {

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
 
 /// The lease a storage took when it was opened on an ``InMemoryVolume``: its epoch, which every write of the storage

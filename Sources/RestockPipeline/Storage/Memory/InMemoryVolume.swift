@@ -102,19 +102,16 @@ package final class InMemoryVolume: Sendable {
     }
 
     /// Whether this read of the outbox fails: one of those ``refuseOutboxReads(_:)`` asked for, taken.
-    func takeRefusedOutboxRead() -> Bool {
-        withContents { contents in
-            guard contents.refusedOutboxReads > 0 else { return false }
-            contents.refusedOutboxReads -= 1
-            return true
-        }
-    }
+    func takeRefusedOutboxRead() -> Bool { takeOne(of: \.refusedOutboxReads) }
 
     /// Whether this commit of the state, made, fails all the same: one of those ``loseCommitAnswers(_:)`` asked for, taken.
-    func takeLostCommitAnswer() -> Bool {
+    func takeLostCommitAnswer() -> Bool { takeOne(of: \.lostCommitAnswers) }
+
+    /// Whether one of the faults `count` asks for is left, taken.
+    private func takeOne(of count: WritableKeyPath<Contents, Int>) -> Bool {
         withContents { contents in
-            guard contents.lostCommitAnswers > 0 else { return false }
-            contents.lostCommitAnswers -= 1
+            guard contents[keyPath: count] > 0 else { return false }
+            contents[keyPath: count] -= 1
             return true
         }
     }
