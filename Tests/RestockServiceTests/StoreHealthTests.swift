@@ -92,4 +92,26 @@ struct StoreHealthTests {
         try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         await store.stop()
     }
+
+    /// A storage that does not answer at all (a database frozen with SIGSTOP) fails no renewal: the store is not ready
+    /// once a renewal has waited 2 s for it, before the lease reads as stale at 5 s, and ready again once it answers.
+    @Test("a renewal of the lease left unanswered: not ready after 2 s, ready once it is answered")
+    func leaseRenewalUnanswered() async throws {
+        let broker = InMemoryBroker()
+        let volume = InMemoryVolume()
+        let store = try RunningStore(on: broker, storage: .memory(volume))
+        let health = store.service.health
+        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        volume.holdLeaseRenewals(true)
+        let held = ContinuousClock.now
+        try await waitUntil("not ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness != .passing }
+        let said = reason(health.readiness) ?? ""
+        #expect(said.hasPrefix("the store cannot renew its lease: its storage has not answered a renewal for 2."), "\(said)")
+        #expect(ContinuousClock.now - held >= StoreHealth.renewalPatience, "not before the renewal has waited 2 s")
+        #expect((health.leaseAge ?? .infinity) < LeaseHolder.lifetime.seconds, "not ready before the lease reads as stale")
+        #expect(health.liveness == .passing)
+        volume.holdLeaseRenewals(false)
+        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        await store.stop()
+    }
 }

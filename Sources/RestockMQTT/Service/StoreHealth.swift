@@ -50,6 +50,8 @@ public final class StoreHealth: Sendable {
         let now: @Sendable () -> ContinuousClock.Instant
         /// Why the last renewal failed, until one succeeds: the storage does not answer.
         var renewalFailure: String?
+        /// When the renewal under way began; `nil` between renewals.
+        var renewingSince: ContinuousClock.Instant?
     }
     private let lease = Mutex<Lease?>(nil)
 
@@ -77,11 +79,40 @@ public final class StoreHealth: Sendable {
             lease?.epoch = epoch
             lease?.renewedAt = now
             lease?.renewalFailure = nil
+            lease?.renewingSince = nil
         }
     }
 
     /// A renewal of the lease failed, for a reason that may pass (``StorageError/reason``): not ready until one succeeds.
-    func leaseRenewalFailed(because reason: String) { lease.withLock { $0?.renewalFailure = reason } }
+    func leaseRenewalFailed(because reason: String) {
+        lease.withLock { lease in
+            lease?.renewalFailure = reason
+            lease?.renewingSince = nil
+        }
+    }
+
+    /// A renewal of the lease begins now: not ready once it has waited ``renewalPatience`` for its storage.
+    func leaseRenewalBegan() {
+        lease.withLock { lease in
+            guard let now = lease?.now() else { return }
+            lease?.renewingSince = now
+        }
+    }
+
+    /// How long a renewal of the lease may wait for its storage before the store is not ready: a storage that does not
+    /// answer at all (a database frozen, or cut off without a reset) fails no renewal, and the store answered 200 until
+    /// its lease read as stale, about 5 s (found by an outside trial). A renewal on a storage that answers takes
+    /// milliseconds, and one waits at most for the commit in progress.
+    static let renewalPatience = Duration.seconds(2)
+
+    /// Seconds the renewal under way has waited for its storage, once past ``renewalPatience``.
+    private var overdueRenewal: Double? {
+        lease.withLock { lease in
+            guard let lease, let since = lease.renewingSince else { return nil }
+            let waited = lease.now() - since
+            return waited >= Self.renewalPatience ? waited.seconds : nil
+        }
+    }
 
     /// The broker of the `--broker` list the store's session is on, or last was; `nil` before it first connects.
     public var broker: String? { currentBroker.withLock { $0 } }
@@ -115,6 +146,10 @@ public final class StoreHealth: Sendable {
             // lease read as stale (found by an outside trial).
             if let failure = lease.withLock({ $0?.renewalFailure }) {
                 return .failing("the store cannot renew its lease: its storage does not answer (\(failure)); see the log")
+            }
+            if let waited = overdueRenewal {
+                return .failing(
+                    "the store cannot renew its lease: its storage has not answered a renewal for \((waited * 10).rounded(.down) / 10) s; a standby may take the store over at \(Int(LeaseHolder.lifetime.seconds)) s")
             }
             if let age = leaseAge, age >= LeaseHolder.lifetime.seconds {
                 return .failing(

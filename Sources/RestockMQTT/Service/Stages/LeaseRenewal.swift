@@ -78,6 +78,9 @@ struct LeaseRenewal: Service {
 
     /// Renews once; throws only when the lease is lost.
     func renew() throws(StorageError) {
+        let began = clock.now
+        health?.leaseRenewalBegan()
+        defer { reportSlow(since: began) }
         do {
             try lease.renew(at: Date())
             if let since = failures.succeeded(at: clock.now) {
@@ -96,5 +99,13 @@ struct LeaseRenewal: Service {
                     metadata: [StoreLoggingKeys.error: "\(error)"])
             }
         }
+    }
+
+    /// Says, at warning level, a renewal that waited past ``StoreHealth/renewalPatience`` for its storage (the store was
+    /// not ready meanwhile): while it waits, nothing else would tell the log.
+    private func reportSlow(since began: ServiceClock.Instant) {
+        let waited = clock.now - began
+        guard waited >= StoreHealth.renewalPatience else { return }
+        logger.warning("a renewal of the store's lease waited \((waited.seconds * 10).rounded(.down) / 10) s for its storage; the store was not ready meanwhile")
     }
 }

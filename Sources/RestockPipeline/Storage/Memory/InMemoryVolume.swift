@@ -35,6 +35,9 @@ package final class InMemoryVolume: Sendable {
     /// The volume's name, as logs and errors say where the storage is.
     package let name: String
     private let contents = Mutex(Contents())
+    /// What a renewal of the lease waits on while renewals are held (``holdLeaseRenewals(_:)``): outside the contents'
+    /// lock, as a database that does not answer holds the renewal's caller and nothing else.
+    private let renewalGate = Mutex<DispatchSemaphore?>(nil)
 
     /// An empty volume called `name` (by default a name of its own, `memory:` and a UUID).
     package init(name: String = "memory:\(UUID().uuidString)") { self.name = name }
@@ -128,6 +131,24 @@ package final class InMemoryVolume: Sendable {
     /// From now on (`true`) or no more (`false`), renewals of the lease fail with an I/O error (retriable), as a database
     /// that is away refuses them.
     package func refuseLeaseRenewals(_ refuse: Bool) { withContents { $0.refusesLeaseRenewals = refuse } }
+
+    /// From now on (`true`), a renewal of the lease waits, unanswered, until renewals are no more held (`false`), as it
+    /// waits on a database that is frozen (SIGSTOP) or cut off without a reset.
+    package func holdLeaseRenewals(_ hold: Bool) {
+        let released = renewalGate.withLock { gate in
+            defer { gate = hold ? (gate ?? DispatchSemaphore(value: 0)) : nil }
+            return hold ? nil : gate
+        }
+        released?.signal()
+    }
+
+    /// Waits while renewals of the lease are held (``holdLeaseRenewals(_:)``); at once when they are not.
+    func waitWhileRenewalsHeld() {
+        guard let gate = renewalGate.withLock({ $0 }) else { return }
+        gate.wait()
+        // Each renewal let through lets the next one through.
+        gate.signal()
+    }
 
     /// The next `count` commits of the state are made, and then fail with an I/O error (retriable), as a commit on
     /// PostgreSQL does whose answer is lost with its connection.
