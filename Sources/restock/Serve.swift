@@ -113,8 +113,10 @@ extension Restock {
 
         /// `--watch-lifetime` and `--alert-expiry` as the store takes them: `nil` for off.
         func expiries() throws -> (watchLifetime: Duration?, alertExpiry: Duration?) {
+            if watchLifetime.isEmpty { throw emptyOption("watch-lifetime") }
             do {
                 let lifetime = watchLifetime.lowercased() == "off" ? nil : Duration.seconds(try ExpiryText.seconds(watchLifetime, option: "--watch-lifetime"))
+                if alertExpiry.isEmpty { throw emptyOption("alert-expiry") }
                 if alertExpiry.lowercased() == "off" { return (lifetime, nil) }
                 guard alertExpiry.allSatisfy({ $0.isASCII && $0.isNumber }), let seconds = UInt32(alertExpiry), seconds > 0 else {
                     throw ValidationError("--alert-expiry must be a whole number of seconds from 1 to 4294967295, or off, not \(quotedValue(alertExpiry))")
@@ -127,6 +129,7 @@ extension Restock {
 
         /// `--max-watches` as the store takes it: `nil` for off.
         func maximumWatches() throws -> Int? {
+            if maxWatches.isEmpty { throw emptyOption("max-watches") }
             if maxWatches.lowercased() == "off" { return nil }
             guard maxWatches.allSatisfy({ $0.isASCII && $0.isNumber }), let limit = Int(maxWatches), Store.maximumWatchesRange.contains(limit) else {
                 throw ValidationError(
@@ -149,6 +152,7 @@ extension Restock {
         /// `--customer-rate` and `--customer-burst` as the store takes them: `nil` rate for off.
         func rateLimit() throws -> (rate: Double?, burst: Int) {
             let customerBurst = try customerBurst.checked(1...1_000_000, option: "customer-burst") { "--customer-burst must be 1 through 1000000, not \($0)" }
+            if customerRate.isEmpty { throw emptyOption("customer-rate") }
             if customerRate.lowercased() == "off" { return (nil, customerBurst) }
             // A plain decimal number only: Double("0x10") would read hexadecimal, Double("inf") infinity.
             let decimal = customerRate.wholeMatch(of: /[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/) != nil

@@ -29,6 +29,8 @@ extension Restock {
 
         /// `--expires-at` or `--expires-in` (from this machine's clock), or `nil` for the store's watch lifetime.
         func expiry() throws -> Date? {
+            if expiresAt?.isEmpty == true { throw emptyOption("expires-at") }
+            if expiresIn?.isEmpty == true { throw emptyOption("expires-in") }
             do {
                 switch (expiresAt, expiresIn) {
                 case (nil, nil): return nil
