@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RestockPipeline
+import Synchronization
 
 /// Where an option's value comes from when the command line does not give it (docs/operations.md, "Configuration"):
 /// the environment variable named after it (`--drain-timeout` → `RESTOCK_DRAIN_TIMEOUT`), then the JSON file of
@@ -16,6 +17,11 @@ struct OptionSources {
     private(set) var arguments: [String]
     /// Where each option filled in came from, by name: `RESTOCK_DRAIN_TIMEOUT`, or `drain-timeout in FILE`; and its value.
     private(set) var origins: [String: (origin: String, value: String)] = [:]
+
+    /// Each value the environment or the config file gives that a source before it sets aside, in one line:
+    /// `drain-timeout in FILE is set aside: RESTOCK_DRAIN_TIMEOUT gives it` (serve logs them at start-up: an operator who
+    /// changed the file saw nothing of the change, and nothing said why).
+    private(set) var setAside: [String] = []
 
     /// Options that give one value two ways: at most one of each set may be given.
     static let alternatives: [Set<String>] = [["expires-at", "expires-in"], ["set", "add"], ["sku", "all"]]
@@ -39,13 +45,32 @@ struct OptionSources {
         // RESTOCK_ADD N": an outside trial).
         let options = OptionNames.of(command).filter { $0.name != "config" }
         let settled = Self.withAlternatives(given)
-        let fromEnvironment = options.filter { !settled.contains($0.name) && environment[Self.variable($0.name)] != nil }
+        let inEnvironment = options.filter { environment[Self.variable($0.name)] != nil }
+        let fromEnvironment = inEnvironment.filter { !settled.contains($0.name) }
+        for option in inEnvironment where settled.contains(option.name) {
+            setAside.append("\(Self.variable(option.name)) is set aside: \(Self.giver(of: option.name, among: given) { _ in true }) gives it")
+        }
         for option in fromEnvironment { try add(option, environment[Self.variable(option.name)] ?? "", from: Self.variable(option.name)) }
         guard let file else { return }
-        let settledBeforeFile = Self.withAlternatives(given.union(fromEnvironment.map(\.name)))
-        for option in options where !settledBeforeFile.contains(option.name) {
-            if let value = file.values[option.name] { try add(option, value, from: "\(option.name) in \(file.path)") }
+        let taken = given.union(fromEnvironment.map(\.name))
+        let settledBeforeFile = Self.withAlternatives(taken)
+        for option in options {
+            guard let value = file.values[option.name] else { continue }
+            guard settledBeforeFile.contains(option.name) else {
+                try add(option, value, from: "\(option.name) in \(file.path)")
+                continue
+            }
+            let giver = Self.giver(of: option.name, among: taken, onCommandLine: given.contains)
+            setAside.append("\(option.name) in \(file.path) is set aside: \(giver) gives it")
         }
+    }
+
+    /// What gives option `name`'s value instead, of the options `given`: the option or its alternative, on the command line
+    /// (`onCommandLine`) or as its variable.
+    private static func giver(of name: String, among given: Set<String>, onCommandLine: (String) -> Bool) -> String {
+        let alternative = alternatives.first { $0.contains(name) }.map { $0.intersection(given).sorted().first } ?? nil
+        let giver = given.contains(name) ? name : alternative ?? name
+        return onCommandLine(giver) ? "--\(giver) on the command line" : variable(giver)
     }
 
     /// `names` with every option that gives one of their values another way (``alternatives``).
@@ -199,4 +224,9 @@ struct OptionSources {
             && ["invalid configuration: broker URL", "invalid configuration: broker port", "invalid configuration: the broker list"]
                 .contains { message.contains($0) }
     }
+}
+
+extension OptionSources {
+    /// ``setAside`` of the command this process runs, for `serve` to log once its log is set up.
+    static let setAsideInThisRun = Mutex<[String]>([])
 }

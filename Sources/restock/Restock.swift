@@ -31,6 +31,7 @@ struct Restock: AsyncParsableCommand {
             sources = try OptionSources(
                 Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
                 commands: configuration.subcommands)
+            OptionSources.setAsideInThisRun.withLock { $0 = sources?.setAside ?? [] }
             var command = try parseAsRoot(sources?.arguments)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()

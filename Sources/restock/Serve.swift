@@ -175,6 +175,7 @@ extension Restock {
             // Before anything is made: a port in use, refused once the store had made its data directory (an outside trial).
             if let address = try httpAddress() { try await OperationsServer.checkAvailable(address) }
             logger.info("store \(store) keeps its state in \(storage?.location ?? directory.path)")
+            for line in OptionSources.setAsideInThisRun.withLock({ $0 }) { logger.notice("\(line)") }
             StoreService.installCrashContainment()
             if try connection.brokerSettings().protocolVersion == .v311, try expiries().alertExpiry != nil {
                 logger.notice("--alert-expiry has no effect over MQTT 3.1.1: an alert waits in its customer's session until read (docs/contract.md, \"Alert expiry\")")
