@@ -40,6 +40,9 @@ struct OptionSources {
         else { return }
         let given = Set(arguments.compactMap { $0.hasPrefix("--") ? String($0.dropFirst(2).prefix { $0 != "=" }) : nil })
         let file = try Self.configFile(arguments, environment: environment, commands: commands)
+        if environment[Self.variable("config")] != nil, given.contains("config") {
+            setAside.append("\(Self.variable("config")) is set aside: --config on the command line gives it")
+        }
         // An option whose alternative is on the command line is not filled in: the command line wins. Likewise the
         // environment over the file (RESTOCK_ADD beside "set" in the file read "give exactly one of set in FILE N and
         // RESTOCK_ADD N": an outside trial).

@@ -43,20 +43,28 @@ extension Restock {
             abstract: "Admin: list the requests the store set aside (id, topic, payload, why, when), or replay or drop one.")
 
         @OptionGroup var connection: ConnectionOptions
-        @Option(parsing: .unconditional, help: "Apply the dead letter with this id again, as it came (env RESTOCK_REPLAY).") var replay: Int64?
-        @Option(parsing: .unconditional, help: "Remove the dead letter with this id, unapplied (env RESTOCK_DROP).") var drop: Int64?
+        @Option(parsing: .unconditional, help: "Apply the dead letter with this id again, as it came (env RESTOCK_REPLAY).") var replay: WholeNumber?
+        @Option(parsing: .unconditional, help: "Remove the dead letter with this id, unapplied (env RESTOCK_DROP).") var drop: WholeNumber?
         @Flag(help: "Print the store's list as JSON (env RESTOCK_JSON).") var json = false
         @OptionGroup var waiting: WaitOption
 
         func validate() throws {
             guard replay == nil || drop == nil else { throw ValidationError("give --replay ID or --drop ID, not both") }
-            for (value, option) in [(replay, "replay"), (drop, "drop")] {
-                if let value, value < 1 { throw ValidationError("--\(option) must be a dead letter's id, a whole number from 1, not \(value)") }
+            _ = try ids()
+        }
+
+        /// `--replay` and `--drop`, each a dead letter's id (digits only, as every number of the command line: `+5` was
+        /// sent as 5, and `0x10` got the parser's line: an outside trial).
+        private func ids() throws -> (replay: Int64?, drop: Int64?) {
+            func id(_ value: WholeNumber?, _ option: String) throws -> Int64? {
+                try value.map { Int64(try $0.checked(1...Int.max, option: option) { "--\(option) must be a dead letter's id, a whole number from 1, not \($0)" }) }
             }
+            return (try id(replay, "replay"), try id(drop, "drop"))
         }
 
         func run() async throws {
             let client = try connection.client(waitingForNewStore: waiting.wait != nil)
+            let (replay, drop) = try ids()
             if let action: DeadLetterAction = replay.map({ .replay($0) }) ?? drop.map({ .drop($0) }) {
                 let outcome = try await client.deadLetter(action, wait: waiting.seconds)
                 guard outcome.outcome != "unknown" else { throw RestockMQTTError.refused(code: "unknown", detail: "no dead letter \(action.id)") }

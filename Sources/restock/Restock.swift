@@ -43,7 +43,7 @@ struct Restock: AsyncParsableCommand {
             guard code != .success else { exit(withError: error) }  // --help, --version
             if error is ExitCode { Foundation.exit(code.rawValue) }  // already explained
             let given = sources?.arguments ?? Array(CommandLine.arguments.dropFirst())
-            let line = Restock.oneLine(Restock.emptyNamed(Restock.message(for: error)), naming: given) ?? "\(error)"
+            let line = Restock.oneLine(Restock.emptyNamed(Restock.message(for: error), given: given), naming: given) ?? "\(error)"
             let message = sources?.describe(line) ?? line
             StandardStreams.printError("error: \(message)")
             Foundation.exit(code.rawValue)
@@ -69,9 +69,14 @@ struct Restock: AsyncParsableCommand {
 
     /// swift-argument-parser's refusal of an empty value for a typed option (`The value '' is invalid for '--wait
     /// <wait>'`) said as the other options' own refusals say it (an outside trial); any other message as it is.
-    static func emptyNamed(_ message: String) -> String {
-        guard let match = message.wholeMatch(of: /The value '' is invalid for '(--[a-z0-9-]+) <[a-z0-9-]+>'/) else { return message }
-        return emptyValueLine(match.1)
+    /// So is its refusal of `--option=` with nothing after the `=` in `given` (`Missing value for '--customer-rate
+    /// <customer-rate>'`: an outside trial), but not of an option given last with no value at all.
+    static func emptyNamed(_ message: String, given: [String] = []) -> String {
+        if let match = message.wholeMatch(of: /The value '' is invalid for '(--[a-z0-9-]+) <[a-z0-9-]+>'/) { return emptyValueLine(match.1) }
+        if let match = message.wholeMatch(of: /Missing value for '(--[a-z0-9-]+) <[a-z0-9-]+>'/), given.contains("\(match.1)=") {
+            return emptyValueLine(match.1)
+        }
+        return message
     }
 
     /// The first line of `message`, with each value of `arguments` it names that holds a character that does not show as

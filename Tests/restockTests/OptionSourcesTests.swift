@@ -117,6 +117,7 @@ struct OptionSourcesTests {
         #expect(try setAside(["stock", "--sku", "x", "--config", file.path, "--add", "1"], [:]) == ["set in \(file.path) is set aside: --add on the command line gives it"])
         #expect(try setAside(["stock", "--sku", "x", "--config", file.path], ["RESTOCK_ADD": "1"]) == ["set in \(file.path) is set aside: RESTOCK_ADD gives it"])
         #expect(try setAside(["serve", "--config", file.path], [:]).isEmpty)
+        #expect(try setAside(["serve", "--config", file.path], ["RESTOCK_CONFIG": "/etc/other.json"]) == ["RESTOCK_CONFIG is set aside: --config on the command line gives it"])
         #expect(try setAside(["serve", "--drain-timeout", "1"], [:]).isEmpty)
     }
 
@@ -136,7 +137,7 @@ struct OptionSourcesTests {
     func errorLine(_ arguments: [String], _ environment: [String: String]) -> String? {
         do {
             let sources = try OptionSources(arguments, environment: environment, commands: Self.commands)
-            do { _ = try Restock.parseAsRoot(sources.arguments) } catch { return sources.describe(Restock.emptyNamed(Restock.message(for: error))) }
+            do { _ = try Restock.parseAsRoot(sources.arguments) } catch { return sources.describe(Restock.emptyNamed(Restock.message(for: error), given: sources.arguments)) }
             return nil
         } catch {
             return Restock.message(for: error)
@@ -270,6 +271,15 @@ struct OptionSourcesTests {
         #expect(errorLine(["serve", "--customer-rate", ""], [:]) == "--customer-rate is empty: give a value, or leave it out")
         #expect(errorLine(["serve"], ["RESTOCK_WATCH_LIFETIME": ""]) == "RESTOCK_WATCH_LIFETIME is empty: give a value, or leave it out")
         #expect(errorLine(["subscribe", "--customer", "c", "--sku", "x", "--expires-in", ""], [:]) == "--expires-in is empty: give a value, or leave it out")
+        // The fourth trial's: `--option=` with nothing after it, a dead letter's id and a broker's port written with a `+`.
+        #expect(errorLine(["serve", "--customer-rate="], [:]) == "--customer-rate is empty: give a value, or leave it out")
+        #expect(errorLine(["stock", "--sku", "x", "--set="], [:]) == "--set is empty: give a value, or leave it out")
+        #expect(errorLine(["serve", "--customer-rate"], [:])?.hasPrefix("Missing value for") == true)
+        #expect(errorLine(["dead-letters", "--replay", "+5"], [:]) == #"--replay must be a dead letter's id, a whole number from 1, not "+5""#)
+        #expect(errorLine(["dead-letters", "--drop", "0x10"], [:]) == #"--drop must be a dead letter's id, a whole number from 1, not "0x10""#)
+        #expect(errorLine(["dead-letters", "--drop", "-0"], [:]) == "--drop must be a dead letter's id, a whole number from 1, not -0")
+        #expect(errorLine(["dead-letters", "--replay", "7"], [:]) == nil)
+        #expect(errorLine(["inventory", "--broker", "mqtt://127.0.0.1:+1883"], [:]) == #"--broker: invalid configuration: broker URL "mqtt://127.0.0.1:+1883" has a bad port"#)
         #expect(errorLine(["serve", "--max-watches", "+5"], [:]) == #"--max-watches must be a whole number from 1 to 1000000000, or off, not "+5""#)
         #expect(errorLine(["serve", "--log-level", ""], [:]) == #"--log-level must be one of trace, debug, info, notice, warning, error, critical, not """#)
         #expect(errorLine(["serve", "--log-level", "INFO"], [:]) == nil)

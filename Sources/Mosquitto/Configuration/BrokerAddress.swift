@@ -67,7 +67,9 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
             }
         } else if let colon = authority.lastIndex(of: ":") {
             host = authority[..<colon]
-            guard let number = Int(authority[authority.index(after: colon)...]) else {
+            // Digits only, as every port and number of the command line is read (`+1883` was taken: an outside trial).
+            let digits = authority[authority.index(after: colon)...]
+            guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), let number = Int(digits) else {
                 throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has a bad port")
             }
             port = number
