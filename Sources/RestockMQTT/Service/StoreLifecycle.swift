@@ -46,12 +46,17 @@ final class StoreLifecycle: Sendable {
     private let metrics: StoreMetrics
     /// Woken (at most one wakeup waiting) whenever something here changes.
     let changes: AsyncStream<Void>
+    /// The journal's steps on the storage and the applying stage's, timed (``StorageWait``): a storage that answers
+    /// nothing fails no call, and holds the stage instead.
+    let journalWait: StorageWait, applyWait: StorageWait
 
     init(logger: Logger, timing: StoreTiming = .contract, metrics: StoreMetrics = StoreMetrics()) {
         self.logger = logger
         self.metrics = metrics
         self.pauseReport = timing.pauseReport
         self.clock = timing.clock
+        journalWait = StorageWait(stage: Stage.journal.rawValue, logger: logger)
+        applyWait = StorageWait(stage: Stage.applying.rawValue, logger: logger)
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -161,17 +166,28 @@ final class StoreLifecycle: Sendable {
     }
 
     /// Why the store takes no requests now (for `/readyz`), or `nil` when it takes them: a stage failed, another
-    /// instance took the store over, a stage is paused, or its session with the broker is down.
+    /// instance took the store over, a stage is paused or has waited past ``StorageWait/patience`` for the storage, or
+    /// its session with the broker is down.
     var notReadyReason: String? {
-        state.withLock { state in
-            if let failure = state.failure { return "\(failure)" }
-            if let winner = state.takenOverBy { return "another instance (\(winner)) took the store over" }
+        let (stopped, paused, sessionDown): (String?, String?, Bool) = state.withLock { state in
+            if let failure = state.failure { return ("\(failure)", nil, false) }
+            if let winner = state.takenOverBy { return ("another instance (\(winner)) took the store over", nil, false) }
             for stage in Stage.allCases {
-                if let pause = state.pauses[stage] { return "paused: \(stage.rawValue) is paused: \(pause.error)" }
+                if let pause = state.pauses[stage] { return (nil, "paused: \(stage.rawValue) is paused: \(pause.error)", false) }
             }
-            if !state.sessionConnected { return "the store's session with the broker is down: it takes no requests until it is back" }
-            return nil
+            return (nil, nil, !state.sessionConnected)
         }
+        if let reason = stopped ?? paused { return reason }
+        // Requests wait on a storage that answers nothing; the session stays up (found by an outside trial: 200 for the 15 s
+        // of PostgreSQL's statement timeout while the store's statements waited on a frozen server).
+        if let waited = journalWait.overdue {
+            return "\(Stage.journal.rawValue) has waited \(StorageWait.tenths(waited)) s for the store's storage, which does not answer: requests wait on the broker until it does (see the log)"
+        }
+        if let waited = applyWait.overdue {
+            return "\(Stage.applying.rawValue) has waited \(StorageWait.tenths(waited)) s for the store's storage, which does not answer: requests wait in the request log until it does (see the log)"
+        }
+        if sessionDown { return "the store's session with the broker is down: it takes no requests until it is back" }
+        return nil
     }
 
     /// Whether `stage` is paused.

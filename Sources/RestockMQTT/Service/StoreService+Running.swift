@@ -14,7 +14,8 @@ extension StoreService {
             try RequestProcessor(
                 store: core, topics: topics, storage: storage, requests: wiring.journaled, committed: wiring.committed,
                 logger: logger, clock: clock, rateLimit: rateLimit, metrics: metrics,
-                watchLifetime: configuration.watchLifetime.map { $0.seconds }, fence: wiring.fence, view: store)
+                watchLifetime: configuration.watchLifetime.map { $0.seconds }, fence: wiring.fence, view: store,
+                storageWait: wiring.lifecycle.applyWait)
         }
         // Requests and alerts left from before a restart go first.
         wiring.requestArrived.yield()

@@ -28,6 +28,9 @@ package final class RequestProcessor: Sendable {
     let metrics: StoreMetrics
     /// Where each committed batch's alerts go to in-process observers; `nil`: nowhere.
     let view: StoreView?
+    /// Timed around each step that waits on the storage (a read of the log, a batch applied and committed), for
+    /// readiness: a storage that answers nothing holds the step, and fails no call.
+    let storageWait: StorageWait
 
     /// How many times the store may be killed without a fault while applying one suspect alone before the
     /// suspect is set aside anyway: a bound against a crash loop if a fault ever killed the process before its
@@ -76,9 +79,10 @@ package final class RequestProcessor: Sendable {
         store: Store, topics: RestockTopics, storage: any StoreStorage, requests: HandOff<JournaledRequest>,
         committed: HandOff<CommittedPublication>, logger: Logger, clock: @escaping @Sendable () -> Date, trimEvery: Int = 2_048,
         rateLimit: CustomerRateLimiter.Configuration = .off, metrics: StoreMetrics = StoreMetrics(), watchLifetime: TimeInterval? = nil,
-        fence: DeliveryFence? = nil, view: StoreView? = nil
+        fence: DeliveryFence? = nil, view: StoreView? = nil, storageWait: StorageWait = StorageWait(stage: "applying requests", logger: nil)
     ) throws {
         self.view = view
+        self.storageWait = storageWait
         self.fence = fence
         self.metrics = metrics
         self.watchLifetime = watchLifetime
@@ -133,10 +137,12 @@ package final class RequestProcessor: Sendable {
 
     private func applyWaiting() throws -> Int {
         var total = 0
-        if let pending = pendingCommit.withLock({ $0 }) { try commit(try again(pending.changes, through: pending.last), through: pending.last) }
-        try expireDueWatches()
+        if let pending = pendingCommit.withLock({ $0 }) {
+            try storageWait.during { try commit(try again(pending.changes, through: pending.last), through: pending.last) }
+        }
+        try storageWait.during { try expireDueWatches() }
         while !Task.isCancelled {
-            let waiting = try nextRequests()
+            let waiting = try storageWait.during { try nextRequests() }
             if waiting.isEmpty { break }
             var rest = waiting[...]
             while let first = rest.first, !Task.isCancelled {
@@ -146,14 +152,14 @@ package final class RequestProcessor: Sendable {
                     continue
                 }
                 if let fatal, first.seq == fatal.seq {
-                    try deadLetter(first, faulted: fatal.faulted)
+                    try storageWait.during { try deadLetter(first, faulted: fatal.faulted) }
                     rest.removeFirst()
                     total += 1
                     continue
                 }
                 let batch = first.seq <= suspects ? rest.prefix(1) : rest.prefix { $0.seq > suspects }
                 rest.removeFirst(batch.count)
-                try apply(batch, suspectsThrough: suspects)
+                try storageWait.during { try apply(batch, suspectsThrough: suspects) }
                 total += batch.count
             }
         }

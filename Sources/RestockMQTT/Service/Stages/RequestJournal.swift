@@ -50,6 +50,13 @@ struct RequestJournal: MQTTInboundJournal {
         guard !entries.isEmpty else { return messages.map { _ in .recorded } }
         // Paused or failed: refuse at once (the session is being dropped).
         guard !lifecycle.isPaused(.journal), lifecycle.failure == nil else { return messages.map { _ in .refused } }
+        return lifecycle.journalWait.during { record(entries, of: messages, number: number) }
+    }
+
+    /// Journals `entries`, the requests of `messages` (one read, numbered `number`), and syncs them.
+    private func record(
+        _ entries: [(topic: String, payload: [UInt8], size: Int, retained: Bool)], of messages: [MQTTMessage], number: UInt64
+    ) -> [MQTTInboundDisposition] {
         do {
             let journaled = try storage.journal(batch: entries)
             if let first = journaled.first, let last = journaled.last {

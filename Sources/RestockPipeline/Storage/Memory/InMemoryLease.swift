@@ -45,7 +45,7 @@ final class InMemoryLease: StoreOwnership {
 
     /// Renews the lease, if this storage still holds it (nothing to note in memory: no standby watches a volume).
     func renew(at now: Date) throws(StorageError) {
-        volume.waitWhileRenewalsHeld()
+        volume.waitWhileHeld(.leaseRenewals)
         try write { contents throws(StorageError) in
             if contents.refusesLeaseRenewals { throw StorageError.system(.write, volume.name, errno: EIO) }
         }

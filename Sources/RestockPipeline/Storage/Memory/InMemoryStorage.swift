@@ -6,7 +6,8 @@ import Synchronization
 /// the SQLite backend (``StoreDatabase``, the specification) for everything ``StoreStorage`` returns, without a disk —
 /// for tests of the service, and anything that runs a store whose state need not outlive the process.
 ///
-/// What differs, by nature: its calls do not block, so they run anywhere (``executor`` is `nil`); the volume's lock is
+/// What differs, by nature: its calls block only where a test holds them (``InMemoryVolume/hold(_:_:)``), and run, as
+/// SQLite's do, on a thread of their own (``executor``), off Swift's cooperative pool; the volume's lock is
 /// the lease alone (``holdsLock`` is always true); nothing is migrated; a checkpoint has nothing to do; a fault that
 /// kills the process takes the volume with it, so the attempt's fault mark is only set by ``failAttempt()``.
 package final class InMemoryStorage: StoreStorage {
@@ -42,8 +43,11 @@ package final class InMemoryStorage: StoreStorage {
 
     package var ownership: any StoreOwnership { lease }
 
-    /// `nil`: its calls do not block, and run anywhere.
-    package var executor: (any TaskExecutor)? { nil }
+    /// A thread of its own, as SQLite's: a call a test holds (a commit) must not hold a thread of the cooperative pool,
+    /// whose two threads on a machine of two cores are all the tests have (two held at once hung the tests).
+    private let pipelineExecutor = PipelineExecutor(label: "restock.memory")
+
+    package var executor: (any TaskExecutor)? { pipelineExecutor }
 
     package func replaceInstance(with instance: String) throws -> String? {
         volume.withContents { contents in
@@ -70,6 +74,7 @@ package final class InMemoryStorage: StoreStorage {
     package func journal(batch requests: [(topic: String, payload: [UInt8], size: Int, retained: Bool)]) throws -> [JournaledRequest] {
         // Nothing to write for no request: SQLite's log writes nothing then, and refuses nothing.
         guard !requests.isEmpty else { return [] }
+        volume.waitWhileHeld(.journalWrites)
         try refuseWhenAsked()
         return try write { $0.journal(requests) }
     }
@@ -101,6 +106,7 @@ package final class InMemoryStorage: StoreStorage {
 
     @discardableResult
     package func commit(_ changes: StoreChanges) throws -> [CommittedPublication] {
+        volume.waitWhileHeld(.commits)
         let committed = place(changes.publications)
         try write { (state: inout InMemoryState) throws(StorageError) in
             do {

@@ -35,9 +35,9 @@ package final class InMemoryVolume: Sendable {
     /// The volume's name, as logs and errors say where the storage is.
     package let name: String
     private let contents = Mutex(Contents())
-    /// What a renewal of the lease waits on while renewals are held (``holdLeaseRenewals(_:)``): outside the contents'
-    /// lock, as a database that does not answer holds the renewal's caller and nothing else.
-    private let renewalGate = Mutex<DispatchSemaphore?>(nil)
+    /// What a call waits on while calls of its kind are held (``hold(_:_:)``): outside the contents' lock, as a database
+    /// that does not answer holds the caller and nothing else.
+    private let gates = Mutex<[HeldCall: DispatchSemaphore]>([:])
 
     /// An empty volume called `name` (by default a name of its own, `memory:` and a UUID).
     package init(name: String = "memory:\(UUID().uuidString)") { self.name = name }
@@ -132,21 +132,31 @@ package final class InMemoryVolume: Sendable {
     /// that is away refuses them.
     package func refuseLeaseRenewals(_ refuse: Bool) { withContents { $0.refusesLeaseRenewals = refuse } }
 
-    /// From now on (`true`), a renewal of the lease waits, unanswered, until renewals are no more held (`false`), as it
-    /// waits on a database that is frozen (SIGSTOP) or cut off without a reset.
-    package func holdLeaseRenewals(_ hold: Bool) {
-        let released = renewalGate.withLock { gate in
-            defer { gate = hold ? (gate ?? DispatchSemaphore(value: 0)) : nil }
-            return hold ? nil : gate
+    /// The calls a test can hold (``hold(_:_:)``).
+    package enum HeldCall: Sendable {
+        /// Renewals of the lease.
+        case leaseRenewals
+        /// Writes of the request journal.
+        case journalWrites
+        /// Commits of the state.
+        case commits
+    }
+
+    /// From now on (`true`), each `call` waits, unanswered, until they are no more held (`false`), as it waits on a
+    /// database that is frozen (SIGSTOP) or cut off without a reset.
+    package func hold(_ call: HeldCall, _ hold: Bool) {
+        let released = gates.withLock { gates in
+            defer { gates[call] = hold ? (gates[call] ?? DispatchSemaphore(value: 0)) : nil }
+            return hold ? nil : gates[call]
         }
         released?.signal()
     }
 
-    /// Waits while renewals of the lease are held (``holdLeaseRenewals(_:)``); at once when they are not.
-    func waitWhileRenewalsHeld() {
-        guard let gate = renewalGate.withLock({ $0 }) else { return }
+    /// Waits while `call`s are held (``hold(_:_:)``); at once when they are not.
+    func waitWhileHeld(_ call: HeldCall) {
+        guard let gate = gates.withLock({ $0[call] }) else { return }
         gate.wait()
-        // Each renewal let through lets the next one through.
+        // Each call let through lets the next one through.
         gate.signal()
     }
 
