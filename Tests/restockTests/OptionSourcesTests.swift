@@ -280,6 +280,12 @@ struct OptionSourcesTests {
         #expect(errorLine(["dead-letters", "--drop", "-0"], [:]) == "--drop must be a dead letter's id, a whole number from 1, not -0")
         #expect(errorLine(["dead-letters", "--replay", "7"], [:]) == nil)
         #expect(errorLine(["inventory", "--broker", "mqtt://127.0.0.1:+1883"], [:]) == #"--broker: invalid configuration: broker URL "mqtt://127.0.0.1:+1883" has a bad port"#)
+        // The fifth trial's: a leading zero, and an IPv6 host's port written with a `+` or a leading zero, as --http's are refused.
+        for url in ["mqtt://127.0.0.1:01883", "mqtt://[::1]:+1883", "mqtt://[::1]:01883", "mqtt://[::1]:"] {
+            #expect(errorLine(["inventory", "--broker", url], [:]) == #"--broker: invalid configuration: broker URL "\#(url)" has a bad port"#)
+        }
+        #expect(errorLine(["inventory", "--broker", "mqtt://127.0.0.1:0"], [:]) == "--broker: invalid configuration: broker port 0 is outside 1-65535")
+        #expect(errorLine(["inventory", "--broker", "mqtt://[::1]:1883"], [:]) == nil)
         #expect(errorLine(["serve", "--max-watches", "+5"], [:]) == #"--max-watches must be a whole number from 1 to 1000000000, or off, not "+5""#)
         #expect(errorLine(["serve", "--log-level", ""], [:]) == #"--log-level must be one of trace, debug, info, notice, warning, error, critical, not """#)
         #expect(errorLine(["serve", "--log-level", "INFO"], [:]) == nil)

@@ -26,6 +26,17 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
         BrokerAddress(.tls(host: host, port: port))
     }
 
+    /// The port written after the colon of `url`: digits only and no leading zero, as every port and number of the command
+    /// line is read (`+1883` was taken, and `[::1]:+1883` and `:01883` still were: outside trials).
+    private static func port(_ digits: Substring, of url: String) throws(MQTTError) -> Int {
+        guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), digits == "0" || digits.first != "0",
+            let number = Int(digits)
+        else {
+            throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has a bad port")
+        }
+        return number
+    }
+
     /// Parses `mqtt://host[:port]` or `mqtts://host[:port]`; an IPv6 host goes in brackets.
     /// - Throws: ``MQTTError/invalidConfiguration(_:)`` naming what is wrong.
     public init(url: String) throws(MQTTError) {
@@ -60,19 +71,14 @@ public struct BrokerAddress: Sendable, Hashable, CustomStringConvertible {
             host = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":"), let number = Int(after.dropFirst()) else {
+                guard after.hasPrefix(":") else {
                     throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has a bad port")
                 }
-                port = number
+                port = try Self.port(after.dropFirst(), of: url)
             }
         } else if let colon = authority.lastIndex(of: ":") {
             host = authority[..<colon]
-            // Digits only, as every port and number of the command line is read (`+1883` was taken: an outside trial).
-            let digits = authority[authority.index(after: colon)...]
-            guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), let number = Int(digits) else {
-                throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has a bad port")
-            }
-            port = number
+            port = try Self.port(authority[authority.index(after: colon)...], of: url)
         }
         guard !host.isEmpty, !host.contains("/"), !host.contains("@") else {
             throw .invalidConfiguration("broker URL \(MQTTError.quoted(url)) has no usable host")

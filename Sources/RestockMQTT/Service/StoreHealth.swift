@@ -148,8 +148,15 @@ public final class StoreHealth: Sendable {
                 return .failing("the store cannot renew its lease: its storage does not answer (\(failure)); see the log")
             }
             if let waited = overdueRenewal {
+                // The lease's age, not the renewal's wait, tells when a standby may take over (found by an outside trial: 13 s
+                // into a freeze the line still said "at 5 s").
+                let age = leaseAge ?? 0
+                let lifetime = LeaseHolder.lifetime.seconds
+                let takeover = age < lifetime
+                    ? "a standby may take the store over in \(((lifetime - age) * 10).rounded(.up) / 10) s"
+                    : "a standby may take the store over now"
                 return .failing(
-                    "the store cannot renew its lease: its storage has not answered a renewal for \((waited * 10).rounded(.down) / 10) s; a standby may take the store over at \(Int(LeaseHolder.lifetime.seconds)) s")
+                    "the store cannot renew its lease: its storage has not answered a renewal for \((waited * 10).rounded(.down) / 10) s; the lease was renewed \((age * 10).rounded(.down) / 10) s ago, and \(takeover)")
             }
             if let age = leaseAge, age >= LeaseHolder.lifetime.seconds {
                 return .failing(

@@ -84,7 +84,7 @@ struct LeaseRenewal: Service {
         do {
             try lease.renew(at: Date())
             if let since = failures.succeeded(at: clock.now) {
-                logger.notice("renewed the store's lease again, after \(Int((clock.now - since).seconds)) s")
+                logger.notice("renewed the store's lease again, \(Int((clock.now - since).seconds)) s after its renewals began to fail")
             }
             health?.leaseRenewed(epoch: lease.heldEpoch)
             if let epoch = lease.heldEpoch { metrics?.leaseEpoch.record(epoch) }
