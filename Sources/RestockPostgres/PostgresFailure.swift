@@ -64,6 +64,8 @@ struct PostgresFailure: StorageFailure {
             (storageKind, code, reason) = (.unavailable, -7, error.description)
         } else if let error = error as? NoAnswer {
             (storageKind, code, reason) = (.unavailable, -6, error.description)
+        } else if let error = error as? AbandonedStatementRuns {
+            (storageKind, code, reason) = (.unavailable, -12, error.description)
         } else if let error = error as? FunctionsMissing {
             (storageKind, code, reason) = (.corrupt, -10, error.description)
         } else if let error = error as? FunctionsNotExecutable {
@@ -119,6 +121,16 @@ struct PostgresFailure: StorageFailure {
             let source = witnessTopic.map { ", as the broker's journal witness \($0) says" } ?? ""
             let restored = witnessTopic.map { " If the database was restored on purpose and those requests are lost, clear the witness (mosquitto_pub -r -n -t \($0))" } ?? ""
             return "\(server) takes writes but lacks requests this store committed (its journal ends at \(place), the store's at \(committed)\(source)): a former primary started again on its own? It is passed over; it must follow the promoted server (docs/operations.md, \"Failover\").\(restored)"
+        }
+    }
+
+    /// The backend of a connection given up with a statement in flight has not ended yet: until it has, it may still
+    /// commit what it read, and nothing more is written (``PostgresSession``). ``StorageError/Kind/unavailable``: it
+    /// passes once the backend ends (it has been told to).
+    struct AbandonedStatementRuns: Error, CustomStringConvertible {
+        let pid: Int32
+        var description: String {
+            "a statement given up on an earlier connection may still run on the server (its backend, pid \(pid), was told to end and has not yet): nothing more is written until it has"
         }
     }
 

@@ -23,6 +23,22 @@ final class PostgresSession: @unchecked Sendable {
     private var hasConnected = false
     /// What a server must hold to be connected to, for a session of one store (``JournalMark``); `nil` for any other.
     let continuity: JournalMark?
+    /// The server process of the connection in use, read when it was made.
+    private var backend: Backend?
+    /// The server processes of connections dropped with a statement in flight. Each may still run what it had read and
+    /// commit it, its client gone — a backend frozen or slow goes on once it can, under the same lease (found by an outside
+    /// trial: a journal's append given up after 15 s landed once the frozen backend went on, after it had been made
+    /// again on a new connection and applied: its request applied twice, and a commit of the state landing late set the
+    /// store's counters back). Nothing more is written on their server until each has been ended and is gone.
+    private var abandoned: [Backend] = []
+
+    /// A server process of this session's, on one server, as `pg_stat_activity` names it.
+    private struct Backend: Equatable {
+        let server: String
+        let pid: Int32
+        /// `backend_start` as the server writes it: compared as text, exactly (a `Date` rounds its microseconds).
+        let started: String
+    }
 
     /// A session with the database of `settings`; it connects at its first call. A session of a store's storage connects
     /// only to a server that holds all its store committed there (`continuity`).
@@ -51,12 +67,15 @@ final class PostgresSession: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         do {
-            return try body(Statements(connection: try connected(), logger: logger, answerTimeout: settings.answerTimeout))
+            let connection = try connected()
+            if !abandoned.isEmpty { try endAbandoned(on: connection) }
+            return try body(Statements(connection: connection, logger: logger, answerTimeout: settings.answerTimeout))
         } catch let error as StorageError {
             throw error
         } catch {
             let failure = PostgresFailure(error)
             if failure.losesTheConnection, connection != nil {
+                if let backend, !abandoned.contains(backend) { abandoned.append(backend) }
                 dropConnection()
                 // The store's own log says what it does about it (it pauses, or tries again); this says why, once.
                 let what = failure.code > 0 ? "PostgreSQL answered: \(failure.reason)" : "the connection to PostgreSQL was lost: \(failure.reason)"
@@ -148,6 +167,12 @@ final class PostgresSession: @unchecked Sendable {
         let furthest = continuity?.furthest(of: writable, place: \.place, name: { "\($0.server)" }, location: settings.location, logger: logger)
         guard let chosen = furthest ?? writable.first else { throw refusedAsBehind ?? failure }
         for other in writable where other.server != chosen.server { Self.close(other.connection) }
+        do {
+            backend = try Self.backend(of: chosen.connection, on: "\(chosen.server)", within: settings.answerTimeout, logger: logger)
+        } catch {
+            Self.close(chosen.connection)
+            throw error
+        }
         connection = chosen.connection
         // A store's storage says where it went, at the first connection too (an outside trial missed it); a command's
         // session (export, the standby's schema check) only after a failover: a command prints one line, if any.
@@ -174,6 +199,40 @@ final class PostgresSession: @unchecked Sendable {
         let rows = try connection.answer(to: "SELECT journal_place FROM restock_store WHERE store = \(store)", logger: logger)
             .wait(atMost: settings.answerTimeout, for: "how far the journal goes").rows
         return try rows.first?.decode(Int64.self) ?? 0
+    }
+
+    /// The server process of `connection`, to `server`.
+    private static func backend(
+        of connection: PostgresConnection, on server: String, within timeout: Duration, logger: Logger
+    ) throws -> Backend? {
+        let rows = try connection.answer(
+            to: "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()", logger: logger
+        ).wait(atMost: timeout, for: "the connection's server process").rows
+        guard let (pid, started) = try rows.first?.decode((Int32, String).self) else { return nil }
+        return Backend(server: server, pid: pid, started: started)
+    }
+
+    /// Ends the server processes of connections given up on the server of `connection` (``abandoned``) and waits, a
+    /// moment at most, until they are gone; throws ``PostgresFailure/AbandonedStatementRuns`` while one is not (a frozen
+    /// process ends only once it goes on: told to end, it ends before it commits what it had read). Those of another
+    /// server (a failover) are forgotten: that server is written no more.
+    private func endAbandoned(on connection: PostgresConnection) throws {
+        abandoned.removeAll { $0.server != backend?.server }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while let first = abandoned.first {
+            // A process with its pid and start time: a pid taken again since by another process is left alone.
+            let rows = try connection.answer(
+                to: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = \(first.pid) AND backend_start::text = \(first.started)",
+                logger: logger
+            ).wait(atMost: settings.answerTimeout, for: "ending the server process of a connection given up").rows
+            if rows.isEmpty {
+                abandoned.removeFirst()
+                logger.notice("the server process of a connection given up with a statement in flight (pid \(first.pid)) has ended: writes go on")
+                continue
+            }
+            guard ContinuousClock.now < deadline else { throw PostgresFailure.AbandonedStatementRuns(pid: first.pid) }
+            Thread.sleep(forTimeInterval: 0.01)  // the process was told to end: it is gone within milliseconds, unless frozen
+        }
     }
 
     /// Whether a server takes writes: neither a replica in recovery nor set read only.
@@ -224,6 +283,7 @@ final class PostgresSession: @unchecked Sendable {
     private func dropConnection() {
         if let connection { Self.close(connection) }
         connection = nil
+        backend = nil
     }
 
     /// Closes `connection`, waiting a moment at most: closing is local, but its future must not hold a store for ever.
