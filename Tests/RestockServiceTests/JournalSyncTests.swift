@@ -87,8 +87,8 @@ struct JournalSyncTests {
             let recorded = journal.record(batch: [message], number: 1)
             dispositions.withLock { $0 = recorded }
         }.start()
-        try await waitUntil("not ready", within: 30) { lifecycle.notReadyReason != nil }
-        let said = lifecycle.notReadyReason ?? ""
+        try await waitUntil("not ready", within: 30) { lifecycle.notReadyReason() != nil }
+        let said = lifecycle.notReadyReason() ?? ""
         #expect(said.hasPrefix("journaling requests has waited 2."), "\(said)")
         #expect(said.hasSuffix("requests wait on the broker until it does (see the log)"), "\(said)")
         #expect(ContinuousClock.now - started >= StorageWait.patience)
@@ -97,7 +97,7 @@ struct JournalSyncTests {
         counted_syncs_release(wal)
         try await waitUntil("acknowledged once synced", within: 10) { dispositions.withLock { $0 } != nil }
         #expect(dispositions.withLock { $0 } == [.recorded])
-        #expect(lifecycle.notReadyReason == nil)
+        #expect(lifecycle.notReadyReason() == nil)
         #expect(log.text.contains(/journaling requests waited [0-9.]+ s for the store's storage/), "the late answer is logged")
     }
 }

@@ -139,33 +139,35 @@ public final class StoreHealth: Sendable {
         case .starting: return .failing("starting: restoring the state and claiming the store id on the broker")
         case .standby(let location): return .failing("standby: waiting for the live store process on \(location) to stop, or to leave its lease unrenewed")
         case .running(let lifecycle):
-            if let reason = lifecycle.notReadyReason { return .failing(reason) }
-            // An idle store whose storage does not answer takes no request that would pause it: its lease tells (found
-            // by an outside trial: 200 for 20 s with the database stopped, the lease 21 s old).
-            // At once when a renewal fails: a store whose database has stopped answered 200 for about 3 s, until the
-            // lease read as stale (found by an outside trial).
-            if let failure = lease.withLock({ $0?.renewalFailure }) {
-                return .failing("the store cannot renew its lease: its storage does not answer (\(failure)); see the log")
-            }
-            if let waited = overdueRenewal {
-                // The lease's age, not the renewal's wait, tells when a standby may take over (found by an outside trial: 13 s
-                // into a freeze the line still said "at 5 s").
-                let age = leaseAge ?? 0
-                let lifetime = LeaseHolder.lifetime.seconds
-                let takeover = age < lifetime
-                    ? "a standby may take the store over in \(((lifetime - age) * 10).rounded(.up) / 10) s"
-                    : "a standby may take the store over now"
-                return .failing(
-                    "the store cannot renew its lease: its storage has not answered a renewal for \((waited * 10).rounded(.down) / 10) s; the lease was renewed \((age * 10).rounded(.down) / 10) s ago, and \(takeover)")
-            }
-            if let age = leaseAge, age >= LeaseHolder.lifetime.seconds {
-                return .failing(
-                    "the store's lease has not been renewed for \(Int(age)) s: its storage does not answer (see the log); a standby may take the store over")
-            }
-            return .passing
+            return lifecycle.notReadyReason(lease: leaseInDoubt).map { .failing($0) } ?? .passing
         case .draining: return .failing("draining: stopping on a signal, publishing what the outbox holds")
         case .stopped(let reason): return .failing(reason)
         }
+    }
+
+    /// Why the store's lease is in doubt, for `/readyz`; `nil` while it is renewed.
+    private var leaseInDoubt: String? {
+        // An idle store whose storage does not answer takes no request that would pause it: its lease tells (found
+        // by an outside trial: 200 for 20 s with the database stopped, the lease 21 s old).
+        // At once when a renewal fails: a store whose database has stopped answered 200 for about 3 s, until the
+        // lease read as stale (found by an outside trial).
+        if let failure = lease.withLock({ $0?.renewalFailure }) {
+            return "the store cannot renew its lease: its storage does not answer (\(failure)); see the log"
+        }
+        if let waited = overdueRenewal {
+            // The lease's age, not the renewal's wait, tells when a standby may take over (found by an outside trial: 13 s
+            // into a freeze the line still said "at 5 s").
+            let age = leaseAge ?? 0
+            let lifetime = LeaseHolder.lifetime.seconds
+            let takeover = age < lifetime
+                ? "a standby may take the store over in \(((lifetime - age) * 10).rounded(.up) / 10) s"
+                : "a standby may take the store over now"
+            return "the store cannot renew its lease: its storage has not answered a renewal for \((waited * 10).rounded(.down) / 10) s; the lease was renewed \((age * 10).rounded(.down) / 10) s ago, and \(takeover)"
+        }
+        if let age = leaseAge, age >= LeaseHolder.lifetime.seconds {
+            return "the store's lease has not been renewed for \(Int(age)) s: its storage does not answer (see the log); a standby may take the store over"
+        }
+        return nil
     }
 
     /// Returns once the store is online on the broker and takes requests: what a program that embeds it waits for

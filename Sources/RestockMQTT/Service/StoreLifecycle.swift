@@ -165,10 +165,12 @@ final class StoreLifecycle: Sendable {
         }
     }
 
-    /// Why the store takes no requests now (for `/readyz`), or `nil` when it takes them: a stage failed, another
-    /// instance took the store over, a stage is paused or has waited past ``StorageWait/patience`` for the storage, or
-    /// its session with the broker is down.
-    var notReadyReason: String? {
+    /// Why the store takes no requests now (for `/readyz`), or `nil` when it takes them, the first of: a stage failed,
+    /// another instance took the store over, a stage is paused, `lease` (why the store's lease is in doubt, if it is), a
+    /// stage has waited past ``StorageWait/patience`` for the storage, its session with the broker is down. A lease in
+    /// doubt goes before a wait on the storage: a standby may take over (found by an outside trial: a frozen database
+    /// held both, and /readyz never said that a standby may take over).
+    func notReadyReason(lease: @autoclosure () -> String? = nil) -> String? {
         let (stopped, paused, sessionDown): (String?, String?, Bool) = state.withLock { state in
             if let failure = state.failure { return ("\(failure)", nil, false) }
             if let winner = state.takenOverBy { return ("another instance (\(winner)) took the store over", nil, false) }
@@ -177,7 +179,7 @@ final class StoreLifecycle: Sendable {
             }
             return (nil, nil, !state.sessionConnected)
         }
-        if let reason = stopped ?? paused { return reason }
+        if let reason = stopped ?? paused ?? lease() { return reason }
         // Requests wait on a storage that answers nothing; the session stays up (found by an outside trial: 200 for the 15 s
         // of PostgreSQL's statement timeout while the store's statements waited on a frozen server).
         if let waited = journalWait.overdue {
