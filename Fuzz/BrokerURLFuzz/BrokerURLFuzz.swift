@@ -5,8 +5,9 @@ import Mosquitto
 // Fuzz target (b): broker URLs → `BrokerAddress(url:)`, and lists of them → `BrokerSettings(url:)` (BrokerListFuzz.swift).
 //
 // Checked for every input: parsing never traps; a parsed address has a non-empty host without `/` or `@`,
-// and a port in 1…65535; TLS exactly for `mqtts://`; its `description` ("the address as a URL") parses
-// back to the same host, port and TLS. For URLs built from known-good parts (below), the exact result is checked too.
+// and with a colon only where the URL had it in brackets, and a port in 1…65535; TLS exactly for `mqtts://`;
+// its `description` ("the address as a URL") parses back to the same host, port and TLS. For URLs built from
+// known-good parts (below), the exact result is checked too.
 
 @_cdecl("BrokerURLFuzz_main")
 func brokerURLFuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
@@ -40,6 +41,9 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     check(!address.host.isEmpty, "\(String(reflecting: url)) parsed with an empty host")
     check(!address.host.contains("/") && !address.host.contains("@"), "\(String(reflecting: url)) parsed with host \(String(reflecting: address.host))")
     check((1...65_535).contains(address.port), "\(String(reflecting: url)) parsed with port \(address.port)")
+    check(
+        !address.host.contains(":") || url.contains("[\(address.host)]"),
+        "\(String(reflecting: url)) parsed with host \(String(reflecting: address.host)), a colon out of brackets")
     check(address.usesTLS == url.hasPrefix("mqtts://"), "\(String(reflecting: url)) parsed with usesTLS \(address.usesTLS)")
     switch expected {
     case .parsed(let host, let port, let tls)?:
@@ -114,7 +118,7 @@ func assemble(_ input: inout FuzzInput) -> (String, Expected?) {
         port = input.number(small: 0...65_536)
         portText = ":\(port)"
     default:
-        portText = input.pick([":", ":x", ":+1", ": 1", ":1 ", ":0x10", ":1883:1883", ":-0", ":١٢", "::"])
+        portText = input.pick([":", ":x", ":+1", ": 1", ":1 ", ":0x10", ":1883:1883", ":-0", ":١٢", "::", ":01883", ":00"])
         known = false
     }
     let slash = input.pick(["", "", "/", "//", "/topic"])

@@ -38,7 +38,7 @@ extension Restock {
         @Option(parsing: .unconditional, help: "Requests one customer may send at once after a quiet spell (1 to 1000000) (env RESTOCK_CUSTOMER_BURST).")
         var customerBurst = WholeNumber(60)
 
-        @Option(help: "How long a watch lasts when its subscribe names no expiresAt, such as 180d, 12h or 90s, or off (env RESTOCK_WATCH_LIFETIME).")
+        @Option(parsing: .unconditional, help: "How long a watch lasts when its subscribe names no expiresAt, such as 180d, 12h or 90s, or off (env RESTOCK_WATCH_LIFETIME).")
         var watchLifetime: String = "180d"
 
         @Option(parsing: .unconditional, help: "MQTT 5 message expiry of each alert, in seconds (1 to 4294967295), or off: an alert not delivered by then is dropped by the broker (env RESTOCK_ALERT_EXPIRY).")

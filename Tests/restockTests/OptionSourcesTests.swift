@@ -286,6 +286,17 @@ struct OptionSourcesTests {
         }
         #expect(errorLine(["inventory", "--broker", "mqtt://127.0.0.1:0"], [:]) == "--broker: invalid configuration: broker port 0 is outside 1-65535")
         #expect(errorLine(["inventory", "--broker", "mqtt://[::1]:1883"], [:]) == nil)
+        let long = "mqtt://" + String(repeating: "a", count: 254) + ":1883"
+        #expect(errorLine(["inventory", "--broker", long], [:])?.hasSuffix("has a bad host: longer than 253 characters, the longest a host name can be") == true)
+        #expect(errorLine(["inventory", "--broker", "mqtt://" + String(repeating: "a", count: 253) + ":1883"], [:]) == nil)
+        // A value that starts with a dash is the option's value, as for every other option with one (it read "Missing value").
+        #expect(errorLine(["serve", "--watch-lifetime", "-1s"], [:])?.hasPrefix("--watch-lifetime must be") == true)
+        // A colon in a host out of brackets, and brackets around no IPv6 address.
+        for url in ["mqtt://127.0.0.1:52601:52601", "mqtt://::1", "mqtt://::1:1883", "mqtt://fe80::1", "mqtt://1:2:3", "mqtt://[127.0.0.1]:1883"] {
+            #expect(
+                errorLine(["inventory", "--broker", url], [:])
+                    == #"--broker: invalid configuration: broker URL "\#(url)" has a bad host: use a name, an IPv4 address, or an IPv6 address in []"#)
+        }
         #expect(errorLine(["serve", "--max-watches", "+5"], [:]) == #"--max-watches must be a whole number from 1 to 1000000000, or off, not "+5""#)
         #expect(errorLine(["serve", "--log-level", ""], [:]) == #"--log-level must be one of trace, debug, info, notice, warning, error, critical, not """#)
         #expect(errorLine(["serve", "--log-level", "INFO"], [:]) == nil)
