@@ -239,7 +239,10 @@ struct PostgresFailure: StorageFailure {
     /// a verdict of the store's own on what it read (a function missing, not executable, a value of another type).
     var losesTheConnection: Bool {
         guard let error = underlying as? PSQLError else {
-            return !(underlying is PostgresDecodingError || underlying is FunctionsMissing || underlying is FunctionsNotExecutable)
+            // A process given up still running (``AbandonedStatementRuns``) leaves this connection of use: dropped, each retry
+            // made and gave up one more (found by an outside trial: 32 of them in a 46 s wait, each logged twice).
+            return !(underlying is PostgresDecodingError || underlying is FunctionsMissing || underlying is FunctionsNotExecutable
+                || underlying is AbandonedStatementRuns)
         }
         return error.serverInfo?[.sqlState] == nil || storageKind == .unavailable
     }

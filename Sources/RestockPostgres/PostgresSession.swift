@@ -32,6 +32,13 @@ final class PostgresSession: @unchecked Sendable {
     /// store's counters back). Nothing more is written on their server until each has been ended and is gone.
     private var abandoned: [Backend] = []
 
+    /// How many processes of connections given up have not been seen to end.
+    var abandonedProcesses: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return abandoned.count
+    }
+
     /// A server process of this session's, on one server, as `pg_stat_activity` names it.
     private struct Backend: Equatable {
         let server: String

@@ -40,6 +40,10 @@ extension PostgresServerTests {
                     Issue.record("not a storage error: \(error)")
                 }
 
+                // Refused again, on the same connection: one process given up, not one more per try.
+                #expect(throws: StorageError.self) { try session.run(.write) { try $0.execute("INSERT INTO t VALUES (2)") } }
+                #expect(session.abandonedProcesses == 1)
+
                 // Going on, it ends (it was told to) before it commits what it had read; then writes go on.
                 kill(pid_t(pid), SIGCONT)
                 resumed = true
