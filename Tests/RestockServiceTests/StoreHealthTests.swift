@@ -25,6 +25,26 @@ struct StoreHealthTests {
         return (health, lifecycle)
     }
 
+    /// A store on a broker and a volume in memory, once it is ready.
+    func readyStore() async throws -> (broker: InMemoryBroker, volume: InMemoryVolume, store: RunningStore) {
+        let broker = InMemoryBroker()
+        let volume = InMemoryVolume()
+        let store = try RunningStore(on: broker, storage: .memory(volume))
+        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { store.service.health.readiness == .passing }
+        return (broker, volume, store)
+    }
+
+    /// Waits until `health` is not ready; returns why.
+    func notReady(_ health: StoreHealth) async throws -> String {
+        try await waitUntil("not ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness != .passing }
+        return reason(health.readiness) ?? ""
+    }
+
+    /// Waits until `health` is ready again.
+    func readyAgain(_ health: StoreHealth) async throws {
+        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+    }
+
     @Test("ready once online; a graceful stop is draining (alive, not ready) until the outbox is drained; then stopped")
     func phases() async throws {
         let broker = InMemoryBroker()
@@ -61,7 +81,7 @@ struct StoreHealthTests {
         }
         #expect(health.liveness == .passing)
         broker.start()
-        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        try await readyAgain(health)
         #expect(health.liveness == .passing)
         await store.stop()
     }
@@ -83,19 +103,15 @@ struct StoreHealthTests {
 
     @Test("not ready as soon as a renewal of its lease fails, with the reason; ready again once one succeeds (a store whose database stopped answered 200 for about 3 s)")
     func leaseRenewalFails() async throws {
-        let broker = InMemoryBroker()
-        let volume = InMemoryVolume()
-        let store = try RunningStore(on: broker, storage: .memory(volume))
+        let (_, volume, store) = try await readyStore()
         let health = store.service.health
-        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         volume.refuseLeaseRenewals(true)
-        try await waitUntil("not ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness != .passing }
-        let said = reason(health.readiness) ?? ""
+        let said = try await notReady(health)
         #expect(said.hasPrefix("the store cannot renew its lease: its storage does not answer ("), "\(said)")
         #expect((health.leaseAge ?? .infinity) < LeaseHolder.lifetime.seconds, "not ready before the lease reads as stale")
         #expect(health.liveness == .passing)
         volume.refuseLeaseRenewals(false)
-        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        try await readyAgain(health)
         await store.stop()
     }
 
@@ -103,22 +119,18 @@ struct StoreHealthTests {
     /// once a renewal has waited 2 s for it, before the lease reads as stale at 5 s, and ready again once it answers.
     @Test("a renewal of the lease left unanswered: not ready after 2 s, ready once it is answered")
     func leaseRenewalUnanswered() async throws {
-        let broker = InMemoryBroker()
-        let volume = InMemoryVolume()
-        let store = try RunningStore(on: broker, storage: .memory(volume))
+        let (_, volume, store) = try await readyStore()
         let health = store.service.health
-        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         volume.hold(.leaseRenewals, true)
         let held = ContinuousClock.now
-        try await waitUntil("not ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness != .passing }
-        let said = reason(health.readiness) ?? ""
+        let said = try await notReady(health)
         #expect(said.hasPrefix("the store cannot renew its lease: its storage has not answered a renewal for 2."), "\(said)")
         #expect(said.contains(" s ago, and a standby may take the store over in "), "counted from the lease's age: \(said)")
         #expect(ContinuousClock.now - held >= StoreHealth.renewalPatience, "not before the renewal has waited 2 s")
         #expect((health.leaseAge ?? .infinity) < LeaseHolder.lifetime.seconds, "not ready before the lease reads as stale")
         #expect(health.liveness == .passing)
         volume.hold(.leaseRenewals, false)
-        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        try await readyAgain(health)
         await store.stop()
     }
 
@@ -150,24 +162,20 @@ struct StoreHealthTests {
     /// and ready again once it answers; nothing is lost. (The journal's like: JournalSyncTests.journalStepUnanswered.)
     @Test("a batch's commit left unanswered while the lease renews: not ready after 2 s, with the stage; ready and applied once answered")
     func commitUnanswered() async throws {
-        let broker = InMemoryBroker()
-        let volume = InMemoryVolume()
-        let store = try RunningStore(on: broker, storage: .memory(volume))
+        let (broker, volume, store) = try await readyStore()
         let health = store.service.health
-        try await waitUntil("ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
         volume.hold(.commits, true)
         defer { volume.hold(.commits, false) }  // a failed expectation must not leave the store's stop waiting on it
         let started = ContinuousClock.now
         broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
-        try await waitUntil("not ready", within: 60, pollEvery: .milliseconds(5)) { health.readiness != .passing }
-        let said = reason(health.readiness) ?? ""
+        let said = try await notReady(health)
         #expect(said.hasPrefix("applying requests has waited 2."), "\(said)")
         #expect(said.contains("for the store's storage, which does not answer"), "\(said)")
         #expect(ContinuousClock.now - started >= StorageWait.patience, "not before the commit has waited 2 s")
         #expect((health.leaseAge ?? .infinity) < LeaseHolder.lifetime.seconds, "the lease renews meanwhile")
         #expect(health.liveness == .passing)
         volume.hold(.commits, false)
-        try await waitUntil("ready again", within: 60, pollEvery: .milliseconds(5)) { health.readiness == .passing }
+        try await readyAgain(health)
         try await waitUntil("alice's watch applied", within: 60, pollEvery: .milliseconds(5)) {
             volume.snapshot().watches.map(\.customer.rawValue) == ["alice"]
         }
