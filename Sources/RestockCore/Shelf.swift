@@ -35,9 +35,16 @@ extension Shelf {
     /// satisfies. A satisfied watch not alerted stays waiting, held back. No watch is copied but those reported back, and
     /// no alert is made here (the outcome makes each when it is read).
     /// - Throws: ``RestockError`` for a change out of range; nothing changes then.
-    mutating func take(_ change: StockChange, of sku: SKU, alertsPerUnit: Int, sequencesLeft: Int) throws(RestockError) -> Walk {
+    ///
+    /// The watches are reported in `lists`' arrays, emptied first and moved into the walk (``ReportLists``).
+    mutating func take(
+        _ change: StockChange, of sku: SKU, alertsPerUnit: Int, sequencesLeft: Int, reportingIn lists: inout ReportLists
+    ) throws(RestockError) -> Walk {
         let onHand = try change.applied(to: quantity, sku: sku)
         var walk = Walk(previous: quantity, quantity: onHand)
+        lists.empty()
+        swap(&walk.alerted, &lists.alerted)
+        swap(&walk.rearmed, &lists.rearmed)
         quantity = onHand
         let rise = onHand - walk.previous
         var budget: Int

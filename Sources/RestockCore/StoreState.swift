@@ -29,6 +29,8 @@ struct StoreState: Sendable {
     private(set) var nextPosition: UInt64 = 1
     private(set) var nextAlertSequence: UInt64 = 1
     private(set) var watchCount = 0
+    /// The arrays the last stock change reported its watches in, for the next one to write into (``ReportLists``).
+    private var spareLists = ReportLists()
 
     init(store: StoreID, limits: Limits, alertEpoch: String?) {
         self.store = store
@@ -281,7 +283,12 @@ struct StoreState: Sendable {
                 sku: sku, previousQuantity: 0, quantity: onHand, alerted: [], rearmed: [], withheld: 0, store: store,
                 epoch: alertEpoch, firstSequence: nextAlertSequence, at: now)
         }
-        let walked = try shelves.values[shelf].take(change, of: sku, alertsPerUnit: alertsPerUnit, sequencesLeft: alertSequencesLeft)
+        // The arrays of the last change's report, given up by the state first: unshared once its caller let it go.
+        var lists = ReportLists()
+        swap(&lists, &spareLists)
+        let walked = try shelves.values[shelf].take(
+            change, of: sku, alertsPerUnit: alertsPerUnit, sequencesLeft: alertSequencesLeft, reportingIn: &lists)
+        spareLists.keep(walked)
         if walked.isEmpty { shelves.remove(at: shelf) }
         let firstSequence = nextAlertSequence
         nextAlertSequence += UInt64(walked.alerted.count)
