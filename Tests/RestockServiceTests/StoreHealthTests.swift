@@ -162,24 +162,45 @@ struct StoreHealthTests {
     /// and ready again once it answers; nothing is lost. (The journal's like: JournalSyncTests.journalStepUnanswered.)
     @Test("a batch's commit left unanswered while the lease renews: not ready after 2 s, with the stage; ready and applied once answered")
     func commitUnanswered() async throws {
-        let (broker, volume, store) = try await readyStore()
-        let health = store.service.health
-        volume.hold(.commits, true)
-        defer { volume.hold(.commits, false) }  // a failed expectation must not leave the store's stop waiting on it
-        let started = ContinuousClock.now
-        broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
-        let said = try await notReady(health)
-        #expect(said.hasPrefix("applying requests has waited 2."), "\(said)")
-        #expect(said.contains("for the store's storage, which does not answer"), "\(said)")
-        #expect(ContinuousClock.now - started >= StorageWait.patience, "not before the commit has waited 2 s")
-        #expect((health.leaseAge ?? .infinity) < LeaseHolder.lifetime.seconds, "the lease renews meanwhile")
-        #expect(health.liveness == .passing)
-        volume.hold(.commits, false)
-        try await readyAgain(health)
+        let (volume, store) = try await unanswered(.commits, notReadyBecause: "applying requests has waited 2.", "for the store's storage, which does not answer")
         try await waitUntil("alice's watch applied", within: 60, pollEvery: .milliseconds(5)) {
             volume.snapshot().watches.map(\.customer.rawValue) == ["alice"]
         }
         #expect(store.log.text.contains(/applying requests waited [0-9.]+ s for the store's storage/), "the late answer is logged")
         await store.stop()
+    }
+
+    /// The same for the outbox: what was committed waits to be sent while its record of the broker's acknowledgements
+    /// waits on the storage.
+    @Test("not ready once the outbox's record of the broker's acknowledgements has waited 2 s for storage that answers nothing; ready again once it answers, the wait logged")
+    func acknowledgementUnanswered() async throws {
+        let (_, store) = try await unanswered(
+            .acknowledgements, notReadyBecause: "publishing the outbox has waited 2.",
+            "for the store's storage, which does not answer: alerts and the other messages committed wait in the outbox")
+        #expect(store.log.text.contains(/publishing the outbox waited [0-9.]+ s for the store's storage/), "the late answer is logged")
+        await store.stop()
+    }
+
+    /// A ready store whose `call`s go unanswered from alice's subscribe on (the subscribe is committed, and its watch list
+    /// mirrored: a message of the outbox the broker acknowledges): not ready after 2 s, saying `prefix` and `detail`,
+    /// alive, its lease renewed meanwhile; ready again once the calls are answered.
+    func unanswered(
+        _ call: InMemoryVolume.HeldCall, notReadyBecause prefix: String, _ detail: String
+    ) async throws -> (volume: InMemoryVolume, store: RunningStore) {
+        let (broker, volume, store) = try await readyStore()
+        let health = store.service.health
+        volume.hold(call, true)
+        defer { volume.hold(call, false) }  // a failed expectation must not leave the store's stop waiting on it
+        let started = ContinuousClock.now
+        broker.publish(Array("ipad".utf8), to: "restock/apple/subscribe/alice")
+        let said = try await notReady(health)
+        #expect(said.hasPrefix(prefix), "\(said)")
+        #expect(said.contains(detail), "\(said)")
+        #expect(ContinuousClock.now - started >= StorageWait.patience, "not before the call has waited 2 s")
+        #expect((health.leaseAge ?? .infinity) < LeaseHolder.lifetime.seconds, "the lease renews meanwhile")
+        #expect(health.liveness == .passing)
+        volume.hold(call, false)
+        try await readyAgain(health)
+        return (volume, store)
     }
 }

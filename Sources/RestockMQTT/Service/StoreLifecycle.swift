@@ -12,6 +12,9 @@ import Deadlines
 /// and once when it ends.
 final class StoreLifecycle: Sendable {
     /// A stage that pauses while its file cannot be written.
+    /// What the outbox publisher's wait on the storage is called (``publishWait``); it has no pause of its own.
+    static let publishing = "publishing the outbox"
+
     enum Stage: String, Sendable, CaseIterable {
         /// The journal on the session's network thread: it refuses requests, which then wait on the broker.
         case journal = "journaling requests"
@@ -46,9 +49,9 @@ final class StoreLifecycle: Sendable {
     private let metrics: StoreMetrics
     /// Woken (at most one wakeup waiting) whenever something here changes.
     let changes: AsyncStream<Void>
-    /// The journal's steps on the storage and the applying stage's, timed (``StorageWait``): a storage that answers
-    /// nothing fails no call, and holds the stage instead.
-    let journalWait: StorageWait, applyWait: StorageWait
+    /// The journal's steps on the storage, the applying stage's and the outbox publisher's, timed (``StorageWait``): a
+    /// storage that answers nothing fails no call, and holds the stage instead.
+    let journalWait: StorageWait, applyWait: StorageWait, publishWait: StorageWait
 
     init(logger: Logger, timing: StoreTiming = .contract, metrics: StoreMetrics = StoreMetrics()) {
         self.logger = logger
@@ -57,6 +60,7 @@ final class StoreLifecycle: Sendable {
         self.clock = timing.clock
         journalWait = StorageWait(stage: Stage.journal.rawValue, logger: logger)
         applyWait = StorageWait(stage: Stage.applying.rawValue, logger: logger)
+        publishWait = StorageWait(stage: Self.publishing, logger: logger)
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -167,7 +171,8 @@ final class StoreLifecycle: Sendable {
 
     /// Why the store takes no requests now (for `/readyz`), or `nil` when it takes them, the first of: a stage failed,
     /// another instance took the store over, a stage is paused, `lease` (why the store's lease is in doubt, if it is), a
-    /// stage has waited past ``StorageWait/patience`` for the storage, its session with the broker is down. A lease in
+    /// stage or the outbox's publisher has waited past ``StorageWait/patience`` for the storage, its session with the
+    /// broker is down. A lease in
     /// doubt goes before a wait on the storage: a standby may take over (found by an outside trial: a frozen database
     /// held both, and /readyz never said that a standby may take over).
     func notReadyReason(lease: @autoclosure () -> String? = nil) -> String? {
@@ -187,6 +192,11 @@ final class StoreLifecycle: Sendable {
         }
         if let waited = applyWait.overdue {
             return "\(Stage.applying.rawValue) has waited \(StorageWait.tenths(waited)) s for the store's storage, which does not answer: requests wait in the request log until it does (see the log)"
+        }
+        // What was committed waits to be sent (found by a stop's review: only the outbox's record of the broker's
+        // acknowledgements waited on a frozen storage, and the store said 200 while it sent nothing more).
+        if let waited = publishWait.overdue {
+            return "\(Self.publishing) has waited \(StorageWait.tenths(waited)) s for the store's storage, which does not answer: alerts and the other messages committed wait in the outbox until it does (see the log)"
         }
         if sessionDown { return "the store's session with the broker is down: it takes no requests until it is back" }
         return nil

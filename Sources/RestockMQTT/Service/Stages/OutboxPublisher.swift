@@ -159,7 +159,7 @@ struct OutboxPublisher: Service {
                     try await waitForTheSession()
                     try checkLease()
                     // On the pipeline's thread (``PipelineExecutor``), where the database is read and written.
-                    let round = try reader.next(roundSize)
+                    let round = try lifecycle.publishWait.during { try reader.next(roundSize) }
                     if let since = readFailures.succeeded(at: clock.now) {
                         logger.notice("read the outbox again, after \(Int((clock.now - since).seconds)) s: publishing goes on")
                     }
@@ -246,7 +246,7 @@ struct OutboxPublisher: Service {
             }
         }
         do {
-            try storage.acknowledge(messages: messages, batches: batches)
+            try lifecycle.publishWait.during { try storage.acknowledge(messages: messages, batches: batches) }
         } catch let error as StorageError where error.isRetriable {
             logger.debug("cannot record acknowledgements now; keeping them", metadata: [StoreLoggingKeys.error: "\(error)"])
             unrecorded.keep(messages: messages, batches: batches)
@@ -278,7 +278,7 @@ struct OutboxPublisher: Service {
     /// stalled past its lifetime), which stops the store at once, as a takeover does. A lease that cannot be read now
     /// (a lock, a full disk) does not hold the round up: the lease's renewal decides.
     private func checkLease() throws {
-        guard lifecycle.stillHolds(storage.ownership) else { throw CancellationError() }
+        guard lifecycle.publishWait.during({ lifecycle.stillHolds(storage.ownership) }) else { throw CancellationError() }
     }
 
     private func waitUntilConnected() async throws {

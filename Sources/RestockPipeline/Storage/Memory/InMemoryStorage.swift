@@ -181,6 +181,7 @@ package final class InMemoryStorage: StoreStorage {
 
     package func acknowledge(messages seqs: [Int64], batches: [(seq: Int64, sent: Int)]) throws {
         guard !seqs.isEmpty || !batches.isEmpty else { return }
+        volume.waitWhileHeld(.acknowledgements)
         try write { $0.acknowledge(messages: seqs, batches: batches, at: Date()) }
     }
 

@@ -140,6 +140,8 @@ package final class InMemoryVolume: Sendable {
         case journalWrites
         /// Commits of the state.
         case commits
+        /// Records of the broker's acknowledgements of what the outbox sent.
+        case acknowledgements
     }
 
     /// From now on (`true`), each `call` waits, unanswered, until they are no more held (`false`), as it waits on a
